@@ -1,0 +1,171 @@
+"""Backends: the ways of getting a kernel into PyTorch.
+
+Each backend says what it needs, whether it can run here, and which tensors it
+accepts. Kernel code lives beside this file, one module (or .cu file) per op.
+
+Without a GPU, Triton kernels run under the Triton interpreter
+(``TRITON_INTERPRET=1``) and Numba kernels under the CUDA simulator
+(``NUMBA_ENABLE_CUDASIM=1``). Both switches are read when the frameworks import
+and decorate kernels, so :func:`configure_interpreters` sets them before any
+kernel module is imported.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+from dataclasses import dataclass
+from functools import cache
+
+import torch
+
+
+@cache
+def cuda_available() -> bool:
+    return torch.cuda.is_available()
+
+
+def default_device() -> str:
+    return "cuda" if cuda_available() else "cpu"
+
+
+def configure_interpreters() -> None:
+    """On a machine without a GPU, route Triton and Numba to their CPU interpreters."""
+    if cuda_available():
+        return
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+
+
+def triton_interpreted() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def numba_simulated() -> bool:
+    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+
+
+def _compute_capability() -> tuple[int, int] | None:
+    return torch.cuda.get_device_capability() if cuda_available() else None
+
+
+@dataclass(frozen=True)
+class Backend:
+    name: str
+    summary: str
+    needs: tuple[str, ...]
+    # Largest input its CPU interpreter checks in reasonable time (None: no cap).
+    # Numba's simulator runs every CUDA thread as a Python thread, about 1 ms each.
+    interpreted_max_numel: int | None = None
+
+    def interpreted(self, device: str) -> bool:
+        return device == "cpu" and self.name in ("triton", "numba")
+
+    def unavailable(self, device: str, min_cc: tuple[int, int] | None = None) -> str | None:
+        """Why this backend cannot run on ``device`` on this machine, or None."""
+        if device == "cuda" and not cuda_available():
+            return "no CUDA GPU visible to torch"
+        if device == "cuda" and min_cc and _compute_capability() < min_cc:
+            return f"needs compute capability {min_cc[0]}.{min_cc[1]}, GPU has {_compute_capability()}"
+        return _unavailable[self.name](device)
+
+    def device_error(self, device: torch.device) -> str | None:
+        """Why this backend cannot take a tensor on ``device``, or None."""
+        return _device_rule[self.name](device)
+
+
+def _missing(module: str) -> bool:
+    return importlib.util.find_spec(module) is None
+
+
+def _torch_unavailable(device: str) -> str | None:
+    return None
+
+
+def _compile_unavailable(device: str) -> str | None:
+    if device == "cpu" and shutil.which(os.environ.get("CXX", "g++")) is None:
+        return "torch.compile on the CPU needs a C++ compiler (g++)"
+    return None
+
+
+def _triton_unavailable(device: str) -> str | None:
+    if _missing("triton"):
+        return "triton is not installed"
+    if device == "cpu":
+        configure_interpreters()
+        if not triton_interpreted():
+            return "Triton on the CPU needs TRITON_INTERPRET=1"
+    return None
+
+
+def _cuda_unavailable(device: str) -> str | None:
+    if device != "cuda":
+        return "CUDA C++ through load_inline needs a CUDA GPU (the CPU path compile-checks the .cu files with nvcc instead)"
+    if torch.version.cuda is None:
+        return "this torch build has no CUDA support"
+    from torch.utils.cpp_extension import CUDA_HOME
+
+    if CUDA_HOME is None:
+        return "CUDA toolkit (nvcc) not found: set CUDA_HOME"
+    return None
+
+
+def _numba_unavailable(device: str) -> str | None:
+    if _missing("numba"):
+        return "numba is not installed"
+    if device == "cpu":
+        configure_interpreters()
+        if not numba_simulated():
+            return "Numba on the CPU needs NUMBA_ENABLE_CUDASIM=1"
+    elif _missing("numba_cuda"):
+        return "numba-cuda is not installed (pip install numba-cuda)"
+    return None
+
+
+def _any_device(device: torch.device) -> str | None:
+    return None
+
+
+def _gpu_or_interpreter(flag: str, interpreted) -> callable:
+    def rule(device: torch.device) -> str | None:
+        if interpreted():
+            if device.type != "cpu":
+                return f"under {flag}=1 the kernel runs on the CPU: pass a CPU tensor, got one on {device}"
+            return None
+        if device.type != "cuda":
+            return f"needs a CUDA tensor, got one on {device} (without a GPU, set {flag}=1)"
+        return None
+
+    return rule
+
+
+def _cuda_only(device: torch.device) -> str | None:
+    return None if device.type == "cuda" else f"needs a CUDA tensor, got one on {device}"
+
+
+BACKENDS: dict[str, Backend] = {b.name: b for b in [
+    Backend("torch", "PyTorch eager: ATen's own kernels", ("torch",)),
+    Backend("torch-compile", "torch.compile: Inductor generates Triton (GPU) or C++ (CPU) kernels",
+            ("torch>=2.0", "a C++ compiler on the CPU")),
+    Backend("triton", "Triton kernels written in Python, JIT-compiled", ("triton", "a CUDA GPU or TRITON_INTERPRET=1")),
+    Backend("cuda", "CUDA C++ from .cu files, built by torch.utils.cpp_extension.load_inline",
+            ("a CUDA GPU", "nvcc", "a CUDA build of torch")),
+    Backend("numba", "Numba CUDA kernels (@cuda.jit)", ("numba-cuda", "a CUDA GPU or NUMBA_ENABLE_CUDASIM=1"),
+            interpreted_max_numel=1024),
+]}
+
+_unavailable = {
+    "torch": _torch_unavailable,
+    "torch-compile": _compile_unavailable,
+    "triton": _triton_unavailable,
+    "cuda": _cuda_unavailable,
+    "numba": _numba_unavailable,
+}
+_device_rule = {
+    "torch": _any_device,
+    "torch-compile": _any_device,
+    "triton": _gpu_or_interpreter("TRITON_INTERPRET", triton_interpreted),
+    "cuda": _cuda_only,
+    "numba": _gpu_or_interpreter("NUMBA_ENABLE_CUDASIM", numba_simulated),
+}

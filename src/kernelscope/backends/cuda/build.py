@@ -1,0 +1,57 @@
+"""Build the CUDA C++ kernels into one torch extension with load_inline.
+
+All .cu files go into one extension, so a fresh machine pays nvcc once. The
+build directory is a persistent cache (``$KERNELSCOPE_CACHE`` or
+``~/.cache/kernelscope``), keyed by a hash of the sources and the torch/CUDA
+versions: editing a kernel rebuilds, re-running does not. The first build's
+time is printed and kept in ``BUILD_TIMES``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import time
+from functools import cache
+from pathlib import Path
+
+HERE = Path(__file__).parent
+CU_SOURCES = ("square.cu", "mean.cu", "gelu.cu")
+BINDINGS = "bindings.cpp"
+FUNCTIONS = ("square_lecture", "square_vec4", "gelu_lecture", "mean")
+
+BUILD_TIMES: dict[str, float] = {}  # extension name -> seconds the build (or cache load) took
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("KERNELSCOPE_CACHE", Path.home() / ".cache" / "kernelscope"))
+
+
+def sources() -> tuple[str, str]:
+    cuda = "\n".join(f"// ---- {name}\n" + (HERE / name).read_text() for name in CU_SOURCES)
+    return (HERE / BINDINGS).read_text(), cuda
+
+
+@cache
+def extension():
+    import torch
+    from torch.utils.cpp_extension import load_inline
+
+    cpp, cuda = sources()
+    key = hashlib.sha256("\0".join([cpp, cuda, torch.__version__, str(torch.version.cuda)]).encode()).hexdigest()[:12]
+    name = f"kernelscope_cuda_{key}"
+    build_dir = cache_root() / "torch_extensions" / name
+    build_dir.mkdir(parents=True, exist_ok=True)
+    fresh = not any(build_dir.glob("*.so"))
+    if fresh:
+        print(f"kernelscope: building CUDA kernels with nvcc into {build_dir} (first time only, about a minute)",
+              file=sys.stderr, flush=True)
+    start = time.perf_counter()
+    module = load_inline(name=name, cpp_sources=cpp, cuda_sources=cuda, functions=list(FUNCTIONS),
+                         extra_cuda_cflags=["-O3"],
+                         build_directory=str(build_dir), verbose=False)
+    BUILD_TIMES[name] = time.perf_counter() - start
+    if fresh:
+        print(f"kernelscope: built {name} in {BUILD_TIMES[name]:.1f} s", file=sys.stderr, flush=True)
+    return module

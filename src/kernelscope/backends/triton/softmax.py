@@ -1,0 +1,71 @@
+"""Triton row softmax: the lecture's one-block-per-row kernel, and an online variant."""
+
+import torch
+import triton
+import triton.language as tl
+
+from kernelscope.backends.triton import next_power_of_2, row_num_warps
+
+
+@triton.jit
+def softmax_row_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, n_cols, BLOCK_SIZE: tl.constexpr):
+    # The lecture kernel: the whole row sits in registers, so memory is read once
+    # and written once. Rows wider than one block do not fit.
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
+    z = x - tl.max(x, axis=0)
+    numerator = tl.exp(z)
+    denominator = tl.sum(numerator, axis=0)
+    tl.store(y_ptr + row * y_row_stride + cols, (numerator / denominator).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def softmax_rows(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    rows, cols = x.shape
+    y = torch.empty_like(x) if out is None else out
+    block = next_power_of_2(cols)
+    softmax_row_kernel[(rows,)](x, y, x.stride(0), y.stride(0), cols,
+                                BLOCK_SIZE=block, num_warps=row_num_warps(block))
+    return y
+
+
+ONLINE_BLOCK = 4096
+
+
+@triton.jit
+def softmax_online_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, n_cols, BLOCK_SIZE: tl.constexpr):
+    # Pass 1 keeps a running max m and a running sum s of exp(x - m) per lane,
+    # rescaling s whenever m grows; pass 2 writes exp(x - M) / S. Two reads and
+    # one write of the row, for rows of any width.
+    row = tl.program_id(0)
+    x_row = x_ptr + row * x_row_stride
+    y_row = y_ptr + row * y_row_stride
+    m = tl.full([BLOCK_SIZE], -float("inf"), dtype=tl.float32)
+    s = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK_SIZE):
+        cols = start + tl.arange(0, BLOCK_SIZE)
+        mask = cols < n_cols
+        x = tl.load(x_row + cols, mask=mask, other=-float("inf")).to(tl.float32)
+        m_new = tl.maximum(m, x)
+        # Lanes that have seen only padding keep m = -inf; subtract a finite
+        # stand-in there so no -inf - -inf (NaN) is ever formed.
+        shift = tl.where(m_new == -float("inf"), 0.0, m_new)
+        s = s * tl.exp(m - shift) + tl.exp(x - shift)
+        m = m_new
+    row_max = tl.max(m, axis=0)
+    row_sum = tl.sum(s * tl.exp(m - row_max), axis=0)
+    for start in range(0, n_cols, BLOCK_SIZE):
+        cols = start + tl.arange(0, BLOCK_SIZE)
+        mask = cols < n_cols
+        x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
+        tl.store(y_row + cols, (tl.exp(x - row_max) / row_sum).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def softmax_online(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    rows, cols = x.shape
+    y = torch.empty_like(x) if out is None else out
+    block = min(next_power_of_2(cols), ONLINE_BLOCK)
+    softmax_online_kernel[(rows,)](x, y, x.stride(0), y.stride(0), cols,
+                                   BLOCK_SIZE=block, num_warps=row_num_warps(block))
+    return y

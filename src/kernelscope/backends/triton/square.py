@@ -1,0 +1,45 @@
+"""Triton square kernels."""
+
+import torch
+import triton
+import triton.language as tl
+
+from kernelscope.backends.triton import next_power_of_2, row_num_warps
+
+
+@triton.jit
+def square_row_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, n_cols, BLOCK_SIZE: tl.constexpr):
+    # The lecture kernel: one program per row, the whole row in one block.
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_SIZE)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask).to(tl.float32)
+    tl.store(y_ptr + row * y_row_stride + cols, (x * x).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def square_flat_kernel(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr):
+    # The tensor as one flat array, cut into fixed blocks: any width works.
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask).to(tl.float32)
+    tl.store(y_ptr + offsets, (x * x).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+def square_rows(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    rows, cols = x.shape
+    y = torch.empty_like(x) if out is None else out
+    block = next_power_of_2(cols)
+    square_row_kernel[(rows,)](x, y, x.stride(0), y.stride(0), cols,
+                               BLOCK_SIZE=block, num_warps=row_num_warps(block))
+    return y
+
+
+FLAT_BLOCK_SIZE = 1024
+
+
+def square_flat(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    y = torch.empty_like(x) if out is None else out
+    n = x.numel()
+    square_flat_kernel[(triton.cdiv(n, FLAT_BLOCK_SIZE),)](x, y, n, BLOCK_SIZE=FLAT_BLOCK_SIZE)
+    return y

@@ -1,0 +1,202 @@
+"""The catalog: every op and every variant, declared as data.
+
+This module is the single source of truth. The CLI, the asv suite, the tests
+and the docs site all iterate over ``OPS`` and ``VARIANTS``; nothing else keeps
+a list of its own. Adding a variant is one ``Variant(...)`` entry here plus the
+kernel it points to; adding an op is one module in ``kernelscope.ops`` plus its
+entries here.
+
+Variants point at their implementation by a ``"module:function"`` string, so
+importing the catalog imports no kernel framework: Triton, Numba and the CUDA
+extension load only when a variant is first called.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Callable
+
+from kernelscope import backends
+from kernelscope.ops import Op, gelu, mean, softmax, square
+from kernelscope.validation import validate_call
+
+FLOATS = ("float32", "float16", "bfloat16")
+F32 = ("float32",)
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way of computing an op on one backend."""
+
+    name: str  # globally unique, stable: it names asv benchmarks and result rows
+    op: str
+    backend: str  # a key of kernelscope.backends.BACKENDS
+    teaches: str  # one line: what this variant shows
+    impl: str  # "module:function"; the function takes (x) or (x, out)
+    dtypes: tuple[str, ...] = FLOATS
+    lecture: bool = False  # faithful to the GPU MODE lecture code
+    takes_out: bool = False  # writes into a caller-given output buffer
+    max_cols: int | None = None  # widest row the kernel handles (row ops)
+    max_numel: int | None = None  # 32-bit index arithmetic
+    min_cc: tuple[int, int] | None = None  # minimum CUDA compute capability
+    notes: str = ""
+
+    @property
+    def op_spec(self) -> Op:
+        return OPS[self.op]
+
+    @property
+    def needs(self) -> list[str]:
+        """What the variant needs to run, as words (for `kernelscope list`)."""
+        needs = list(backends.BACKENDS[self.backend].needs)
+        if self.min_cc:
+            needs.append(f"compute capability >= {self.min_cc[0]}.{self.min_cc[1]}")
+        return needs
+
+    def function(self) -> Callable:
+        """The raw implementation (imports its framework on first use)."""
+        return _resolve(self.impl)
+
+    def unavailable(self, device: str) -> str | None:
+        """Why this variant cannot run on ``device`` here, or None."""
+        return backends.BACKENDS[self.backend].unavailable(device, self.min_cc)
+
+    def unsupported(self, shape: tuple[int, ...], dtype: str) -> str | None:
+        """Why this variant does not take inputs of this shape and dtype, or None."""
+        if dtype not in self.dtypes:
+            return f"{self.name}: dtype {dtype} not supported (supports {', '.join(self.dtypes)})"
+        numel = 1
+        for s in shape:
+            numel *= s
+        if self.max_numel is not None and numel > self.max_numel:
+            return f"{self.name}: {numel} elements exceed the kernel's 32-bit indexing limit ({self.max_numel})"
+        if self.max_cols is not None and len(shape) >= 1 and shape[-1] > self.max_cols:
+            return (f"{self.name}: rows of {shape[-1]} elements do not fit one block "
+                    f"(at most {self.max_cols})")
+        return None
+
+    def __call__(self, x, out=None):
+        """Validated entry point: check ``x`` (and ``out``), then run the kernel."""
+        validate_call(self, x, out)
+        fn = self.function()
+        if self.takes_out:
+            return fn(x, out)
+        result = fn(x)
+        if out is not None:
+            out.copy_(result)
+            return out
+        return result
+
+
+_IMPL_CACHE: dict[str, Callable] = {}
+
+
+def _resolve(path: str) -> Callable:
+    fn = _IMPL_CACHE.get(path)
+    if fn is None:
+        backends.configure_interpreters()
+        module, _, attr = path.partition(":")
+        fn = getattr(importlib.import_module(module), attr)
+        _IMPL_CACHE[path] = fn
+    return fn
+
+
+OPS: dict[str, Op] = {op.name: op for op in (square.OP, mean.OP, softmax.OP, gelu.OP)}
+
+_B = "kernelscope.backends"
+INT32 = 2**31 - 1
+
+VARIANTS: dict[str, Variant] = {v.name: v for v in [
+    # --- square -----------------------------------------------------------------
+    Variant("square-torch", "square", "torch", "torch.square: one vectorized elementwise kernel from ATen",
+            f"{_B}.torch_ops:square", lecture=True),
+    Variant("square-mul", "square", "torch", "a * a: same kernel as torch.square, reached through mul",
+            f"{_B}.torch_ops:square_mul", lecture=True),
+    Variant("square-pow", "square", "torch", "a ** 2: pow special-cases the exponent 2 to a multiply",
+            f"{_B}.torch_ops:square_pow", lecture=True),
+    Variant("square-compile", "square", "torch-compile", "torch.compile(torch.square): an Inductor-generated Triton kernel",
+            f"{_B}.compiled:square", lecture=True),
+    Variant("square-triton-row", "square", "triton",
+            "lecture Triton kernel: one program per row, BLOCK_SIZE = next power of two of the row",
+            f"{_B}.triton.square:square_rows", lecture=True, takes_out=True, max_cols=2**16, max_numel=INT32),
+    Variant("square-triton-flat1024", "square", "triton",
+            "flat Triton kernel with a fixed BLOCK_SIZE of 1024: correct at every width, unlike a per-row fixed block",
+            f"{_B}.triton.square:square_flat", takes_out=True, max_numel=INT32),
+    Variant("square-cuda-lecture", "square", "cuda", "lecture CUDA C++ kernel: 2-D grid of 16x16 blocks, one element a thread",
+            f"{_B}.cuda.kernels:square_lecture", dtypes=F32, lecture=True, takes_out=True, max_numel=INT32),
+    Variant("square-cuda-vec4", "square", "cuda", "tuned CUDA C++: 16-byte float4 loads in a grid-stride loop",
+            f"{_B}.cuda.kernels:square_vec4", dtypes=F32, takes_out=True, max_numel=INT32),
+    Variant("square-numba-lecture", "square", "numba",
+            "lecture Numba kernel: row, col = cuda.grid(2) puts threadIdx.x on rows, so a warp strides through memory",
+            f"{_B}.numba.square:square_lecture", dtypes=F32, lecture=True, takes_out=True, max_numel=INT32),
+    Variant("square-numba-coalesced", "square", "numba",
+            "Numba kernel with threadIdx.x on columns: a warp reads consecutive addresses",
+            f"{_B}.numba.square:square_coalesced", dtypes=F32, takes_out=True, max_numel=INT32),
+    # --- mean -------------------------------------------------------------------
+    Variant("mean-torch", "mean", "torch", "torch.mean(x): ATen's reduction kernel",
+            f"{_B}.torch_ops:mean", lecture=True),
+    Variant("mean-method", "mean", "torch", "x.mean(): the method form, same kernel",
+            f"{_B}.torch_ops:mean_method", lecture=True),
+    Variant("mean-sum-div", "mean", "torch", "x.sum() / x.numel(): a reduction plus a second tiny kernel",
+            f"{_B}.torch_ops:mean_sum_div", lecture=True),
+    Variant("mean-compile", "mean", "torch-compile", "torch.compile(torch.mean): Inductor's split reduction",
+            f"{_B}.compiled:mean"),
+    Variant("mean-triton-lecture", "mean", "triton",
+            "lecture Triton kernel: each program loops element by element, torch sums the partials",
+            f"{_B}.triton.mean:mean_lecture", lecture=True, takes_out=True, max_numel=INT32),
+    Variant("mean-triton-tuned", "mean", "triton",
+            "tuned Triton reduction: vector loads into per-program partial sums, a second launch finishes",
+            f"{_B}.triton.mean:mean_tuned", takes_out=True, max_numel=INT32),
+    Variant("mean-cuda", "mean", "cuda", "CUDA C++ reduction: grid-stride loads, warp shuffles, two launches",
+            f"{_B}.cuda.kernels:mean", dtypes=F32, takes_out=True, max_numel=INT32),
+    # --- softmax ----------------------------------------------------------------
+    Variant("softmax-manual", "softmax", "torch", "the lecture's softmax in five torch ops: max, sub, exp, sum, div",
+            f"{_B}.torch_ops:softmax_manual", lecture=True),
+    Variant("softmax-torch", "softmax", "torch", "torch.softmax(x, dim=-1): one fused ATen kernel",
+            f"{_B}.torch_ops:softmax", lecture=True),
+    Variant("softmax-compile", "softmax", "torch-compile", "torch.compile of the manual softmax: Inductor fuses the five passes",
+            f"{_B}.compiled:softmax", lecture=True),
+    Variant("softmax-triton-row", "softmax", "triton",
+            "lecture Triton kernel: one program per row, the whole row in one block",
+            f"{_B}.triton.softmax:softmax_rows", lecture=True, takes_out=True, max_cols=2**16, max_numel=INT32),
+    Variant("softmax-triton-online", "softmax", "triton",
+            "online softmax: running max and sum over blocks, so rows of any width work",
+            f"{_B}.triton.softmax:softmax_online", takes_out=True, max_numel=INT32),
+    # --- gelu -------------------------------------------------------------------
+    Variant("gelu-cuda-lecture", "gelu", "cuda", "lecture CUDA C++ kernel: 1-D grid, 1024 threads a block",
+            f"{_B}.cuda.kernels:gelu_lecture", dtypes=F32, lecture=True, takes_out=True, max_numel=INT32),
+    Variant("gelu-torch", "gelu", "torch", 'F.gelu(x, approximate="tanh"): one fused ATen kernel',
+            f"{_B}.torch_ops:gelu", lecture=True),
+    Variant("gelu-formula", "gelu", "torch", "the tanh formula in torch ops: one kernel, one pass over memory, per op",
+            f"{_B}.torch_ops:gelu_formula", lecture=True),
+    Variant("gelu-compile", "gelu", "torch-compile", "torch.compile of the formula: Inductor fuses it into one kernel",
+            f"{_B}.compiled:gelu", lecture=True),
+    Variant("gelu-triton", "gelu", "triton", "Triton kernel: the formula fused, computed in float32",
+            f"{_B}.triton.gelu:gelu", takes_out=True, max_numel=INT32),
+]}
+
+
+def variants_of(op: str) -> list[Variant]:
+    return [v for v in VARIANTS.values() if v.op == op]
+
+
+def get(name: str) -> Variant:
+    """The variant called ``name``; a KeyError that lists the known names otherwise."""
+    try:
+        return VARIANTS[name]
+    except KeyError:
+        raise KeyError(f"unknown variant {name!r}; known: {', '.join(VARIANTS)}") from None
+
+
+def select(op: str | None = None, variant: str | None = None, backend: str | None = None) -> list[Variant]:
+    """Variants filtered by op, name and backend; a clear error for an unknown filter."""
+    if op is not None and op not in OPS:
+        raise KeyError(f"unknown op {op!r}; known: {', '.join(OPS)}")
+    if backend is not None and backend not in backends.BACKENDS:
+        raise KeyError(f"unknown backend {backend!r}; known: {', '.join(backends.BACKENDS)}")
+    if variant is not None:
+        get(variant)
+    return [v for v in VARIANTS.values()
+            if (op is None or v.op == op) and (variant is None or v.name == variant)
+            and (backend is None or v.backend == backend)]

@@ -1,0 +1,87 @@
+"""Ops: what is computed, independent of how.
+
+Each op module defines ``OP``: how to make inputs, the float64 reference, the
+minimum bytes any implementation must move, the FLOPs, the tolerance per dtype,
+and the shapes used to check and to benchmark it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+Shape = tuple[int, ...]
+
+DTYPES: dict[str, torch.dtype] = {
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+}
+
+
+def dtype_of(name: str) -> torch.dtype:
+    try:
+        return DTYPES[name]
+    except KeyError:
+        raise ValueError(f"unknown dtype {name!r}; known: {', '.join(DTYPES)}") from None
+
+
+def numel(shape: Shape) -> int:
+    return math.prod(shape)
+
+
+def shape_str(shape: Shape) -> str:
+    """'4096x4096': the form shapes take in benchmark parameters and result rows."""
+    return "x".join(str(s) for s in shape)
+
+
+def parse_shape(text: str) -> Shape:
+    try:
+        shape = tuple(int(p) for p in str(text).lower().split("x"))
+    except ValueError:
+        raise ValueError(f"bad shape {text!r}: write it as ROWSxCOLS, e.g. 4096x4096") from None
+    if not shape or any(s < 1 for s in shape):
+        raise ValueError(f"bad shape {text!r}: every dimension must be at least 1")
+    return shape
+
+
+def itemsize(dtype: str) -> int:
+    return torch.empty((), dtype=dtype_of(dtype)).element_size()
+
+
+def normal(shape: Shape, dtype: str, device: str, seed: int, mean: float = 0.0) -> torch.Tensor:
+    """Standard normal samples (plus ``mean``), drawn in float32 and rounded to ``dtype``.
+
+    Never zeros: zeros hide unwritten outputs and wrong indexing.
+    """
+    gen = torch.Generator(device=device)
+    gen.manual_seed(seed)
+    x = torch.randn(shape, generator=gen, device=device, dtype=torch.float32)
+    if mean:
+        x += mean
+    return x.to(dtype_of(dtype))
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str
+    summary: str
+    ndim: int  # the number of dimensions inputs must have
+    input_desc: str  # how inputs are drawn, in words
+    make_input: Callable[[Shape, str, str, int], torch.Tensor]  # (shape, dtype, device, seed)
+    reference: Callable[[torch.Tensor], torch.Tensor]  # float64 in, float64 out
+    bytes_moved: Callable[[Shape, int], int]  # (shape, itemsize): each input read once, each output written once
+    flops: Callable[[Shape], int]
+    tolerance: dict[str, float]  # max |out - ref| / max |ref|, per dtype
+    check_shapes: tuple[Shape, ...]  # edge shapes for correctness: 1 element, primes, wider than one block
+    bench_shapes: tuple[Shape, ...]  # the benchmark sweep, launch-bound to bandwidth-bound
+    reduces: bool = False  # the output is a scalar
+
+    def out_shape(self, shape: Shape) -> Shape:
+        return () if self.reduces else shape
+
+    def bytes_for(self, shape: Shape, dtype: str) -> int:
+        return self.bytes_moved(shape, itemsize(dtype))

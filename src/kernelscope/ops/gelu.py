@@ -1,0 +1,30 @@
+"""gelu with the tanh approximation, elementwise over a 2-D tensor."""
+
+import math
+
+import torch
+
+from kernelscope.ops import Op, normal, numel
+from kernelscope.ops.square import ELEMENTWISE_BENCH_SHAPES, ELEMENTWISE_CHECK_SHAPES
+
+SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+
+
+def reference(x: torch.Tensor) -> torch.Tensor:
+    return 0.5 * x * (1.0 + torch.tanh(SQRT_2_OVER_PI * (x + 0.044715 * x**3)))
+
+
+OP = Op(
+    name="gelu",
+    summary="GELU, tanh approximation, elementwise: more arithmetic per byte than square, still memory-bound",
+    ndim=2,
+    input_desc="standard normal",
+    make_input=normal,
+    reference=reference,
+    bytes_moved=lambda shape, item: 2 * numel(shape) * item,
+    # x^3 (2), *0.044715, +x, *sqrt(2/pi), tanh (counted as 1), +1, *x, *0.5
+    flops=lambda shape: 9 * numel(shape),
+    tolerance={"float32": 1e-5, "float16": 2e-3, "bfloat16": 1e-2},
+    check_shapes=ELEMENTWISE_CHECK_SHAPES,
+    bench_shapes=ELEMENTWISE_BENCH_SHAPES,
+)

@@ -1,0 +1,20 @@
+"""square: y = x * x, elementwise over a 2-D tensor."""
+
+from kernelscope.ops import Op, normal, numel
+
+ELEMENTWISE_BENCH_SHAPES = ((64, 64), (256, 256), (1024, 1024), (4096, 4096), (16384, 16384))
+ELEMENTWISE_CHECK_SHAPES = ((1, 1), (1, 7), (13, 17), (31, 1031), (3, 4099))
+
+OP = Op(
+    name="square",
+    summary="elementwise x * x over a 2-D tensor: the lecture's first kernel, purely memory-bound",
+    ndim=2,
+    input_desc="standard normal",
+    make_input=normal,
+    reference=lambda x: x * x,
+    bytes_moved=lambda shape, item: 2 * numel(shape) * item,  # read x, write y
+    flops=lambda shape: numel(shape),
+    tolerance={"float32": 1e-6, "float16": 2e-3, "bfloat16": 1e-2},
+    check_shapes=ELEMENTWISE_CHECK_SHAPES,
+    bench_shapes=ELEMENTWISE_BENCH_SHAPES,
+)
