@@ -18,6 +18,8 @@ if not hasattr(np, "row_stack"):
 # Don't synchronize on the exporting stream each time a torch tensor is wrapped:
 # we launch on that same stream, and a sync would break CUDA graph capture.
 os.environ.setdefault("NUMBA_CUDA_ARRAY_INTERFACE_SYNC", "0")
+# The check shapes are deliberately tiny; a grid of 1 block is not a mistake there.
+os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 
 from numba import cuda  # noqa: E402
 

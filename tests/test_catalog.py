@@ -1,0 +1,89 @@
+"""The catalog is consistent: every variant is reachable, modelled and tested."""
+
+import importlib
+import re
+from pathlib import Path
+
+import pytest
+
+from kernelscope import backends
+from kernelscope.catalog import OPS, VARIANTS, get, select, variants_of
+from kernelscope.ops import DTYPES, numel
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_op_has_variants_on_several_backends():
+    for name in OPS:
+        found = {v.backend for v in variants_of(name)}
+        assert {"torch", "torch-compile", "triton"} <= found, name
+
+
+def test_every_backend_has_variants():
+    assert {v.backend for v in VARIANTS.values()} == set(backends.BACKENDS)
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_variant_is_well_formed(name):
+    v = VARIANTS[name]
+    assert v.name == name and re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)+", name)
+    assert name.startswith(v.op + "-"), "variant names start with their op"
+    assert v.op in OPS and v.backend in backends.BACKENDS
+    assert v.teaches and set(v.dtypes) <= set(DTYPES)
+    module, _, attr = v.impl.partition(":")
+    spec = importlib.util.find_spec(module)
+    assert spec is not None, f"{v.impl}: module not found"
+    source = Path(spec.origin).read_text()
+    assert re.search(rf"^(def {attr}\(|{attr} = )", source, re.M), f"{v.impl}: no such function"
+
+
+@pytest.mark.parametrize("op", list(OPS.values()), ids=list(OPS))
+def test_op_models_are_complete(op):
+    # A reference, a bytes model, FLOPs and a tolerance for every dtype any variant uses.
+    used = {d for v in variants_of(op.name) for d in v.dtypes}
+    assert used <= set(op.tolerance)
+    for shape in op.check_shapes + op.bench_shapes:
+        assert len(shape) == op.ndim
+        assert op.bytes_for(shape, "float32") >= 4 * numel(shape)
+        assert op.flops(shape) >= numel(shape)
+    # The check shapes cover 1 element and a prime larger than a block.
+    assert any(numel(s) == 1 for s in op.check_shapes)
+    assert max(s[-1] for s in op.check_shapes) > 4096
+
+
+def test_bytes_model_counts_each_input_once_and_each_output_once():
+    assert OPS["square"].bytes_for((1024, 1024), "float32") == 2 * 4 * 2**20
+    assert OPS["mean"].bytes_for((1000,), "bfloat16") == 2 * 1000 + 2
+    assert OPS["softmax"].bytes_for((3, 5), "float16") == 2 * 2 * 15
+
+
+def test_every_cuda_variant_has_a_source_file_that_is_built():
+    from kernelscope.backends.cuda import build
+
+    for name in build.CU_SOURCES:
+        assert (build.HERE / name).is_file()
+    cuda_variants = [v for v in VARIANTS.values() if v.backend == "cuda"]
+    exported = set(build.FUNCTIONS)
+    for v in cuda_variants:
+        attr = v.impl.partition(":")[2]
+        assert re.search(rf"extension\(\)\.{attr}\(", (build.HERE / "kernels.py").read_text()), v.name
+        assert attr in exported
+
+
+def test_lookup_errors_name_the_known_entries():
+    with pytest.raises(KeyError, match="known: square-torch"):
+        get("square-nope")
+    with pytest.raises(KeyError, match="unknown op 'cube'"):
+        select(op="cube")
+    with pytest.raises(KeyError, match="unknown backend"):
+        select(backend="opencl")
+
+
+def test_catalog_imports_no_kernel_framework():
+    import subprocess
+    import sys
+
+    code = ("import sys, kernelscope.catalog, kernelscope.cli; "
+            "print(','.join(m for m in ('triton', 'numba', 'torch.utils.cpp_extension') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == ""

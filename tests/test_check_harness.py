@@ -1,0 +1,76 @@
+"""The correctness harness catches what it must: no test here can pass a wrong kernel."""
+
+import math
+
+import pytest
+import torch
+
+from kernelscope.catalog import Variant
+from kernelscope.check import FAIL, PASS, SKIP, check_variant, relative_error
+
+HERE = "test_check_harness"
+
+
+def skips_last_element(x, out):
+    out.view(-1)[:-1] = (x * x).view(-1)[:-1]  # the last element keeps its poison
+    return out
+
+
+def off_by_one_row(x, out):
+    out.copy_(torch.roll(x * x, 1, dims=0))
+    return out
+
+
+def slightly_wrong(x):
+    return x * x * (1 + 1e-3)
+
+
+def returns_new_buffer(x, out):
+    return x * x
+
+
+def raises(x):
+    raise RuntimeError("kernel exploded")
+
+
+def fake(impl, takes_out=False, dtypes=("float32",)):
+    return Variant(f"square-fake-{impl}", "square", "torch", "a broken kernel", f"{HERE}:{impl}",
+                   dtypes=dtypes, takes_out=takes_out)
+
+
+@pytest.mark.parametrize("impl,takes_out", [
+    ("skips_last_element", True), ("off_by_one_row", True), ("slightly_wrong", False),
+    ("returns_new_buffer", True), ("raises", False),
+])
+def test_broken_kernels_fail(impl, takes_out):
+    res = check_variant(fake(impl, takes_out), device="cpu")
+    assert res.status == FAIL
+    assert res.reason
+
+
+def test_unwritten_element_reads_nan():
+    res = check_variant(fake("skips_last_element", True), device="cpu", shapes=((4, 4),), seed=1)
+    assert math.isnan(res.max_rel_err)
+
+
+def test_correct_kernel_passes_and_seeds_are_fresh():
+    ok = Variant("square-fake-ok", "square", "torch", "ok", "kernelscope.backends.torch_ops:square")
+    a, b = check_variant(ok, device="cpu"), check_variant(ok, device="cpu")
+    assert a.status == b.status == PASS
+    assert a.shapes[0].seed != b.shapes[0].seed
+
+
+def test_unavailable_device_is_a_skip_with_reason():
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    ok = Variant("square-fake-ok", "square", "torch", "ok", "kernelscope.backends.torch_ops:square")
+    res = check_variant(ok, device="cuda")
+    assert res.status == SKIP and "no CUDA GPU" in res.reason
+
+
+def test_relative_error_is_a_max_norm():
+    ref = torch.ones(1000, dtype=torch.float64)
+    out = ref.clone()
+    out[17] = 1.5
+    assert relative_error(out, ref) == pytest.approx(0.5)
+    assert math.isnan(relative_error(torch.tensor([float("inf")]), torch.tensor([1.0])))

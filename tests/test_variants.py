@@ -1,0 +1,40 @@
+"""Every variant against the float64 reference at the edge shapes.
+
+On a machine without a GPU this is the CPU path: Triton under its interpreter,
+Numba under the CUDA simulator, torch and torch.compile on the CPU, CUDA C++
+skipped (compile-checked by test_cuda_sources.py instead). The GPU versions of
+the same checks are in test_gpu.py.
+"""
+
+import pytest
+
+from kernelscope import backends
+from kernelscope.catalog import VARIANTS
+from kernelscope.check import PASS, SKIP, check_variant
+
+cpu_path = pytest.mark.skipif(backends.cuda_available(),
+                              reason="the interpreter path runs where torch sees no GPU; see test_gpu.py")
+
+
+@cpu_path
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_variant_matches_reference_on_cpu_path(name):
+    v = VARIANTS[name]
+    res = check_variant(v, device="cpu")
+    if v.backend == "cuda":
+        assert res.status == SKIP and "needs a CUDA GPU" in res.reason
+        return
+    assert res.status == PASS, res.reason
+    # every dtype the catalog promises was checked, on at least three shapes
+    assert {s.dtype for s in res.shapes} == set(v.dtypes)
+    assert len({s.shape for s in res.shapes}) >= 3
+    assert all(s.rel_err <= s.tolerance for s in res.shapes)
+
+
+@cpu_path
+def test_widest_check_shapes_run_on_the_block_looping_kernels():
+    # The online softmax and the flat square must really cross block boundaries.
+    for name in ("softmax-triton-online", "square-triton-flat1024", "mean-triton-tuned"):
+        res = check_variant(VARIANTS[name], device="cpu", dtypes=("float32",))
+        widest = max(int(s.shape.split("x")[-1]) for s in res.shapes)
+        assert res.status == PASS and widest > 4096, (name, res.reason)
