@@ -1,0 +1,91 @@
+"""An asv environment that reuses the interpreter's packages: ``environment_type: "syssite"``.
+
+asv's virtualenv environments reinstall every dependency for each commit,
+torch included: hours, and impossible on an offline GPU box. This environment
+is a venv that sees the site-packages of the chosen Python, so
+torch, triton and numba come from that Python, and only kernelscope itself is
+built and installed per commit (``--no-deps``, no index). Unlike
+``environment_type: "existing"`` it supports commit ranges, ``asv continuous``
+and saved results without ``--set-commit-hash``.
+
+asv.conf.json loads it with ``"plugins": [".src.kernelscope.results.asv_env"]``
+(a leading dot imports from the repository root).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import sys
+
+from asv import environment, util
+from asv.console import log
+
+
+def _find_python(python: str) -> str | None:
+    if os.path.sep in python and os.path.isfile(python):
+        return python
+    found = shutil.which(f"python{python}") if re.match(r"^\d+(\.\d+)*$", python) else shutil.which(python)
+    if found:
+        return found
+    current = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    return sys.executable if python in (current, str(sys.version_info[0])) else None
+
+
+_SITE_DIRS = "import sys; print('\\n'.join(p for p in sys.path if p.endswith(('site-packages', 'dist-packages'))))"
+
+
+class SystemSitePackages(environment.Environment):
+    tool_name = "syssite"
+
+    def __init__(self, conf, python, requirements, tagged_env_vars):
+        self._executable = _find_python(python)
+        if self._executable is None:
+            raise environment.EnvironmentUnavailable(f"syssite: no Python executable found for {python!r}")
+        self._python = python
+        super().__init__(conf, python, requirements, tagged_env_vars)
+
+    @classmethod
+    def matches(cls, python):
+        return _find_python(python) is not None
+
+    def _setup(self):
+        log.info(f"Creating venv on top of the packages of {self._executable} for {self.name}")
+        util.check_call([self._executable, "-m", "venv", "--without-pip", self._path])
+        # The chosen Python is often itself a venv (the GPU box's torch lives in
+        # one), and `venv --system-site-packages` would see only its base
+        # interpreter. List its site directories in a .pth file instead; they come
+        # after the env's own site-packages, so the kernelscope installed per
+        # commit wins over any copy the parent has.
+        parent = util.check_output([self._executable, "-c", _SITE_DIRS]).split()
+        purelib = self.run_executable("python", ["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
+        with open(os.path.join(purelib.strip(), "_kernelscope_parent_site.pth"), "w") as f:
+            f.write("\n".join(parent) + "\n")
+        wanted = {**self._requirements, **self._base_requirements}
+        missing = [name for name in wanted if not self._has(name)]
+        if missing:
+            # Only what the interpreter lacks is installed; offline, this fails with pip's message.
+            log.info(f"Installing into {self.name}: {', '.join(missing)}")
+            self._run_pip(["install", "--no-deps", *[self._pip_name(n, wanted[n]) for n in missing]])
+
+    @staticmethod
+    def _pip_name(key: str, version: str) -> str:
+        name = key[4:] if key.startswith("pip+") else key
+        return f"{name}{version}" if version and version[0] in "<>=!~" else (f"{name}=={version}" if version else name)
+
+    def _has(self, key: str) -> bool:
+        name = re.split(r"[<>=!~\[ ]", key[4:] if key.startswith("pip+") else key)[0]
+        code = f"import importlib.metadata as m, sys; m.version({name!r})"
+        try:
+            self.run_executable("python", ["-c", code], display_error=False)
+            return True
+        except util.ProcessError:
+            return False
+
+    def _run_pip(self, args, **kwargs):
+        return self.run_executable("python", ["-m", "pip", *args], **kwargs)
+
+    def run(self, args, **kwargs):
+        log.debug(f"Running '{' '.join(args)}' in {self.name}")
+        return self.run_executable("python", args, **kwargs)

@@ -1,0 +1,167 @@
+"""The asv suite, generated from the catalog.
+
+``benchmarks/benchmarks.py`` calls :func:`build` and puts the classes in its
+module namespace. One class per op, parameterised by variant x size x dtype,
+with three timed modes and the first-call cost::
+
+    Square.time_warm       back-to-back launches, GPU event clock as asv's timer
+    Square.track_cold      L2 flushed before each call, each call its own events
+    Square.track_graph     CUDA-graph replay: the kernels without launch overhead
+    FirstCall.track_first_call   JIT / compile / extension load of a fresh process
+
+``track_*`` return ``{"samples": [...], "number": 1}``, which asv stores and
+compares like a timing (median, 99% CI, Mann-Whitney on raw samples).
+Versions are pinned: refactoring this module does not orphan history. Bump
+``VERSION`` only when what a benchmark measures changes.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from kernelscope import backends
+from kernelscope.catalog import OPS, VARIANTS, variants_of
+from kernelscope.ops import shape_str
+from kernelscope.timing import EventClock, GraphUnavailable, L2Flusher, calibrate, capture_graph, time_cold, time_graph
+from kernelscope.timing.cases import prepare
+
+VERSION = "1"
+BENCH_DTYPES = ["float32", "bfloat16"]
+COLD_SAMPLES = 40
+GRAPH_SAMPLES = 30
+GRAPH_TARGET_S = 2e-3  # calls per graph: enough to make one replay last about this long
+GRAPH_MAX_BYTES = 2**31  # outputs kept alive by one graph's memory pool
+
+
+def _versioned(fn, unit: str | None = None):
+    fn.version = VERSION
+    if unit:
+        fn.unit = unit
+    return fn
+
+
+class _OpBenchmarks:
+    """Base of the generated per-op classes; ``op`` and ``params`` are set per op."""
+
+    op: str
+    param_names = ["variant", "size", "dtype"]
+    timeout = 600  # seconds per process: torch import, CUDA context, JIT from warm caches
+    rounds = 1  # each process gives 12+ samples; a second round doubles the processes
+    repeat = (12, 30, 5.0)  # (min samples, max samples, max seconds)
+    warmup_time = 0.02  # setup has already warmed the kernel up
+    number = 1  # replaced per case in setup: calls per sample, about 10 ms of work
+    timer = EventClock()  # GPU time; perf_counter on the CPU path
+
+    def setup(self, variant, size, dtype):
+        self.case = prepare(self.op, variant, size, dtype)
+        self.number = _warm_number(self.case)
+
+    def time_warm(self, variant, size, dtype):
+        self.case.call()
+
+    def track_cold(self, variant, size, dtype):
+        case = self.case
+        samples = time_cold(case.call, case.device, COLD_SAMPLES, _flusher(case.device))
+        case.check(case.call())
+        return {"samples": samples, "number": 1}
+
+    def track_graph(self, variant, size, dtype):
+        case = self.case
+        if case.device != "cuda":
+            raise NotImplementedError(f"{variant}: CUDA graphs need a GPU")
+        per_call = _per_call(case)
+        out_bytes = max(case.bytes // 2, 1)
+        calls = max(1, min(100, math.ceil(GRAPH_TARGET_S / per_call), GRAPH_MAX_BYTES // out_bytes))
+        try:
+            graph, out = capture_graph(case.call, calls)
+        except GraphUnavailable as exc:
+            raise NotImplementedError(f"{variant}: {exc}") from None
+        samples = time_graph(graph, calls, GRAPH_SAMPLES)
+        case.check(out)  # the replayed graph computed the right thing
+        return {"samples": samples, "number": calls}
+
+
+_NUMBERS: dict[int, tuple[int, float]] = {}
+
+
+def _calibration(case):
+    key = id(case)
+    if key not in _NUMBERS:
+        _NUMBERS[key] = calibrate(case.call, case.device)
+    return _NUMBERS[key]
+
+
+def _warm_number(case) -> int:
+    return _calibration(case)[0]
+
+
+def _per_call(case) -> float:
+    return _calibration(case)[1]
+
+
+_FLUSHERS: dict[str, L2Flusher] = {}
+
+
+def _flusher(device: str) -> L2Flusher:
+    if device not in _FLUSHERS:
+        _FLUSHERS[device] = L2Flusher(device)
+    return _FLUSHERS[device]
+
+
+class FirstCall:
+    """The first call of each variant in a fresh process: JIT compilation, the
+    torch.compile trace and code generation, the CUDA extension build or load.
+
+    Measured with the on-disk caches as they are (warm after the first run);
+    timings in the other benchmarks never include it.
+    """
+
+    params = [list(VARIANTS)]
+    param_names = ["variant"]
+    timeout = 900  # a cold CUDA build takes about a minute, torch.compile tens of seconds
+    rounds = 1
+
+    def setup(self, variant):
+        v = VARIANTS.get(variant)
+        if v is None:
+            raise NotImplementedError(f"{variant}: not in this commit's catalog")
+        op = v.op_spec
+        self.size = shape_str(op.bench_shapes[0])
+        self.device = backends.default_device()
+        why = v.unavailable(self.device)
+        if why:
+            raise NotImplementedError(f"{variant}: {why}")
+        backends.configure_interpreters()
+        self.variant = v
+        self.x = op.make_input(op.bench_shapes[0], "float32", self.device, 0x5EED)
+        v.function()  # import the framework outside the measurement
+
+    def track_first_call(self, variant):
+        start = time.perf_counter()
+        self.variant(self.x)
+        if self.device == "cuda":
+            import torch
+
+            torch.cuda.synchronize()
+        return time.perf_counter() - start
+
+
+_versioned(_OpBenchmarks.time_warm)
+_versioned(_OpBenchmarks.track_cold, unit="seconds")
+_versioned(_OpBenchmarks.track_graph, unit="seconds")
+_versioned(FirstCall.track_first_call, unit="seconds")
+
+
+def build() -> dict[str, type]:
+    """One benchmark class per op (``Square``, ``Mean``, ...) plus ``FirstCall``."""
+    classes: dict[str, type] = {"FirstCall": FirstCall}
+    for name, op in OPS.items():
+        cls_name = name.capitalize()
+        classes[cls_name] = type(cls_name, (_OpBenchmarks,), {
+            "op": name,
+            "params": [[v.name for v in variants_of(name)], [shape_str(s) for s in op.bench_shapes], BENCH_DTYPES],
+            "__doc__": f"{op.summary}. Variants x sizes x dtypes from the kernelscope catalog.",
+            "__module__": "benchmarks.benchmarks",
+        })
+    return classes
