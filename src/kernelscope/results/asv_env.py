@@ -44,6 +44,7 @@ class SystemSitePackages(environment.Environment):
         if self._executable is None:
             raise environment.EnvironmentUnavailable(f"syssite: no Python executable found for {python!r}")
         self._python = python
+        self._requirements = requirements
         super().__init__(conf, python, requirements, tagged_env_vars)
 
     @classmethod
