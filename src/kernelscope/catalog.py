@@ -14,6 +14,7 @@ extension load only when a variant is first called.
 from __future__ import annotations
 
 import importlib
+import os
 from dataclasses import dataclass
 from typing import Callable
 
@@ -56,7 +57,10 @@ class Variant:
 
     def function(self) -> Callable:
         """The raw implementation (imports its framework on first use)."""
-        return _resolve(self.impl)
+        fn = _resolve(self.impl)
+        if self.name in os.environ.get(INJECT_SLOWDOWN, "").split(","):
+            return _run_twice(fn)
+        return fn
 
     def unavailable(self, device: str) -> str | None:
         """Why this variant cannot run on ``device`` here, or None."""
@@ -87,6 +91,20 @@ class Variant:
             out.copy_(result)
             return out
         return result
+
+
+# A canary for the regression gate: KERNELSCOPE_INJECT_SLOWDOWN=name1,name2 makes
+# those variants compute their result twice per call (redundant work, same
+# answer), so `asv compare` / `kernelscope compare-runs` must flag them.
+INJECT_SLOWDOWN = "KERNELSCOPE_INJECT_SLOWDOWN"
+
+
+def _run_twice(fn: Callable) -> Callable:
+    def twice(*args):
+        fn(*args)
+        return fn(*args)
+
+    return twice
 
 
 _IMPL_CACHE: dict[str, Callable] = {}

@@ -14,6 +14,8 @@ examples:
   kernelscope check                     every variant against the float64 reference on this machine
   kernelscope check --op softmax --json one JSON record per variant, for scripts
   kernelscope results --csv             every stored asv result as a tidy table
+  kernelscope machine                   name this machine for asv, record GPU and versions
+  kernelscope compare-runs A/ B/        two runs of one commit, asv's statistics
 
 Without a GPU, Triton runs under TRITON_INTERPRET=1 and Numba under
 NUMBA_ENABLE_CUDASIM=1 (set automatically); CUDA C++ variants are skipped with
@@ -85,6 +87,62 @@ def cmd_check(args) -> int:
     return 1 if n_fail else 0
 
 
+def cmd_machine(args) -> int:
+    from kernelscope.results.machine import ASV_MACHINE_FILE, describe, write_asv_machine
+
+    info = describe(measure_bandwidth=not args.no_bandwidth)
+    name = args.name or info["machine"]
+    if not args.dry_run:
+        write_asv_machine(info, name)
+    if args.json:
+        print(json.dumps({**info, "machine": name}, indent=2))
+    else:
+        for key, value in sorted({**info, "machine": name}.items()):
+            print(f"{key:>18}: {value}")
+        if not args.dry_run:
+            print(f"\nwritten to {ASV_MACHINE_FILE}; run asv with --machine {name}")
+    return 0
+
+
+def _num(x, fmt):
+    return "" if x is None else format(x, fmt)
+
+
+def cmd_results(args) -> int:
+    from kernelscope.results import export
+
+    table = [r for r in export.rows(args.results_dir)
+             if (args.op is None or r["op"] == args.op) and (args.mode is None or r["mode"] == args.mode)
+             and (args.commit is None or r["commit"].startswith(args.commit))]
+    if args.json:
+        print(json.dumps(table, indent=1))
+    elif args.csv:
+        sys.stdout.write(export.to_csv(table))
+    else:
+        rows = [[r["commit"][:8], r["op"], r["variant"], r["mode"], r["size"], r["dtype"],
+                 f"{r['time_s'] * 1e6:.1f}", _num(r["gbps"], ".0f"), _num(r["pct_of_peak"], ".0f")] for r in table]
+        print(_table(rows, ["commit", "op", "variant", "mode", "size", "dtype", "time_us", "GB/s", "%peak"]))
+        print(f"\n{len(table)} results from {args.results_dir}/")
+    return 0
+
+
+def cmd_compare_runs(args) -> int:
+    from kernelscope.results.compare import compare_runs, summary
+
+    rows = compare_runs(args.a, args.b, factor=args.factor, commit=args.commit, machine=args.machine)
+    stats = summary(rows)
+    if args.json:
+        print(json.dumps({"summary": stats, "rows": rows}, indent=1))
+        return 0
+    shown = rows if args.all else [r for r in rows if r["mark"] != " "]
+    if shown:
+        print(_table([[r["mark"], f"{r['a']:.4g}", f"{r['b']:.4g}", f"{r['ratio']:.3f}", r["benchmark"]] for r in shown],
+                     ["", "A", "B", "B/A", "benchmark"]))
+    print(f"\n{stats['benchmarks']} benchmarks in both runs: {stats['flagged_worse']} flagged worse (+), "
+          f"{stats['flagged_better']} flagged better (-), {stats['fraction_within']:.1%} within 2% of each other")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kernelscope", description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -110,6 +168,41 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="one JSON record per variant on stdout")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("machine", help="name this machine for asv and record its GPU, versions and copy bandwidth",
+                       description="Write this machine into ~/.asv-machine.json under a stable name (from the GPU, "
+                                   "not the hostname), with the GPU, driver, CUDA, torch, triton and numba versions "
+                                   "and the measured device-to-device copy bandwidth as extra keys.")
+    p.add_argument("--name", help="machine name (default: from the GPU, e.g. nvidia-h100-80gb-hbm3)")
+    p.add_argument("--no-bandwidth", action="store_true", help="skip the copy-bandwidth measurement")
+    p.add_argument("--dry-run", action="store_true", help="print, do not write the machine file")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=cmd_machine)
+
+    p = sub.add_parser("results", help="every stored asv result as a tidy table",
+                       description="One row per benchmark, parameter set and commit: machine, gpu, commit, date, op, "
+                                   "variant, backend, mode, size, dtype, time_s (median), ci_low, ci_high, bytes, "
+                                   "gbps, pct_of_peak (of the machine's measured copy bandwidth).")
+    p.add_argument("--results-dir", default="results", help="asv's results folder (default: results)")
+    p.add_argument("--op", help="only this op")
+    p.add_argument("--mode", choices=["warm", "cold", "graph", "first_call"], help="only this timing mode")
+    p.add_argument("--commit", help="only this commit (a hash prefix)")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="a JSON list of rows")
+    fmt.add_argument("--csv", action="store_true", help="CSV with a header row")
+    p.set_defaults(func=cmd_results)
+
+    p = sub.add_parser("compare-runs", help="compare two asv runs of one commit with asv's statistics",
+                       description="Like `asv compare`, but for two results folders holding runs of the same commit "
+                                   "(a noise check, or a switch flipped between runs). + worse, - better.")
+    p.add_argument("a", help="results folder of the first run")
+    p.add_argument("b", help="results folder of the second run")
+    p.add_argument("--factor", type=float, default=1.1, help="ratio a change must pass (default 1.1, as asv)")
+    p.add_argument("--commit", help="only this commit (hash prefix)")
+    p.add_argument("--machine", help="only this machine")
+    p.add_argument("--all", action="store_true", help="list every benchmark, not only flagged ones")
+    p.add_argument("--json", action="store_true", help="summary and rows as JSON")
+    p.set_defaults(func=cmd_compare_runs)
     return parser
 
 
@@ -119,4 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except KeyError as exc:  # unknown op / variant / backend: the message lists the known names
         print(f"kernelscope: {exc.args[0]}", file=sys.stderr)
+        return 2
+    except (FileNotFoundError, ImportError) as exc:
+        print(f"kernelscope: {exc}", file=sys.stderr)
         return 2

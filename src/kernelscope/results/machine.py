@@ -1,0 +1,106 @@
+"""Machine identity: what the results ran on, recorded in asv's machine file.
+
+asv names machines by hostname by default, which on ephemeral GPU boxes changes
+every boot and splits history. ``kernelscope machine`` names the machine after
+its GPU and records, as extra keys of ``~/.asv-machine.json`` (stored in every
+result file's ``params``), the GPU, driver, CUDA, torch, triton and numba
+versions and the measured copy bandwidth that percent-of-peak figures use.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+ASV_MACHINE_FILE = Path(os.environ.get("ASV_MACHINE_FILE", Path.home() / ".asv-machine.json"))
+
+
+def _version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _driver() -> str:
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30)
+        return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else "unknown"
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _ram() -> str:
+    try:
+        kb = int(re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text()).group(1))
+        return f"{kb * 1024}"
+    except (OSError, AttributeError):
+        return ""
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def describe(measure_bandwidth: bool = True) -> dict[str, str]:
+    """Everything asv's machine file should say about this machine (all values strings)."""
+    import torch
+
+    info = {
+        "arch": platform.machine(),
+        "cpu": _cpu_model(),
+        "num_cpu": str(os.cpu_count()),
+        "os": f"{platform.system()} {platform.release()}",
+        "ram": _ram(),
+        "torch": torch.__version__,
+        "triton": _version("triton"),
+        "numba": _version("numba"),
+        "numba_cuda": _version("numba-cuda"),
+    }
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        info.update({
+            "gpu": props.name,
+            "gpu_sms": str(props.multi_processor_count),
+            "gpu_l2_mib": f"{getattr(props, 'L2_cache_size', 0) / 2**20:.0f}",
+            "gpu_memory_gib": f"{props.total_memory / 2**30:.0f}",
+            "compute_capability": f"{props.major}.{props.minor}",
+            "driver": _driver(),
+            "cuda": str(torch.version.cuda),
+        })
+        if measure_bandwidth:
+            from kernelscope.timing import copy_bandwidth
+
+            info["copy_gbps"] = f"{copy_bandwidth() / 1e9:.0f}"
+        info["machine"] = slug(props.name)
+    else:
+        info.update({"gpu": "none", "driver": "none", "cuda": "none"})
+        info["machine"] = "cpu-" + slug(platform.machine())
+    return info
+
+
+def write_asv_machine(info: dict[str, str], name: str | None = None, path: Path = ASV_MACHINE_FILE) -> str:
+    """Add (or replace) this machine in asv's machine file; return its name."""
+    name = name or info["machine"]
+    entry = {**info, "machine": name}
+    data = json.loads(path.read_text()) if path.exists() else {}
+    data["version"] = 1
+    data[name] = entry
+    path.write_text(json.dumps(data, indent=4, sort_keys=True) + "\n")
+    return name
