@@ -85,19 +85,32 @@ def calibrate(fn: Callable[[], object], device: str, target_s: float = 0.01, max
         number *= 10
 
 
-def time_cold(fn: Callable[[], object], device: str, samples: int, flusher: L2Flusher | None = None) -> list[float]:
+MIN_SAMPLES = 6  # asv's Mann-Whitney test needs at least 6 samples a side
+
+
+def _budget(samples: int, max_time: float):
+    """Yield sample indices until ``samples`` are taken or ``max_time`` has passed (after MIN_SAMPLES)."""
+    deadline = time.perf_counter() + max_time
+    for i in range(samples):
+        if i >= MIN_SAMPLES and time.perf_counter() > deadline:
+            return
+        yield i
+
+
+def time_cold(fn: Callable[[], object], device: str, samples: int, flusher: L2Flusher | None = None,
+              max_time: float = 3.0) -> list[float]:
     """Seconds per call with a cold L2: flush, then time the call alone."""
     flusher = flusher or L2Flusher(device)
     if device != "cuda":
         times = []
-        for _ in range(samples):
+        for _ in _budget(samples, max_time):
             flusher()
             t0 = time.perf_counter()
             fn()
             times.append(time.perf_counter() - t0)
         return times
     pairs = []
-    for _ in range(samples):
+    for _ in _budget(samples, max_time):
         flusher()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
@@ -136,11 +149,11 @@ def capture_graph(fn: Callable[[], torch.Tensor], calls: int):
     return graph, out
 
 
-def time_graph(graph, calls: int, samples: int) -> list[float]:
+def time_graph(graph, calls: int, samples: int, max_time: float = 3.0) -> list[float]:
     """Seconds per call from timed replays of a graph of ``calls`` calls."""
     graph.replay()  # the first replay uploads the graph
     pairs = []
-    for _ in range(samples):
+    for _ in _budget(samples, max_time):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         graph.replay()
