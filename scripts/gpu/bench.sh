@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# A whole benchmark session on an offline GPU box: the full asv run, its
+# cross-checks, and the history. Steps run in the background (setsid), so the
+# session survives the device tool's 10-minute commands; poll with `wait`.
+#
+#   bash scripts/gpu/bench.sh start      clone .carry/repo.bundle, install, start the steps
+#   bash scripts/gpu/bench.sh wait SECS  print progress until done or SECS pass
+#   bash scripts/gpu/bench.sh collect    results and logs into $OUT
+#
+# Steps (in order of importance; STEPS="full ncu" runs a subset):
+#   machine   name the machine for asv, record GPU/versions/copy bandwidth
+#   check     kernelscope check (also builds the CUDA extension into the cache)
+#   full      asv run --record-samples HEAD^!          (every benchmark, timed)
+#   ncu       warm-mode medians against Nsight Compute kernel durations
+#   rerun     asv run of time_warm at HEAD again; compare-runs against the first
+#   slowdown  KERNELSCOPE_INJECT_SLOWDOWN on one variant, compared with the first run
+#   history   time_warm (float32) for the HISTORY earlier commits that have the suite
+#   smoke     asv run --quick --dry-run of time_warm, timed
+set -u
+STATE=${STATE:-/tmp/kernelscope-bench}
+REPO=$STATE/repo
+SRC=$(pwd)
+
+step() {
+  local name=$1; shift
+  case " ${STEPS:-machine check full ncu rerun slowdown history smoke} " in *" $name "*) ;; *) return 0;; esac
+  echo "=== $(date +%T) $name: $*"
+  local t0=$(date +%s.%N)
+  "$@"; local rc=$?
+  local dt=$(python3 -c "print(f'{$(date +%s.%N) - $t0:.1f}')")
+  echo "=== $(date +%T) $name: rc=$rc in $dt s"
+  echo "$name rc=$rc seconds=$dt" >> "$STATE/steps.txt"
+}
+
+steps() {
+  export PYTHONUNBUFFERED=1 KERNELSCOPE_CACHE=$STATE/cache
+  python3 -m pip install -q --no-index --no-deps --no-compile --disable-pip-version-check "$SRC"/.whl/*.whl
+  git clone -q "$SRC/.carry/repo.bundle" "$REPO" && cd "$REPO" || exit 1
+  git config user.email bench@kernelscope && git config user.name bench
+  python3 -m pip install -q --no-index --no-deps --no-build-isolation --disable-pip-version-check -e .
+  local head=$(git rev-parse HEAD)
+  step machine sh -c "kernelscope machine --json > $STATE/machine.json"
+  M=$(python3 -c "import json; print(json.load(open('$STATE/machine.json'))['machine'])")
+  step check kernelscope check -q
+  step full sh -c "asv run --record-samples --machine $M --show-stderr HEAD^! > $STATE/asv-full.log 2>&1"
+  cp -r results "$STATE/results-run1"
+  step ncu python3 scripts/gpu/ncu_compare.py --commit "$head" --json "$STATE/ncu.json"
+  step rerun sh -c "asv run --record-samples --machine $M -b time_warm HEAD^! > $STATE/asv-rerun.log 2>&1 &&
+    kernelscope compare-runs $STATE/results-run1 results --commit $head --all > $STATE/compare-rerun.txt &&
+    kernelscope compare-runs $STATE/results-run1 results --commit $head --json > $STATE/compare-rerun.json"
+  python3 -c "import json, json5; c = json5.load(open('asv.conf.json')); c['results_dir'] = '$STATE/results-slowdown'; json.dump(c, open('asv.slowdown.json', 'w'))"
+  step slowdown sh -c "KERNELSCOPE_INJECT_SLOWDOWN=square-triton-flat1024 asv run --config asv.slowdown.json --record-samples \
+      --machine $M -b 'Square.time_warm.*square-triton-flat1024' HEAD^! > $STATE/asv-slowdown.log 2>&1 &&
+    kernelscope compare-runs $STATE/results-run1 $STATE/results-slowdown --commit $head --all > $STATE/compare-slowdown.txt"
+  for c in $(git rev-list --skip=1 HEAD); do
+    git cat-file -e "$c:src/kernelscope/timing/asv_suite.py" 2>/dev/null && echo "$c"
+  done | head -n "${HISTORY:-4}" > "$STATE/history.txt"
+  step history sh -c "asv run --record-samples --machine $M -b 'time_warm.*float32' HASHFILE:$STATE/history.txt > $STATE/asv-history.log 2>&1"
+  step smoke sh -c "asv run --quick --dry-run --machine $M -b time_warm HEAD^! > $STATE/asv-smoke.log 2>&1"
+  echo "=== ALL DONE"
+}
+
+case "${1:-}" in
+  start)
+    rm -rf "$STATE"; mkdir -p "$STATE"
+    setsid nohup bash "$0" steps > "$STATE/log" 2>&1 < /dev/null &
+    sleep 5; cat "$STATE/log" ;;
+  steps) steps ;;
+  wait)
+    end=$(( $(date +%s) + ${2:-500} ))
+    while [ "$(date +%s)" -lt "$end" ] && ! grep -q "ALL DONE" "$STATE/log"; do sleep 10; done
+    cat "$STATE/steps.txt" 2>/dev/null; tail -n 5 "$STATE/log"
+    for f in "$STATE"/asv-*.log; do [ -f "$f" ] && echo "--- $f" && grep -E '^\[' "$f" | tail -n 2; done ;;
+  collect)
+    tar czf "$OUT/results.tgz" -C "$REPO" results
+    tar czf "$OUT/state.tgz" -C "$STATE" --exclude=repo --exclude=cache . ;;
+  *) sed -n '2,22p' "$0"; exit 2 ;;
+esac
