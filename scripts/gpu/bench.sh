@@ -35,9 +35,9 @@ step() {
 steps() {
   export PYTHONUNBUFFERED=1 KERNELSCOPE_CACHE=$STATE/cache
   python3 -m pip install -q --no-index --no-deps --no-compile --disable-pip-version-check "$SRC"/.whl/*.whl
-  git clone -q "$SRC/.carry/repo.bundle" "$REPO" && cd "$REPO" || exit 1
+  git clone -q -b main "$SRC/.carry/repo.bundle" "$REPO" && cd "$REPO" || { echo "=== ALL DONE (clone failed)"; exit 1; }
   git config user.email bench@kernelscope && git config user.name bench
-  python3 -m pip install -q --no-index --no-deps --no-build-isolation --disable-pip-version-check -e .
+  python3 -m pip install -q --no-index --no-deps --no-build-isolation --disable-pip-version-check -e . || { echo "=== ALL DONE (install failed)"; exit 1; }
   local head=$(git rev-parse HEAD)
   step machine sh -c "kernelscope machine --json > $STATE/machine.json"
   M=$(python3 -c "import json; print(json.load(open('$STATE/machine.json'))['machine'])")
