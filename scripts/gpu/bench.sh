@@ -62,7 +62,7 @@ steps() {
 
 case "${1:-}" in
   start)
-    rm -rf "$STATE"; mkdir -p "$STATE"
+    mkdir -p "$STATE"; (cd "$STATE" && rm -rf repo results-* ./*.log ./*.txt ./*.json)  # keep cache/
     setsid nohup bash "$0" steps > "$STATE/log" 2>&1 < /dev/null &
     sleep 5; cat "$STATE/log" ;;
   steps) steps ;;
