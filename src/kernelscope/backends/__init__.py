@@ -21,6 +21,11 @@ from functools import cache
 import torch
 
 
+# Ask NVML, not the CUDA runtime: a runtime query in a process that later forks
+# (asv's forkserver) would leave the children unable to use CUDA.
+os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+
+
 @cache
 def cuda_available() -> bool:
     return torch.cuda.is_available()

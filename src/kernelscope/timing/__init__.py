@@ -85,6 +85,7 @@ def calibrate(fn: Callable[[], object], device: str, target_s: float = 0.01, max
         number *= 10
 
 
+HOLD_CYCLES = 200_000  # about 100 us at H100 clocks: longer than a Python launch path
 MIN_SAMPLES = 6  # asv's Mann-Whitney test needs at least 6 samples a side
 
 
@@ -112,6 +113,11 @@ def time_cold(fn: Callable[[], object], device: str, samples: int, flusher: L2Fl
     pairs = []
     for _ in _budget(samples, max_time):
         flusher()
+        # Hold the stream with a spin kernel while the host enqueues the timed
+        # call (nvbench's blocking kernel): otherwise, when the host is slower
+        # to launch than the GPU is to finish the flush, the idle gap lands
+        # between the events.
+        torch.cuda._sleep(HOLD_CYCLES)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         fn()
