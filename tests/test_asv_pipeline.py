@@ -1,0 +1,78 @@
+"""asv end to end on the CPU path: the syssite environment, the generated suite,
+the result export, run-to-run comparison, and the slowdown canary."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelscope.results import compare, export
+
+ROOT = Path(__file__).resolve().parents[1]
+ASV = shutil.which("asv", path=str(Path(sys.executable).parent)) or shutil.which("asv")
+BENCH = "Square.time_warm.*'square-mul'.*'64x64'.*float32"
+
+pytestmark = pytest.mark.skipif(ASV is None or not (ROOT / ".git").exists(),
+                                reason="needs asv (pip install -e '.[bench]') and a git checkout")
+
+
+def asv(tmp_path, *args, env=None):
+    conf = {
+        "version": 1, "project": "kernelscope", "repo": str(ROOT), "branches": ["main"], "dvcs": "git",
+        "environment_type": "syssite", "plugins": [".src.kernelscope.results.asv_env"],
+        "build_command": ["python -m pip wheel --no-deps --no-build-isolation --no-index -w {build_cache_dir} {build_dir}"],
+        "install_command": ["in-dir={env_dir} python -m pip install --no-deps --no-index --force-reinstall {wheel_file}"],
+        "uninstall_command": ["return-code=any python -m pip uninstall -y {project}"],
+        "benchmark_dir": str(ROOT / "benchmarks"), "env_dir": str(tmp_path / "env"),
+        "results_dir": str(tmp_path / (env or {}).get("RESULTS", "results")), "html_dir": str(tmp_path / "html"),
+        "launch_method": "forkserver", "default_benchmark_timeout": 600,
+    }
+    (tmp_path / "asv.json").write_text(json.dumps(conf))
+    full_env = {**os.environ, "HOME": str(tmp_path), **(env or {})}
+    proc = subprocess.run([ASV, *args, "--config", str(tmp_path / "asv.json")], cwd=ROOT, env=full_env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("asv")
+    subprocess.run([ASV, "machine", "--machine", "ci-cpu", "--yes"], cwd=ROOT, env={**os.environ, "HOME": str(tmp)},
+                   check=True, capture_output=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    base = ["run", "--record-samples", "--machine", "ci-cpu", "-b", BENCH, "HEAD^!"]
+    asv(tmp, *base)
+    asv(tmp, *base, env={"RESULTS": "results-again"})
+    asv(tmp, *base, env={"RESULTS": "results-slow", "KERNELSCOPE_INJECT_SLOWDOWN": "square-mul"})
+    return tmp, head
+
+
+def test_results_are_recorded_with_samples_and_exported(runs):
+    tmp, head = runs
+    rows = export.rows(tmp / "results")
+    assert len(rows) == 1
+    row = rows[0]
+    assert (row["machine"], row["commit"], row["op"], row["variant"], row["mode"], row["size"], row["dtype"]) == \
+        ("ci-cpu", head, "square", "square-mul", "warm", "64x64", "float32")
+    assert row["samples"] >= 12 and row["ci_low"] <= row["time_s"] <= row["ci_high"]
+    assert row["bytes"] == 2 * 4 * 64 * 64 and row["gbps"] == pytest.approx(row["bytes"] / row["time_s"] / 1e9)
+    assert set(row) == set(export.COLUMNS)
+    assert export.to_csv(rows).splitlines()[0] == ",".join(export.COLUMNS)
+
+
+def test_the_same_code_twice_is_not_flagged(runs):
+    tmp, head = runs
+    # factor 1.5: a shared 2-core CI box is noisier than a GPU; the GPU runs use asv's 1.1
+    rows = compare.compare_runs(tmp / "results", tmp / "results-again", commit=head, factor=1.5)
+    assert len(rows) == 1 and rows[0]["mark"] == " ", rows
+
+
+def test_injected_slowdown_is_flagged(runs):
+    tmp, head = runs
+    rows = compare.compare_runs(tmp / "results", tmp / "results-slow", commit=head)
+    assert rows[0]["mark"] == "+" and rows[0]["ratio"] > 1.3, rows

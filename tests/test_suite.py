@@ -1,0 +1,91 @@
+"""The asv suite is generated from the catalog, and its cases are gated on correctness."""
+
+import pytest
+import torch
+
+from kernelscope import catalog, timing
+from kernelscope.catalog import OPS, VARIANTS, Variant
+from kernelscope.ops import shape_str
+from kernelscope.timing import asv_suite, cases
+
+
+def test_one_class_per_op_with_every_variant_size_and_dtype():
+    classes = asv_suite.build()
+    assert set(classes) == {"FirstCall"} | {name.capitalize() for name in OPS}
+    for name, op in OPS.items():
+        cls = classes[name.capitalize()]
+        variants, sizes, dtypes = cls.params
+        assert variants == [v.name for v in catalog.variants_of(name)]
+        assert sizes == [shape_str(s) for s in op.bench_shapes]
+        assert dtypes == asv_suite.BENCH_DTYPES
+        assert cls.param_names == ["variant", "size", "dtype"]
+        for method in ("time_warm", "track_cold", "track_graph"):
+            assert getattr(cls, method).version == asv_suite.VERSION  # pinned: refactors keep history
+    assert classes["FirstCall"].params == [list(VARIANTS)]
+
+
+def test_sizes_sweep_launch_bound_to_bandwidth_bound():
+    for op in OPS.values():
+        numels = [torch.Size(s).numel() for s in op.bench_shapes]
+        assert min(numels) <= 2**12 and max(numels) >= 2**28
+    widths = [s[-1] for s in OPS["softmax"].bench_shapes]
+    assert any(w & (w - 1) for w in widths), "softmax sweeps widths that are not powers of two"
+    assert max(widths) > VARIANTS["softmax-triton-row"].max_cols
+
+
+@pytest.mark.parametrize("args,reason", [
+    (("square", "square-nope", "64x64", "float32"), "not in this commit's catalog"),
+    (("mean", "square-torch", "64x64", "float32"), "a variant of square, not mean"),
+    (("square", "square-cuda-vec4", "64x64", "bfloat16"), "dtype bfloat16 not supported"),
+    (("softmax", "softmax-triton-row", "64x262144", "float32"), "do not fit one block"),
+])
+def test_cases_that_cannot_run_are_skips_with_a_reason(args, reason):
+    with pytest.raises(NotImplementedError, match=reason):
+        cases.prepare(*args)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the CPU path's limits")
+def test_cpu_path_times_small_sizes_only():
+    with pytest.raises(NotImplementedError, match="the CPU path times sizes up to"):
+        cases.prepare("square", "square-torch", "1024x1024", "float32")
+    with pytest.raises(NotImplementedError, match="needs a CUDA GPU"):
+        cases.prepare("square", "square-cuda-vec4", "64x64", "float32")
+
+
+def test_a_prepared_case_is_checked_and_timeable():
+    case = cases.prepare("softmax", "softmax-triton-online", "64x64", "float32")
+    assert case.rel_err <= OPS["softmax"].tolerance["float32"]
+    assert case.bytes == 2 * 4 * 64 * 64
+    number, per_call = timing.calibrate(case.call, case.device, target_s=0.005)
+    assert number >= 1 and per_call > 0
+    samples = timing.time_cold(case.call, case.device, samples=8, max_time=1.0)
+    assert len(samples) >= timing.MIN_SAMPLES and all(s > 0 for s in samples)
+
+
+def test_the_gate_refuses_to_time_a_wrong_kernel(monkeypatch):
+    broken = Variant("square-broken", "square", "torch", "wrong on purpose",
+                     "kernelscope.backends.torch_ops:square_pow")
+    monkeypatch.setitem(catalog.VARIANTS, broken.name, broken)
+    monkeypatch.setitem(cases.VARIANTS, broken.name, broken)
+    monkeypatch.setattr("kernelscope.backends.torch_ops.square_pow", lambda x: x * x + 1e-2)
+    catalog._IMPL_CACHE.pop(broken.impl, None)
+    with pytest.raises(RuntimeError, match="square-broken: output does not match the float64 reference"):
+        cases.prepare("square", "square-broken", "64x64", "float32")
+    catalog._IMPL_CACHE.pop(broken.impl, None)
+
+
+def test_setup_sets_the_number_of_back_to_back_calls_per_sample():
+    bench = asv_suite.build()["Gelu"]()
+    bench.setup("gelu-torch", "64x64", "float32")
+    assert bench.number > 1  # a sample spans many calls, not one launch gap
+    bench.time_warm("gelu-torch", "64x64", "float32")
+    result = bench.track_cold("gelu-torch", "64x64", "float32")
+    assert result["number"] == 1 and len(result["samples"]) >= timing.MIN_SAMPLES
+
+
+def test_slowdown_canary_keeps_the_answer(monkeypatch):
+    monkeypatch.setenv(catalog.INJECT_SLOWDOWN, "square-mul")
+    calls = []
+    monkeypatch.setitem(catalog._IMPL_CACHE, VARIANTS["square-mul"].impl, lambda x: calls.append(1) or x * x)
+    x = torch.randn(3, 3)
+    assert torch.equal(VARIANTS["square-mul"](x), x * x) and len(calls) == 2
