@@ -32,6 +32,8 @@ def asv(tmp_path, *args, env=None):
         "launch_method": "forkserver", "default_benchmark_timeout": 600,
     }
     (tmp_path / "asv.json").write_text(json.dumps(conf))
+    if not (tmp_path / "src").exists():  # asv imports the ".src...." plugin relative to the config's folder
+        (tmp_path / "src").symlink_to(ROOT / "src")
     full_env = {**os.environ, "HOME": str(tmp_path), **(env or {})}
     proc = subprocess.run([ASV, *args, "--config", str(tmp_path / "asv.json")], cwd=ROOT, env=full_env,
                           capture_output=True, text=True, timeout=900)
