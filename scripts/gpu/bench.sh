@@ -9,13 +9,12 @@
 #
 # Steps (in order of importance; STEPS="full ncu" runs a subset):
 #   machine   name the machine for asv, record GPU/versions/copy bandwidth
-#   check     kernelscope check (also builds the CUDA extension into the cache)
-#   full      asv run --record-samples HEAD^!          (every benchmark, timed)
+#   full      asv run --record-samples HEAD^!   (every benchmark; cold compile caches on a fresh box)
+#   slowdown  KERNELSCOPE_INJECT_SLOWDOWN on one variant, compared with the full run
+#   history   time_warm at 2^20 elements and up for the HISTORY earlier commits with the same grid
 #   ncu       warm-mode medians against Nsight Compute kernel durations
-#   rerun     asv run of time_warm at HEAD again; compare-runs against the first
-#   slowdown  KERNELSCOPE_INJECT_SLOWDOWN on one variant, compared with the first run
-#   history   time_warm (float32) for the HISTORY earlier commits that have the suite
-#   smoke     asv run --quick --dry-run of time_warm, timed
+#   rerun     the full run again into another folder (warm caches): noise check and timing
+#   smoke     asv run --quick --dry-run of time_warm at the smallest sizes, timed
 set -u
 STATE=${STATE:-/tmp/kernelscope-bench}
 REPO=$STATE/repo
@@ -23,7 +22,7 @@ SRC=$(pwd)
 
 step() {
   local name=$1; shift
-  case " ${STEPS:-machine check full ncu rerun slowdown history smoke} " in *" $name "*) ;; *) return 0;; esac
+  case " ${STEPS:-machine full slowdown history ncu rerun smoke} " in *" $name "*) ;; *) return 0;; esac
   echo "=== $(date +%T) $name: $*"
   local t0=$(date +%s.%N)
   "$@"; local rc=$?
@@ -41,22 +40,28 @@ steps() {
   local head=$(git rev-parse HEAD)
   step machine sh -c "kernelscope machine --json > $STATE/machine.json"
   M=$(python3 -c "import json; print(json.load(open('$STATE/machine.json'))['machine'])")
-  step check kernelscope check -q
+  alt() {  # an asv config identical to the repo's but for its results folder
+    python3 -c "import json, json5; c = json5.load(open('asv.conf.json')); c['results_dir'] = '$STATE/$1'; json.dump(c, open('asv.$1.json', 'w'))"
+  }
   step full sh -c "asv run --record-samples --machine $M --show-stderr HEAD^! > $STATE/asv-full.log 2>&1"
-  cp -r results "$STATE/results-run1"
-  step ncu python3 scripts/gpu/ncu_compare.py --commit "$head" --json "$STATE/ncu.json"
-  step rerun sh -c "asv run --record-samples --machine $M -b time_warm HEAD^! > $STATE/asv-rerun.log 2>&1 &&
-    kernelscope compare-runs $STATE/results-run1 results --commit $head --all > $STATE/compare-rerun.txt &&
-    kernelscope compare-runs $STATE/results-run1 results --commit $head --json > $STATE/compare-rerun.json"
-  python3 -c "import json, json5; c = json5.load(open('asv.conf.json')); c['results_dir'] = '$STATE/results-slowdown'; json.dump(c, open('asv.slowdown.json', 'w'))"
-  step slowdown sh -c "KERNELSCOPE_INJECT_SLOWDOWN=square-triton-flat1024 asv run --config asv.slowdown.json --record-samples \
-      --machine $M -b 'Square.time_warm.*square-triton-flat1024' HEAD^! > $STATE/asv-slowdown.log 2>&1 &&
-    kernelscope compare-runs $STATE/results-run1 $STATE/results-slowdown --commit $head --all > $STATE/compare-slowdown.txt"
+  alt results-slowdown
+  step slowdown sh -c "KERNELSCOPE_INJECT_SLOWDOWN=square-triton-flat1024 asv run --config asv.results-slowdown.json \
+      --record-samples --machine $M -b 'Square.time_warm.*square-triton-flat1024' HEAD^! > $STATE/asv-slowdown.log 2>&1 &&
+    kernelscope compare-runs results $STATE/results-slowdown --commit $head --all > $STATE/compare-slowdown.txt"
+  # History: only commits whose suite has today's parameter grid (asv maps parameter
+  # indices by position, so a commit with another grid would be mislabelled).
   for c in $(git rev-list --skip=1 HEAD); do
-    git cat-file -e "$c:src/kernelscope/timing/asv_suite.py" 2>/dev/null && echo "$c"
+    git show "$c:src/kernelscope/timing/asv_suite.py" 2>/dev/null | grep -q KERNELSCOPE_BENCH_DTYPES && echo "$c"
   done | head -n "${HISTORY:-4}" > "$STATE/history.txt"
-  step history sh -c "asv run --record-samples --machine $M -b 'time_warm.*float32' HASHFILE:$STATE/history.txt > $STATE/asv-history.log 2>&1"
-  step smoke sh -c "asv run --quick --dry-run --machine $M -b time_warm HEAD^! > $STATE/asv-smoke.log 2>&1"
+  step history sh -c "asv run --record-samples --machine $M \
+      -b \"time_warm.*'(1024x1024|4096x4096|16384x16384|16384x1000|512x50257|64x262144|1048576|16777216|268435456)'\" \
+      HASHFILE:$STATE/history.txt > $STATE/asv-history.log 2>&1"
+  step ncu python3 scripts/gpu/ncu_compare.py --commit "$head" --json "$STATE/ncu.json"
+  alt results-rerun
+  step rerun sh -c "asv run --config asv.results-rerun.json --record-samples --machine $M HEAD^! > $STATE/asv-rerun.log 2>&1 &&
+    kernelscope compare-runs results $STATE/results-rerun --commit $head --all > $STATE/compare-rerun.txt &&
+    kernelscope compare-runs results $STATE/results-rerun --commit $head --json > $STATE/compare-rerun.json"
+  step smoke sh -c "asv run --quick --dry-run --machine $M -b \"time_warm.*'(64x64|4096)'\" HEAD^! > $STATE/asv-smoke.log 2>&1"
   echo "=== ALL DONE"
 }
 
