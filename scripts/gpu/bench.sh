@@ -13,7 +13,7 @@
 #   slowdown  KERNELSCOPE_INJECT_SLOWDOWN on one variant, compared with the full run
 #   history   time_warm at 2^20 elements and up for the HISTORY earlier commits with the same grid
 #   ncu       warm-mode medians against Nsight Compute kernel durations
-#   rerun     the full run again into another folder (warm caches): noise check and timing
+#   rerun     RERUN_BENCH (default time_warm) again into another folder: the noise check
 #   smoke     asv run --quick --dry-run of time_warm at the smallest sizes, timed
 set -u
 STATE=${STATE:-/tmp/kernelscope-bench}
@@ -58,7 +58,7 @@ steps() {
       HASHFILE:$STATE/history.txt > $STATE/asv-history.log 2>&1"
   step ncu python3 scripts/gpu/ncu_compare.py --commit "$head" --json "$STATE/ncu.json"
   alt results-rerun
-  step rerun sh -c "asv run --config asv.results-rerun.json --record-samples --machine $M HEAD^! > $STATE/asv-rerun.log 2>&1 &&
+  step rerun sh -c "asv run --config asv.results-rerun.json --record-samples --machine $M -b \"${RERUN_BENCH:-time_warm}\" HEAD^! > $STATE/asv-rerun.log 2>&1 &&
     kernelscope compare-runs results $STATE/results-rerun --commit $head --all > $STATE/compare-rerun.txt &&
     kernelscope compare-runs results $STATE/results-rerun --commit $head --json > $STATE/compare-rerun.json"
   step smoke sh -c "asv run --quick --dry-run --machine $M -b \"time_warm.*'(64x64|4096)'\" HEAD^! > $STATE/asv-smoke.log 2>&1"
@@ -76,8 +76,8 @@ case "${1:-}" in
     while [ "$(date +%s)" -lt "$end" ] && ! grep -q "ALL DONE" "$STATE/log"; do sleep 10; done
     cat "$STATE/steps.txt" 2>/dev/null; tail -n 5 "$STATE/log"
     for f in "$STATE"/asv-*.log; do [ -f "$f" ] && echo "--- $f" && grep -E '^\[' "$f" | tail -n 2; done ;;
-  collect)
-    tar czf "$OUT/results.tgz" -C "$REPO" results
+  collect)  # safe at any time: what has finished so far
+    [ -d "$REPO/results" ] && tar czf "$OUT/results.tgz" -C "$REPO" results
     tar czf "$OUT/state.tgz" -C "$STATE" --exclude=repo --exclude=cache . ;;
   *) sed -n '2,22p' "$0"; exit 2 ;;
 esac
