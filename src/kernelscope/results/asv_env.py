@@ -26,11 +26,13 @@ from asv.console import log
 def _find_python(python: str) -> str | None:
     if os.path.sep in python and os.path.isfile(python):
         return python
-    found = shutil.which(f"python{python}") if re.match(r"^\d+(\.\d+)*$", python) else shutil.which(python)
-    if found:
-        return found
+    # The interpreter running asv first: its packages (torch, a modern
+    # setuptools) are the point, and `python3.X` on PATH may be a bare base
+    # interpreter that has none of them.
     current = f"{sys.version_info[0]}.{sys.version_info[1]}"
-    return sys.executable if python in (current, str(sys.version_info[0])) else None
+    if python in (current, str(sys.version_info[0])):
+        return sys.executable
+    return shutil.which(f"python{python}") if re.match(r"^\d+(\.\d+)*$", python) else shutil.which(python)
 
 
 _SITE_DIRS = "import sys; print('\\n'.join(p for p in sys.path if p.endswith(('site-packages', 'dist-packages'))))"
