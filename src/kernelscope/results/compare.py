@@ -29,7 +29,7 @@ def _unrolled(results_dir: Path, commit: str | None, machine: str | None):
             unrolled = unroll_result(key, params, result.get_result_value(key, params),
                                      result.get_result_stats(key, params), result.get_result_samples(key, params))
             for name, value, stats, samples in unrolled:
-                found[name] = (value, stats, samples, result.commit_hash)
+                found[name] = (value, stats, samples)
     return found
 
 
@@ -46,8 +46,8 @@ def compare_runs(dir_a, dir_b, factor: float = 1.1, commit: str | None = None, m
         raise FileNotFoundError(f"no results in {dir_b}" + (f" for commit {commit}" if commit else ""))
     rows = []
     for name in sorted(a.keys() & b.keys()):
-        va, sa, xa, _ = a[name]
-        vb, sb, xb, _ = b[name]
+        va, sa, xa = a[name]
+        vb, sb, xb = b[name]
         if va is None or vb is None or (isinstance(va, float) and math.isnan(va)) or \
                 (isinstance(vb, float) and math.isnan(vb)):
             continue
