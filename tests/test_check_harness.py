@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-from kernelscope.catalog import Variant
-from kernelscope.check import FAIL, PASS, SKIP, check_variant, relative_error
+from kernelscope.catalog import OPS, Variant
+from kernelscope.check import FAIL, PASS, SKIP, check_variant, error_against_reference, relative_error
 
 HERE = "test_check_harness"
 
@@ -74,3 +74,17 @@ def test_relative_error_is_a_max_norm():
     out[17] = 1.5
     assert relative_error(out, ref) == pytest.approx(0.5)
     assert math.isnan(relative_error(torch.tensor([float("inf")]), torch.tensor([1.0])))
+
+
+def test_small_outputs_are_measured_against_the_dtype_and_op_scale():
+    # CI once failed gelu-formula on a single bfloat16 element near x = -3: the
+    # formula in bf16 returns 0 there, right to within |x| * 2^-8. Errors of
+    # that size pass; an error that is large against the input still fails.
+    gelu_op, square_op = OPS["gelu"], OPS["square"]
+    x = torch.tensor([[-3.0]], dtype=torch.bfloat16)
+    assert error_against_reference(gelu_op, x, torch.zeros_like(x)) <= gelu_op.tolerance["bfloat16"]
+    assert error_against_reference(gelu_op, x, torch.full_like(x, -0.1)) > gelu_op.tolerance["bfloat16"]
+    # A float16 square below the smallest normal number loses bits, not accuracy.
+    x = torch.tensor([[0.005]], dtype=torch.float16)
+    assert error_against_reference(square_op, x, x * x) <= square_op.tolerance["float16"]
+    assert error_against_reference(square_op, x, x * x * 1.5) > square_op.tolerance["float16"]

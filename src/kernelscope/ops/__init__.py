@@ -75,10 +75,12 @@ class Op:
     reference: Callable[[torch.Tensor], torch.Tensor]  # float64 in, float64 out
     bytes_moved: Callable[[Shape, int], int]  # (shape, itemsize): each input read once, each output written once
     flops: Callable[[Shape], int]
-    tolerance: dict[str, float]  # max |out - ref| / max |ref|, per dtype
+    tolerance: dict[str, float]  # max |out - ref| / error_scale, per dtype
     check_shapes: tuple[Shape, ...]  # edge shapes for correctness: 1 element, primes, wider than one block
     bench_shapes: tuple[Shape, ...]  # the benchmark sweep, launch-bound to bandwidth-bound
     reduces: bool = False  # the output is a scalar
+    # What errors are measured against: (x, ref) in float64 -> a positive number
+    error_scale: Callable[[torch.Tensor, torch.Tensor], float] = lambda x, ref: ref.abs().max().item()
 
     def out_shape(self, shape: Shape) -> Shape:
         return () if self.reduces else shape

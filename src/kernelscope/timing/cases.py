@@ -18,7 +18,7 @@ import torch
 
 from kernelscope import backends
 from kernelscope.catalog import VARIANTS, Variant
-from kernelscope.check import fresh_seed, relative_error, run_once
+from kernelscope.check import error_against_reference, fresh_seed, run_once
 from kernelscope.ops import Shape, numel, parse_shape, shape_str
 
 # Without a GPU the suite is a smoke test of the machinery: small sizes only.
@@ -42,8 +42,7 @@ class Case:
 
     def check(self, out: torch.Tensor) -> float:
         """Gate: raise if ``out`` (a result of ``call``) does not match the reference."""
-        ref = self.variant.op_spec.reference(self.x.to(torch.float64))
-        err = relative_error(out, ref)
+        err = error_against_reference(self.variant.op_spec, self.x, out)
         tol = self.variant.op_spec.tolerance[self.dtype]
         if not err <= tol:
             raise RuntimeError(f"{self.variant.name}: output does not match the float64 reference at "
