@@ -49,3 +49,25 @@ def test_lecture_square_refuses_a_grid_it_cannot_cover():
     x = torch.randn(16 * 65536, 1, device="cuda")
     with pytest.raises(RuntimeError, match="more rows than a 2-D grid"):
         get("square-cuda-lecture")(x)
+
+
+def test_spin_kernel_rate_is_a_plausible_sm_clock():
+    from kernelscope import timing
+
+    assert 0.5e9 < timing.spin_cycles_per_second() < 3.5e9
+
+
+def test_held_warm_clock_reads_the_kernel_not_the_launch():
+    # The CPU counterpart (test_timing.py) runs the same logic on a simulated stream.
+    from kernelscope import timing
+    from kernelscope.timing.cases import prepare
+
+    case = prepare("square", "square-torch", "64x64", "float32")
+    plan = timing.plan_warm(case.call, "cuda")
+    clock = timing.HeldClock(plan.hold_s)
+    per_call = sorted(clock.sample(case.call, plan.number) / plan.number for _ in range(11))[5]
+    assert clock.starved == 0
+    assert per_call < plan.host_per_call_s / 2  # a 4096-element square is ~2 us of GPU, ~8 us of launch
+    graph, _ = timing.capture_graph(case.call, 100)
+    graph_per_call = sorted(timing.time_graph(graph, 100, 11))[5]
+    assert graph_per_call <= per_call * 1.2  # a graph drops launch costs, it adds none

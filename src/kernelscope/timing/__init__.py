@@ -2,14 +2,20 @@
 
 Three modes, after nvbench's methodology:
 
-* **warm** -- back-to-back launches between two CUDA events. ``EventClock`` is a
-  zero-argument clock that asv uses as its ``timer``: each reading records an
-  event, waits for it, and returns seconds since a reference event, so asv's
-  ``(t_after - t_before) / number`` is GPU time per call.
+* **warm** -- back-to-back calls between two CUDA events, with the launch queue
+  full. ``HeldClock`` is the zero-argument clock asv uses as its ``timer``: the
+  reading that opens a sample first parks a spin kernel on the stream (nvbench's
+  blocking kernel), long enough for the host to enqueue all ``number`` calls
+  behind it; the reading that closes it waits for the end event. The GPU then
+  runs the calls back to back, as it does when a training loop runs ahead of
+  it, and ``(t_after - t_before) / number`` is GPU time per call in steady
+  state. Without the hold a 3 us kernel launched from Python reads as the
+  host's 20 us launch path, which moves 10-25% between two runs of one commit.
 * **cold** -- the L2 cache flushed before every call (a memset of twice the L2,
-  outside the timed region), each call between its own pair of events.
+  outside the timed region), each call between its own pair of events, behind
+  its own spin kernel.
 * **graph** -- the calls captured into a CUDA graph and replayed: the kernels'
-  own time, without the host's launch overhead.
+  own time, without the host's launch path or the per-launch cost of streams.
 
 On a machine without a GPU the same functions time with ``time.perf_counter``
 (CPU torch, the Triton interpreter and the Numba simulator are synchronous),
@@ -19,7 +25,9 @@ and graph mode is unavailable.
 from __future__ import annotations
 
 import math
+import sys
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
@@ -30,28 +38,150 @@ def synchronize(device: str) -> None:
         torch.cuda.synchronize()
 
 
-class EventClock:
-    """A clock reading GPU time: record an event, wait for it, seconds since the first.
+_SPIN_CYCLES_PER_S: float | None = None
+
+
+def spin_cycles_per_second() -> float:
+    """SM clock cycles per second, as ``torch.cuda._sleep`` counts them (measured once)."""
+    global _SPIN_CYCLES_PER_S
+    if _SPIN_CYCLES_PER_S is None:
+        cycles = 2_000_000
+        torch.cuda._sleep(cycles)  # wakes the clocks up
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        torch.cuda._sleep(cycles)
+        end.record()
+        end.synchronize()
+        _SPIN_CYCLES_PER_S = cycles / (start.elapsed_time(end) / 1e3)
+    return _SPIN_CYCLES_PER_S
+
+
+def hold_stream(seconds: float) -> None:
+    """Enqueue a kernel that spins for ``seconds`` on the current stream."""
+    if seconds > 0:
+        torch.cuda._sleep(max(1, int(seconds * spin_cycles_per_second())))
+
+
+class HeldClock:
+    """asv's timer for warm mode: GPU seconds between two readings, the stream held at the first.
+
+    asv (timeit) reads a timer twice per sample, around ``number`` calls. The
+    first reading parks a spin of ``hold_s`` on the stream and records the
+    start event; the second records the end event, waits for it and returns
+    the elapsed GPU time (the first returns 0). If the host took longer than
+    ``hold_s`` to enqueue the calls, the GPU may have waited on it: the sample
+    counts as ``starved`` and the hold grows for the next one.
 
     Created lazily (CUDA objects at import time would break asv's forkserver),
     and safe to store as a class attribute: it is an instance, not a function.
-    A reading costs about 22 us of host time on an H100, none of it inside the
-    interval it measures.
     """
 
-    def __init__(self):
+    def __init__(self, hold_s: float = 0.0):
+        self.hold_s = hold_s
+        self.starved = 0  # samples in which the host fell behind the GPU
+        self.last_host_s = 0.0  # host time to enqueue the last sample's calls
         self._start = None
+        self._host_t0 = 0.0
 
     def __call__(self) -> float:
         if not torch.cuda.is_available():
             return time.perf_counter()
-        if self._start is None:
+        if self._start is None:  # opens a sample
+            hold_stream(self.hold_s)
             self._start = torch.cuda.Event(enable_timing=True)
             self._start.record()
-        event = torch.cuda.Event(enable_timing=True)
-        event.record()
-        event.synchronize()
-        return self._start.elapsed_time(event) / 1e3
+            self._host_t0 = time.perf_counter()
+            return 0.0
+        self.last_host_s = time.perf_counter() - self._host_t0
+        end = torch.cuda.Event(enable_timing=True)
+        end.record()
+        end.synchronize()
+        elapsed = self._start.elapsed_time(end) / 1e3
+        self._start = None
+        if self.last_host_s > self.hold_s:
+            self.starved += 1
+            self.hold_s = grown_hold(self.last_host_s)
+        return elapsed
+
+    def sample(self, fn: Callable[[], object], number: int) -> float:
+        """One sample as asv takes it: seconds for ``number`` calls."""
+        t0 = self()
+        for _ in range(number):
+            fn()
+        return self() - t0
+
+
+HOLD_MARGIN_S = 50e-6  # covers recording the start event and Python's jitter
+
+
+def grown_hold(host_s: float) -> float:
+    """A hold that outlasts an enqueue that took ``host_s``, with room for jitter."""
+    return 1.5 * host_s + HOLD_MARGIN_S
+
+
+MAX_QUEUED_CALLS = 128  # CUDA queues about a thousand launches; softmax-manual is 5 a call
+WARM_TARGET_S = 2e-3  # GPU time per warm sample: with the queue full, enough for 0.1% event resolution
+
+
+@dataclass
+class WarmPlan:
+    number: int  # calls per sample
+    hold_s: float  # spin before each sample
+    per_call_s: float  # GPU seconds a call, from the plan's last sample
+    host_per_call_s: float  # host seconds to enqueue a call
+
+
+def next_plan(plan: WarmPlan, host_s: float, longest_call_s: float) -> WarmPlan | None:
+    """After a planning sample: None if the hold covered the enqueue, else the plan to try next.
+
+    ``host_s`` is the time the host took to enqueue the sample's calls,
+    ``longest_call_s`` the longest single call among them. One call that
+    stalls for a good part of the hold means the host waited on the held GPU:
+    the launch queue was full (fewer calls), or the call synchronizes. Without
+    a stall, the host was just slower than planned: a longer hold.
+    """
+    if host_s <= plan.hold_s:
+        return None
+    if longest_call_s > plan.hold_s / 2:
+        number = max(1, plan.number // 2)
+        return WarmPlan(number, grown_hold(number * plan.host_per_call_s), plan.per_call_s, plan.host_per_call_s)
+    return WarmPlan(plan.number, grown_hold(host_s), plan.per_call_s, host_s / plan.number)
+
+
+def _planning_sample(fn: Callable[[], object], number: int, hold_s: float) -> tuple[float, float, float]:
+    """(GPU seconds, host enqueue seconds, longest single call) for one held sample."""
+    clock = HeldClock(hold_s)
+    longest = 0.0
+    t0 = clock()
+    for _ in range(number):
+        c0 = time.perf_counter()
+        fn()
+        longest = max(longest, time.perf_counter() - c0)
+    gpu_s = clock() - t0
+    return gpu_s, clock.last_host_s, longest
+
+
+def plan_warm(fn: Callable[[], object], device: str, target_s: float = WARM_TARGET_S,
+              max_calls: int = MAX_QUEUED_CALLS) -> WarmPlan:
+    """Calls per warm sample and the hold that keeps the queue full for them."""
+    if device != "cuda":
+        number, per_call = calibrate(fn, device, target_s)
+        return WarmPlan(number, 0.0, per_call, per_call)
+    probe = 8
+    gpu_s, host_s, _ = _planning_sample(fn, probe, hold_s=0.05)  # ample for 8 calls of any launch path here
+    host_per_call = host_s / probe
+    number = max(1, min(max_calls, math.ceil(target_s / max(gpu_s / probe, 1e-9))))
+    plan = WarmPlan(number, grown_hold(number * host_per_call), gpu_s / probe, host_per_call)
+    for _ in range(6):
+        gpu_s, host_s, longest = _planning_sample(fn, plan.number, plan.hold_s)
+        plan.per_call_s = gpu_s / plan.number
+        retry = next_plan(plan, host_s, longest)
+        if retry is None:
+            return plan
+        plan = retry
+    print(f"kernelscope: could not keep the launch queue full ({plan.number} calls, hold "
+          f"{plan.hold_s * 1e3:.2f} ms): warm samples include host time", file=sys.stderr)
+    return plan
 
 
 class L2Flusher:
@@ -70,8 +200,12 @@ class L2Flusher:
 
 
 def calibrate(fn: Callable[[], object], device: str, target_s: float = 0.01, max_number: int = 100_000) -> tuple[int, float]:
-    """How many back-to-back calls fill ``target_s``, and the time of one call."""
-    clock = EventClock() if device == "cuda" else time.perf_counter
+    """How many back-to-back calls fill ``target_s``, and the time of one call.
+
+    On the GPU the clock is a ``HeldClock`` without a hold: the time includes
+    whatever the host adds, an upper bound (plan_warm is the GPU's calibration).
+    """
+    clock = HeldClock() if device == "cuda" else time.perf_counter
     number = 1
     while True:
         synchronize(device)
@@ -85,7 +219,6 @@ def calibrate(fn: Callable[[], object], device: str, target_s: float = 0.01, max
         number *= 10
 
 
-HOLD_CYCLES = 200_000  # about 100 us at H100 clocks: longer than a Python launch path
 MIN_SAMPLES = 6  # asv's Mann-Whitney test needs at least 6 samples a side
 
 
@@ -99,8 +232,11 @@ def _budget(samples: int, max_time: float):
 
 
 def time_cold(fn: Callable[[], object], device: str, samples: int, flusher: L2Flusher | None = None,
-              max_time: float = 3.0) -> list[float]:
-    """Seconds per call with a cold L2: flush, then time the call alone."""
+              max_time: float = 3.0, hold_s: float = 100e-6) -> list[float]:
+    """Seconds per call with a cold L2: flush, then time the call alone.
+
+    ``hold_s`` must outlast the host's launch path of one call (see plan_warm).
+    """
     flusher = flusher or L2Flusher(device)
     if device != "cuda":
         times = []
@@ -117,7 +253,7 @@ def time_cold(fn: Callable[[], object], device: str, samples: int, flusher: L2Fl
         # call (nvbench's blocking kernel): otherwise, when the host is slower
         # to launch than the GPU is to finish the flush, the idle gap lands
         # between the events.
-        torch.cuda._sleep(HOLD_CYCLES)
+        hold_stream(hold_s)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         fn()

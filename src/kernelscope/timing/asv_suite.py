@@ -24,7 +24,7 @@ import time
 from kernelscope import backends
 from kernelscope.catalog import OPS, VARIANTS, variants_of
 from kernelscope.ops import shape_str
-from kernelscope.timing import EventClock, GraphUnavailable, L2Flusher, calibrate, capture_graph, time_cold, time_graph
+from kernelscope.timing import GraphUnavailable, HeldClock, L2Flusher, WarmPlan, capture_graph, grown_hold, plan_warm, time_cold, time_graph
 from kernelscope.timing.cases import prepare
 
 try:  # inside a benchmark body asv wants this to record a skip (setup may raise NotImplementedError)
@@ -43,7 +43,10 @@ if TimeBenchmark is not None and hasattr(TimeBenchmark, "_setup_isolates_timed_c
     # between two event-clock readings.
     TimeBenchmark._setup_isolates_timed_calls = False
 
-VERSION = "2"  # 2: warm samples batch `number` calls; cold waits behind a spin kernel
+# 2: warm samples batch `number` calls; cold waits behind a spin kernel.
+# 3: warm samples run behind a spin kernel that outlasts the host's enqueue
+#    (steady-state GPU time, no host launch path); cold's spin is sized per variant.
+VERSION = "3"
 # float32 by default: each parameter set is a forked process (about a second
 # on an H100), and the float32 grid alone keeps a full run near ten minutes.
 # KERNELSCOPE_BENCH_DTYPES=float32,bfloat16 widens it. Changing it changes the
@@ -71,19 +74,22 @@ class _OpBenchmarks:
     rounds = 1  # each process gives 12+ samples; a second round doubles the processes
     repeat = (12, 30, 5.0)  # (min samples, max samples, max seconds)
     warmup_time = 0.02  # setup has already warmed the kernel up
-    number = 1  # replaced per case in setup: calls per sample, about 10 ms of work
-    timer = EventClock()  # GPU time; perf_counter on the CPU path
+    number = 1  # replaced per case in setup: calls per sample (timing.plan_warm)
+    timer = HeldClock()  # GPU time with the launch queue held full; perf_counter on the CPU path
 
     def setup(self, variant, size, dtype):
         self.case = prepare(self.op, variant, size, dtype)
-        self.number = _warm_number(self.case)
+        plan = _plan(self.case)
+        self.number = plan.number
+        self.timer.hold_s = plan.hold_s
 
     def time_warm(self, variant, size, dtype):
         self.case.call()
 
     def track_cold(self, variant, size, dtype):
         case = self.case
-        samples = time_cold(case.call, case.device, COLD_SAMPLES, _flusher(case.device))
+        hold = grown_hold(_plan(case).host_per_call_s)  # outlasts one call's launch path
+        samples = time_cold(case.call, case.device, COLD_SAMPLES, _flusher(case.device), hold_s=hold)
         case.check(case.call())
         return {"samples": samples, "number": 1}
 
@@ -91,7 +97,7 @@ class _OpBenchmarks:
         case = self.case
         if case.device != "cuda":
             raise SkipNotImplemented(f"{variant}: CUDA graphs need a GPU")
-        per_call = _per_call(case)
+        per_call = _plan(case).per_call_s
         out_bytes = max(case.bytes // 2, 1)
         calls = max(1, min(100, math.ceil(GRAPH_TARGET_S / per_call), GRAPH_MAX_BYTES // out_bytes))
         try:
@@ -103,22 +109,15 @@ class _OpBenchmarks:
         return {"samples": samples, "number": calls}
 
 
-_NUMBERS: dict[int, tuple[int, float]] = {}
+_PLANS: dict[int, WarmPlan] = {}
 
 
-def _calibration(case):
+def _plan(case) -> WarmPlan:
+    """Made once per case: asv may re-run setup between samples."""
     key = id(case)
-    if key not in _NUMBERS:
-        _NUMBERS[key] = calibrate(case.call, case.device)
-    return _NUMBERS[key]
-
-
-def _warm_number(case) -> int:
-    return _calibration(case)[0]
-
-
-def _per_call(case) -> float:
-    return _calibration(case)[1]
+    if key not in _PLANS:
+        _PLANS[key] = plan_warm(case.call, case.device)
+    return _PLANS[key]
 
 
 _FLUSHERS: dict[str, L2Flusher] = {}
@@ -135,13 +134,16 @@ class FirstCall:
     torch.compile trace and code generation, the CUDA extension build or load.
 
     Measured with the on-disk caches as they are (warm after the first run);
-    timings in the other benchmarks never include it.
+    timings in the other benchmarks never include it. A fresh process gives
+    one sample, so each round (a process) adds one: three rounds give asv a
+    median and an interval to compare, where a single number would be flagged
+    by any 10% jitter of Python's import and tracing work.
     """
 
     params = [list(VARIANTS)]
     param_names = ["variant"]
     timeout = 900  # a cold CUDA build takes about a minute, torch.compile tens of seconds
-    rounds = 1
+    rounds = 3
 
     def setup(self, variant):
         v = VARIANTS.get(variant)
@@ -165,7 +167,7 @@ class FirstCall:
             import torch
 
             torch.cuda.synchronize()
-        return time.perf_counter() - start
+        return {"samples": [time.perf_counter() - start], "number": 1}
 
 
 _versioned(_OpBenchmarks.time_warm)

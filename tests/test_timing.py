@@ -1,0 +1,140 @@
+"""The warm clock's logic, on a simulated GPU stream (its GPU counterpart: test_gpu.py).
+
+The simulation keeps two clocks: the host's (what ``time.perf_counter`` reads)
+and the stream's tail (when the work enqueued so far will have finished). A
+launch costs the host ``host_s``; its kernel starts when both the launch and
+the work before it are done. That is enough to reproduce what the held clock
+is for: a kernel shorter than its launch reads as the launch without a hold,
+and as itself with one.
+"""
+
+import pytest
+import torch
+
+import kernelscope.timing as timing
+
+
+class SimulatedStream:
+    def __init__(self, queue_depth=1024, clock_hz=1.98e9):
+        self.host = 100.0  # seconds, what perf_counter returns
+        self.tail = 0.0  # when the enqueued work will be done
+        self.queue_depth = queue_depth
+        self.clock_hz = clock_hz
+        self.starts: list[float] = []  # start times of kernels, for the queue's depth
+
+    def kernel(self, seconds):
+        pending = [s for s in self.starts if s > self.host]
+        if len(pending) >= self.queue_depth:  # the launch blocks until a slot frees up
+            self.host = sorted(pending)[len(pending) - self.queue_depth]
+        start = max(self.host, self.tail)
+        self.starts.append(start)
+        self.tail = start + seconds
+
+    def launch(self, host_s, gpu_s):
+        self.host += host_s
+        self.kernel(gpu_s)
+
+
+@pytest.fixture
+def stream(monkeypatch):
+    sim = SimulatedStream()
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            self.at = None
+
+        def record(self):
+            self.at = max(sim.host, sim.tail)
+            sim.tail = self.at
+
+        def synchronize(self):
+            sim.host = max(sim.host, self.at)
+
+        def elapsed_time(self, end):
+            return (end.at - self.at) * 1e3
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: sim.kernel(cycles / sim.clock_hz))
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: sim.host)
+    monkeypatch.setattr(timing, "_SPIN_CYCLES_PER_S", None)
+    return sim
+
+
+def launch_bound(sim, host_s=20e-6, gpu_s=3e-6):
+    return lambda: sim.launch(host_s, gpu_s)
+
+
+def test_the_spin_rate_is_measured_not_assumed(stream):
+    assert timing.spin_cycles_per_second() == pytest.approx(1.98e9)
+
+
+def test_without_a_hold_a_short_kernel_reads_as_its_launch(stream):
+    clock = timing.HeldClock(hold_s=0.0)
+    per_call = clock.sample(launch_bound(stream), 100) / 100
+    assert per_call == pytest.approx(20e-6, rel=0.05)
+    assert clock.starved == 1
+
+
+def test_with_the_hold_it_reads_as_the_kernel(stream):
+    clock = timing.HeldClock(hold_s=100 * 20e-6 * 1.5)
+    per_call = clock.sample(launch_bound(stream), 100) / 100
+    assert per_call == pytest.approx(3e-6, rel=1e-6)
+    assert clock.starved == 0
+
+
+def test_a_starved_sample_is_counted_and_the_next_one_held_longer(stream):
+    clock = timing.HeldClock(hold_s=1e-4)
+    first = clock.sample(launch_bound(stream), 100) / 100
+    assert clock.starved == 1 and clock.hold_s > 100 * 20e-6
+    second = clock.sample(launch_bound(stream), 100) / 100
+    assert clock.starved == 1 and second == pytest.approx(3e-6, rel=1e-6) and first > 2 * second
+
+
+def test_a_gpu_bound_kernel_reads_the_same_held_or_not(stream):
+    fn = lambda: stream.launch(20e-6, 700e-6)  # noqa: E731
+    held = timing.HeldClock(hold_s=1e-3).sample(fn, 5) / 5
+    plain = timing.HeldClock(hold_s=0.0).sample(fn, 5) / 5
+    assert held == pytest.approx(700e-6) and plain == pytest.approx(700e-6, rel=0.01)
+
+
+def test_plan_keeps_the_queue_full(stream):
+    plan = timing.plan_warm(launch_bound(stream), "cuda")
+    assert plan.number == timing.MAX_QUEUED_CALLS  # 2 ms of 3 us kernels is more than the queue takes
+    assert plan.per_call_s == pytest.approx(3e-6, rel=1e-6)
+    assert plan.hold_s >= plan.number * 20e-6
+
+
+def test_plan_halves_the_calls_when_the_launch_queue_fills(stream):
+    stream.queue_depth = 50
+    plan = timing.plan_warm(launch_bound(stream), "cuda")
+    assert plan.number < 50 and plan.per_call_s == pytest.approx(3e-6, rel=1e-6)
+
+
+def test_plan_says_so_when_a_call_synchronizes(stream, capsys):
+    def synchronizing():
+        stream.launch(20e-6, 3e-6)
+        stream.host = max(stream.host, stream.tail)  # like .item() or a blocking copy
+
+    plan = timing.plan_warm(synchronizing, "cuda")
+    assert plan.number == 1
+    assert "could not keep the launch queue full" in capsys.readouterr().err
+
+
+def test_next_plan_grows_the_hold_or_cuts_the_calls():
+    plan = timing.WarmPlan(number=100, hold_s=3e-3, per_call_s=3e-6, host_per_call_s=20e-6)
+    assert timing.next_plan(plan, host_s=2.5e-3, longest_call_s=30e-6) is None
+    slower = timing.next_plan(plan, host_s=4e-3, longest_call_s=60e-6)
+    assert slower.number == 100 and slower.hold_s > 4e-3
+    blocked = timing.next_plan(plan, host_s=4e-3, longest_call_s=2.9e-3)
+    assert blocked.number == 50
+
+
+def test_on_the_cpu_path_the_clock_is_the_host_clock():
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    clock = timing.HeldClock(hold_s=1.0)  # no GPU: nothing to hold, no spin
+    t0 = clock()
+    assert clock() >= t0
+    plan = timing.plan_warm(lambda: sum(range(100)), "cpu", target_s=1e-3)
+    assert plan.number >= 1 and plan.hold_s == 0.0
