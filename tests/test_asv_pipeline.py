@@ -81,3 +81,6 @@ def test_injected_slowdown_is_flagged(runs):
     tmp, head = runs
     rows = compare.compare_runs(tmp / "results", tmp / "results-slow", commit=head)
     assert rows[0]["mark"] == "+" and rows[0]["ratio"] > 1.1, rows
+    stats = compare.summary(rows)
+    assert stats["flagged_worse"] == 1 and stats["by_mode"]["warm"]["flagged_worse"] == 1
+    assert set(stats["by_mode"]) == {"warm"}

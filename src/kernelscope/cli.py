@@ -140,6 +140,9 @@ def cmd_compare_runs(args) -> int:
                      ["", "A", "B", "B/A", "benchmark"]))
     print(f"\n{stats['benchmarks']} benchmarks in both runs: {stats['flagged_worse']} flagged worse (+), "
           f"{stats['flagged_better']} flagged better (-), {stats['fraction_within']:.1%} within 2% of each other")
+    for mode, part in stats["by_mode"].items():
+        print(f"  {mode:<10} {part['benchmarks']:4d} benchmarks, {part['flagged_worse']} worse, "
+              f"{part['flagged_better']} better, {part['fraction_within']:.1%} within 2%")
     return 0
 
 

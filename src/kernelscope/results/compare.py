@@ -59,8 +59,21 @@ def compare_runs(dir_a, dir_b, factor: float = 1.1, commit: str | None = None, m
 
 
 def summary(rows: list[dict], within: float = 0.02) -> dict:
-    n = len(rows)
-    close = sum(abs(r["ratio"] - 1) < within for r in rows)
-    return {"benchmarks": n, "flagged_worse": sum(r["mark"] == "+" for r in rows),
-            "flagged_better": sum(r["mark"] == "-" for r in rows),
-            f"within_{within:.0%}": close, "fraction_within": close / n if n else float("nan")}
+    """Counts over all rows, and the same per timing mode (``by_mode``)."""
+    from kernelscope.results.export import MODES
+
+    def counts(part):
+        n = len(part)
+        close = sum(abs(r["ratio"] - 1) < within for r in part)
+        return {"benchmarks": n, "flagged_worse": sum(r["mark"] == "+" for r in part),
+                "flagged_better": sum(r["mark"] == "-" for r in part),
+                f"within_{within:.0%}": close, "fraction_within": close / n if n else float("nan")}
+
+    def mode(row):  # "benchmarks.Square.time_warm('square-torch', ...)" -> "warm"
+        method = row["benchmark"].split("(")[0].rsplit(".", 1)[-1]
+        return MODES.get(method, method)
+
+    by_mode: dict[str, list[dict]] = {}
+    for r in rows:
+        by_mode.setdefault(mode(r), []).append(r)
+    return {**counts(rows), "by_mode": {m: counts(part) for m, part in sorted(by_mode.items())}}
