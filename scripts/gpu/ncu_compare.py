@@ -66,7 +66,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--child", nargs=2, metavar=("VARIANT", "SIZE"), help=argparse.SUPPRESS)
     ap.add_argument("--results-dir", default="results")
-    ap.add_argument("--commit", help="compare with this commit's results (default: any)")
+    ap.add_argument("--commit", help="compare with this commit's results (default: the newest per case)")
     ap.add_argument("--json", help="write the table as JSON here")
     args = ap.parse_args()
     if args.child:
@@ -74,7 +74,9 @@ def main() -> int:
         return 0
     from kernelscope.results.export import rows
 
-    warm = {(r["variant"], r["size"]): r["time_s"] for r in rows(args.results_dir)
+    # Without --commit, each case's newest result (by commit date) is compared.
+    warm = {(r["variant"], r["size"]): r["time_s"]
+            for r in sorted(rows(args.results_dir), key=lambda r: r["date"])
             if r["mode"] == "warm" and r["dtype"] == "float32" and (not args.commit or r["commit"].startswith(args.commit))}
     table = []
     for variant, size in CASES:

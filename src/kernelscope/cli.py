@@ -73,8 +73,12 @@ def cmd_check(args) -> int:
             print(f"[{i}/{len(variants)}] {v.name:<24} {res.status} ({time.perf_counter() - t0:.1f} s)",
                   file=sys.stderr, flush=True)
     n_fail = sum(r.status == FAIL for r in results)
+    records = json.dumps([r.as_dict() for r in results], indent=2)
+    if args.json_file:
+        with open(args.json_file, "w") as f:
+            f.write(records + "\n")
     if args.json:
-        print(json.dumps([r.as_dict() for r in results], indent=2))
+        print(records)
     else:
         rows = [[r.op, r.variant, r.backend, r.status, _fmt_err(r.max_rel_err),
                  "" if r.worst_margin is None else f"{r.worst_margin:.2f}",
@@ -169,6 +173,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda if torch sees a GPU, else cpu")
     p.add_argument("--seed", type=int, help="fix the input seed (default: fresh random inputs every run)")
     p.add_argument("--json", action="store_true", help="one JSON record per variant on stdout")
+    p.add_argument("--json-file", metavar="PATH",
+                   help="also write the JSON records to PATH (the table still goes to stdout): one run, both forms")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=cmd_check)
 
