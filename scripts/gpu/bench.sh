@@ -7,14 +7,20 @@
 #   bash scripts/gpu/bench.sh wait SECS  print progress until done or SECS pass
 #   bash scripts/gpu/bench.sh collect    results and logs into $OUT
 #
-# Steps (in order of importance; STEPS="full ncu" runs a subset):
+# Steps, in this order (STEPS="full rerun" runs a subset; a machine goes back
+# after 30 minutes, so split a session: STEPS="machine gputests prewarm full rerun",
+# then, after committing results/, STEPS="machine slowdown ncu smoke history"):
 #   machine   name the machine for asv, record GPU/versions/copy bandwidth
-#   full      asv run --record-samples HEAD^!   (every benchmark; cold compile caches on a fresh box)
-#   slowdown  KERNELSCOPE_INJECT_SLOWDOWN on one variant, compared with the full run
-#   history   time_warm at 2^20 elements and up for the HISTORY earlier commits with the same grid
+#   gputests  kernelscope check and pytest -m gpu (also builds the CUDA extension into the cache)
+#   prewarm   asv run --quick --dry-run -b FirstCall: first-call caches warm before anything is recorded
+#   full      asv run --record-samples HEAD^! into results/ (every benchmark)
+#   rerun     the same again into results-rerun (its time is the full run with warm caches),
+#             then compare-runs: the noise check, per mode
+#   slowdown  one variant's warm benchmarks twice, the second with KERNELSCOPE_INJECT_SLOWDOWN
 #   ncu       warm-mode medians against Nsight Compute kernel durations
-#   rerun     RERUN_BENCH (default time_warm) again into another folder: the noise check
-#   smoke     asv run --quick --dry-run of time_warm at the smallest sizes, timed
+#   smoke     the smoke run (every variant and mode at the smallest size, --quick --dry-run), timed
+#   history   time_warm at two sizes per op for up to HISTORY earlier commits with this suite
+#             version and grid that results/ does not have yet
 set -u
 STATE=${STATE:-/tmp/kernelscope-bench}
 REPO=$STATE/repo
@@ -43,25 +49,34 @@ steps() {
   alt() {  # an asv config identical to the repo's but for its results folder
     python3 -c "import json, json5; c = json5.load(open('asv.conf.json')); c['results_dir'] = '$STATE/$1'; json.dump(c, open('asv.$1.json', 'w'))"
   }
+  step gputests sh -c "kernelscope check -q --json-file $STATE/check.json > $STATE/check.txt 2>&1;
+    python3 -m pytest -m gpu -q -p no:cacheprovider > $STATE/pytest-gpu.txt 2>&1; tail -n 3 $STATE/check.txt $STATE/pytest-gpu.txt"
+  step prewarm sh -c "asv run --quick --dry-run --machine $M -b FirstCall HEAD^! > $STATE/asv-prewarm.log 2>&1"
   step full sh -c "asv run --record-samples --machine $M --show-stderr HEAD^! > $STATE/asv-full.log 2>&1"
-  alt results-slowdown
-  step slowdown sh -c "KERNELSCOPE_INJECT_SLOWDOWN=square-triton-flat1024 asv run --config asv.results-slowdown.json \
-      --record-samples --machine $M -b 'Square.time_warm.*square-triton-flat1024' HEAD^! > $STATE/asv-slowdown.log 2>&1 &&
-    kernelscope compare-runs results $STATE/results-slowdown --commit $head --all > $STATE/compare-slowdown.txt"
-  # History: only commits whose suite has today's parameter grid (asv maps parameter
-  # indices by position, so a commit with another grid would be mislabelled).
-  for c in $(git rev-list --skip=1 HEAD); do
-    git show "$c:src/kernelscope/timing/asv_suite.py" 2>/dev/null | grep -q KERNELSCOPE_BENCH_DTYPES && echo "$c"
-  done | head -n "${HISTORY:-4}" > "$STATE/history.txt"
-  step history sh -c "asv run --record-samples --machine $M \
-      -b \"time_warm.*'(1024x1024|4096x4096|16384x16384|16384x1000|512x50257|64x262144|1048576|16777216|268435456)'\" \
-      HASHFILE:$STATE/history.txt > $STATE/asv-history.log 2>&1"
-  step ncu python3 scripts/gpu/ncu_compare.py --commit "$head" --json "$STATE/ncu.json"
   alt results-rerun
-  step rerun sh -c "asv run --config asv.results-rerun.json --record-samples --machine $M -b \"${RERUN_BENCH:-time_warm}\" HEAD^! > $STATE/asv-rerun.log 2>&1 &&
+  step rerun sh -c "asv run --config asv.results-rerun.json --record-samples --machine $M --show-stderr HEAD^! > $STATE/asv-rerun.log 2>&1 &&
     kernelscope compare-runs results $STATE/results-rerun --commit $head --all > $STATE/compare-rerun.txt &&
     kernelscope compare-runs results $STATE/results-rerun --commit $head --json > $STATE/compare-rerun.json"
-  step smoke sh -c "asv run --quick --dry-run --machine $M -b \"time_warm.*'(64x64|4096)'\" HEAD^! > $STATE/asv-smoke.log 2>&1"
+  alt results-base; alt results-slowdown
+  local canary="Square.time_warm.*square-triton-flat1024"
+  step slowdown sh -c "asv run --config asv.results-base.json --record-samples --machine $M -b '$canary' HEAD^! > $STATE/asv-base.log 2>&1 &&
+    KERNELSCOPE_INJECT_SLOWDOWN=square-triton-flat1024 asv run --config asv.results-slowdown.json \
+      --record-samples --machine $M -b '$canary' HEAD^! > $STATE/asv-slowdown.log 2>&1 &&
+    kernelscope compare-runs $STATE/results-base $STATE/results-slowdown --commit $head --all > $STATE/compare-slowdown.txt"
+  step ncu python3 scripts/gpu/ncu_compare.py --json "$STATE/ncu.json"
+  step smoke sh -c "asv run --quick --dry-run --machine $M -b \"'(64x64|4096)'\" HEAD^! > $STATE/asv-smoke.log 2>&1"
+  # History: only commits whose suite has today's version and parameter grid (asv maps
+  # parameter indices by position, so a commit with another grid would be mislabelled).
+  local version=$(grep '^VERSION = ' src/kernelscope/timing/asv_suite.py)
+  for c in $(git rev-list --skip=1 HEAD); do
+    [ "$(git show "$c:src/kernelscope/timing/asv_suite.py" 2>/dev/null | grep '^VERSION = ')" = "$version" ] || continue
+    git diff --quiet "$c" HEAD -- src/kernelscope/ops src/kernelscope/catalog.py || continue
+    ls "results/$M/${c:0:8}"-*.json >/dev/null 2>&1 && continue
+    echo "$c"
+  done | head -n "${HISTORY:-4}" > "$STATE/history.txt"
+  step history sh -c "asv run --record-samples --machine $M \
+      -b \"time_warm.*'(4096x4096|16384x16384|16777216|268435456|16384x1000|512x50257)'\" \
+      HASHFILE:$STATE/history.txt > $STATE/asv-history.log 2>&1"
   echo "=== ALL DONE"
 }
 
@@ -79,5 +94,5 @@ case "${1:-}" in
   collect)  # safe at any time: what has finished so far
     [ -d "$REPO/results" ] && tar czf "$OUT/results.tgz" -C "$REPO" results
     tar czf "$OUT/state.tgz" -C "$STATE" --exclude=repo --exclude=cache . ;;
-  *) sed -n '2,22p' "$0"; exit 2 ;;
+  *) sed -n '2,/^set -u/{/^#/p}' "$0"; exit 2 ;;
 esac
