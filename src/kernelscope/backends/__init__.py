@@ -17,6 +17,7 @@ import os
 import shutil
 from dataclasses import dataclass
 from functools import cache
+from typing import Callable
 
 import torch
 
@@ -35,49 +36,29 @@ def default_device() -> str:
     return "cuda" if cuda_available() else "cpu"
 
 
+TRITON_INTERPRET = "TRITON_INTERPRET"
+NUMBA_CUDASIM = "NUMBA_ENABLE_CUDASIM"
+
+
 def configure_interpreters() -> None:
-    """On a machine without a GPU, route Triton and Numba to their CPU interpreters."""
+    """On a machine without a GPU, route every backend that has one to its CPU interpreter."""
     if cuda_available():
         return
-    os.environ.setdefault("TRITON_INTERPRET", "1")
-    os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+    for backend in BACKENDS.values():
+        if backend.interpreter:
+            os.environ.setdefault(backend.interpreter, "1")
 
 
-def triton_interpreted() -> bool:
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+def switch_on(name: str) -> bool:
+    return os.environ.get(name, "0") not in ("", "0")
 
 
 def numba_simulated() -> bool:
-    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
+    return switch_on(NUMBA_CUDASIM)
 
 
 def _compute_capability() -> tuple[int, int] | None:
     return torch.cuda.get_device_capability() if cuda_available() else None
-
-
-@dataclass(frozen=True)
-class Backend:
-    name: str
-    summary: str
-    needs: tuple[str, ...]
-    # Largest input its CPU interpreter checks in reasonable time (None: no cap).
-    # Numba's simulator runs every CUDA thread as a Python thread, about 1 ms each.
-    interpreted_max_numel: int | None = None
-
-    def interpreted(self, device: str) -> bool:
-        return device == "cpu" and self.name in ("triton", "numba")
-
-    def unavailable(self, device: str, min_cc: tuple[int, int] | None = None) -> str | None:
-        """Why this backend cannot run on ``device`` on this machine, or None."""
-        if device == "cuda" and not cuda_available():
-            return "no CUDA GPU visible to torch"
-        if device == "cuda" and min_cc and _compute_capability() < min_cc:
-            return f"needs compute capability {min_cc[0]}.{min_cc[1]}, GPU has {_compute_capability()}"
-        return _unavailable[self.name](device)
-
-    def device_error(self, device: torch.device) -> str | None:
-        """Why this backend cannot take a tensor on ``device``, or None."""
-        return _device_rule[self.name](device)
 
 
 def _missing(module: str) -> bool:
@@ -99,8 +80,8 @@ def _triton_unavailable(device: str) -> str | None:
         return "triton is not installed"
     if device == "cpu":
         configure_interpreters()
-        if not triton_interpreted():
-            return "Triton on the CPU needs TRITON_INTERPRET=1"
+        if not switch_on(TRITON_INTERPRET):
+            return f"Triton on the CPU needs {TRITON_INTERPRET}=1"
     return None
 
 
@@ -122,7 +103,7 @@ def _numba_unavailable(device: str) -> str | None:
     if device == "cpu":
         configure_interpreters()
         if not numba_simulated():
-            return "Numba on the CPU needs NUMBA_ENABLE_CUDASIM=1"
+            return f"Numba on the CPU needs {NUMBA_CUDASIM}=1"
     elif _missing("numba_cuda"):
         return "numba-cuda is not installed (pip install numba-cuda)"
     return None
@@ -132,9 +113,9 @@ def _any_device(device: torch.device) -> str | None:
     return None
 
 
-def _gpu_or_interpreter(flag: str, interpreted) -> callable:
+def _gpu_or_interpreter(flag: str) -> Callable[[torch.device], str | None]:
     def rule(device: torch.device) -> str | None:
-        if interpreted():
+        if switch_on(flag):
             if device.type != "cpu":
                 return f"under {flag}=1 the kernel runs on the CPU: pass a CPU tensor, got one on {device}"
             return None
@@ -149,28 +130,45 @@ def _cuda_only(device: torch.device) -> str | None:
     return None if device.type == "cuda" else f"needs a CUDA tensor, got one on {device}"
 
 
+@dataclass(frozen=True)
+class Backend:
+    """A backend and its rules; adding one is one entry in ``BACKENDS``."""
+
+    name: str
+    summary: str
+    needs: tuple[str, ...]
+    why_unavailable: Callable[[str], str | None]  # device name -> reason it cannot run here, or None
+    why_not_device: Callable[[torch.device], str | None]  # a tensor's device -> reason it is refused, or None
+    interpreter: str | None = None  # the switch of its CPU interpreter, if it has one
+    # Largest input its CPU interpreter checks in reasonable time (None: no cap).
+    # Numba's simulator runs every CUDA thread as a Python thread, about 1 ms each.
+    interpreted_max_numel: int | None = None
+
+    def interpreted(self, device: str) -> bool:
+        return device == "cpu" and self.interpreter is not None
+
+    def unavailable(self, device: str, min_cc: tuple[int, int] | None = None) -> str | None:
+        """Why this backend cannot run on ``device`` on this machine, or None."""
+        if device == "cuda" and not cuda_available():
+            return "no CUDA GPU visible to torch"
+        if device == "cuda" and min_cc and _compute_capability() < min_cc:
+            return f"needs compute capability {min_cc[0]}.{min_cc[1]}, GPU has {_compute_capability()}"
+        return self.why_unavailable(device)
+
+    def device_error(self, device: torch.device) -> str | None:
+        """Why this backend cannot take a tensor on ``device``, or None."""
+        return self.why_not_device(device)
+
+
 BACKENDS: dict[str, Backend] = {b.name: b for b in [
-    Backend("torch", "PyTorch eager: ATen's own kernels", ("torch",)),
+    Backend("torch", "PyTorch eager: ATen's own kernels", ("torch",), _torch_unavailable, _any_device),
     Backend("torch-compile", "torch.compile: Inductor generates Triton (GPU) or C++ (CPU) kernels",
-            ("torch>=2.0", "a C++ compiler on the CPU")),
-    Backend("triton", "Triton kernels written in Python, JIT-compiled", ("triton", "a CUDA GPU or TRITON_INTERPRET=1")),
+            ("torch>=2.0", "a C++ compiler on the CPU"), _compile_unavailable, _any_device),
+    Backend("triton", "Triton kernels written in Python, JIT-compiled", ("triton", f"a CUDA GPU or {TRITON_INTERPRET}=1"),
+            _triton_unavailable, _gpu_or_interpreter(TRITON_INTERPRET), interpreter=TRITON_INTERPRET),
     Backend("cuda", "CUDA C++ from .cu files, built by torch.utils.cpp_extension.load_inline",
-            ("a CUDA GPU", "nvcc", "a CUDA build of torch")),
-    Backend("numba", "Numba CUDA kernels (@cuda.jit)", ("numba-cuda", "a CUDA GPU or NUMBA_ENABLE_CUDASIM=1"),
+            ("a CUDA GPU", "nvcc", "a CUDA build of torch"), _cuda_unavailable, _cuda_only),
+    Backend("numba", "Numba CUDA kernels (@cuda.jit)", ("numba-cuda", f"a CUDA GPU or {NUMBA_CUDASIM}=1"),
+            _numba_unavailable, _gpu_or_interpreter(NUMBA_CUDASIM), interpreter=NUMBA_CUDASIM,
             interpreted_max_numel=1024),
 ]}
-
-_unavailable = {
-    "torch": _torch_unavailable,
-    "torch-compile": _compile_unavailable,
-    "triton": _triton_unavailable,
-    "cuda": _cuda_unavailable,
-    "numba": _numba_unavailable,
-}
-_device_rule = {
-    "torch": _any_device,
-    "torch-compile": _any_device,
-    "triton": _gpu_or_interpreter("TRITON_INTERPRET", triton_interpreted),
-    "cuda": _cuda_only,
-    "numba": _gpu_or_interpreter("NUMBA_ENABLE_CUDASIM", numba_simulated),
-}

@@ -4,7 +4,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernelscope.backends.triton import next_power_of_2, row_num_warps
+from kernelscope.backends.triton import launch_per_row
 
 
 @triton.jit
@@ -22,12 +22,7 @@ def softmax_row_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, n_cols, BLOCK_S
 
 
 def softmax_rows(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    rows, cols = x.shape
-    y = torch.empty_like(x) if out is None else out
-    block = next_power_of_2(cols)
-    softmax_row_kernel[(rows,)](x, y, x.stride(0), y.stride(0), cols,
-                                BLOCK_SIZE=block, num_warps=row_num_warps(block))
-    return y
+    return launch_per_row(softmax_row_kernel, x, out)
 
 
 ONLINE_BLOCK = 4096
@@ -63,9 +58,4 @@ def softmax_online_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, n_cols, BLOC
 
 
 def softmax_online(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    rows, cols = x.shape
-    y = torch.empty_like(x) if out is None else out
-    block = min(next_power_of_2(cols), ONLINE_BLOCK)
-    softmax_online_kernel[(rows,)](x, y, x.stride(0), y.stride(0), cols,
-                                   BLOCK_SIZE=block, num_warps=row_num_warps(block))
-    return y
+    return launch_per_row(softmax_online_kernel, x, out, max_block=ONLINE_BLOCK)

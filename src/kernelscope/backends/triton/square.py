@@ -4,7 +4,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernelscope.backends.triton import next_power_of_2, row_num_warps
+from kernelscope.backends.triton import launch_per_row
 
 
 @triton.jit
@@ -27,12 +27,7 @@ def square_flat_kernel(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr):
 
 
 def square_rows(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    rows, cols = x.shape
-    y = torch.empty_like(x) if out is None else out
-    block = next_power_of_2(cols)
-    square_row_kernel[(rows,)](x, y, x.stride(0), y.stride(0), cols,
-                               BLOCK_SIZE=block, num_warps=row_num_warps(block))
-    return y
+    return launch_per_row(square_row_kernel, x, out)
 
 
 FLAT_BLOCK_SIZE = 1024
