@@ -164,8 +164,8 @@ def _planning_sample(fn: Callable[[], object], number: int, hold_s: float) -> tu
 def plan_warm(fn: Callable[[], object], device: str, target_s: float = WARM_TARGET_S,
               max_calls: int = MAX_QUEUED_CALLS) -> WarmPlan:
     """Calls per warm sample and the hold that keeps the queue full for them."""
-    if device != "cuda":
-        number, per_call = calibrate(fn, device, target_s)
+    if device != "cuda":  # synchronous: nothing to hold; 10 ms samples, as a shared CPU is noisy
+        number, per_call = calibrate(fn, device)
         return WarmPlan(number, 0.0, per_call, per_call)
     probe = 8
     gpu_s, host_s, _ = _planning_sample(fn, probe, hold_s=0.05)  # ample for 8 calls of any launch path here
