@@ -4,12 +4,12 @@
 module namespace. One class per op, parameterised by variant x size x dtype,
 with three timed modes and the first-call cost::
 
-    Square.time_warm       back-to-back launches, GPU event clock as asv's timer
+    Square.time_warm       back-to-back calls queued behind a spin kernel; asv's timer is the held GPU clock
     Square.track_cold      L2 flushed before each call, each call its own events
     Square.track_graph     CUDA-graph replay: the kernels without launch overhead
     FirstCall.track_first_call   JIT / compile / extension load of a fresh process
 
-``track_*`` return ``{"samples": [...], "number": 1}``, which asv stores and
+``track_*`` return ``{"samples": [...], "number": N}``, which asv stores and
 compares like a timing (median, 99% CI, Mann-Whitney on raw samples).
 Versions are pinned: refactoring this module does not orphan history. Bump
 ``VERSION`` only when what a benchmark measures changes.
