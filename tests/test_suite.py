@@ -56,8 +56,8 @@ def test_a_prepared_case_is_checked_and_timeable():
     case = cases.prepare("softmax", "softmax-triton-online", "64x64", "float32")
     assert case.rel_err <= OPS["softmax"].tolerance["float32"]
     assert case.bytes == 2 * 4 * 64 * 64
-    number, per_call = timing.calibrate(case.call, case.device, target_s=0.005)
-    assert number >= 1 and per_call > 0
+    plan = timing.plan_warm(case.call, case.device)
+    assert plan.number >= 1 and plan.per_call_s > 0
     samples = timing.time_cold(case.call, case.device, samples=8, max_time=1.0)
     assert len(samples) >= timing.MIN_SAMPLES and all(s > 0 for s in samples)
 

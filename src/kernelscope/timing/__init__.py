@@ -10,7 +10,7 @@ Three modes, after nvbench's methodology:
   runs the calls back to back, as it does when a training loop runs ahead of
   it, and ``(t_after - t_before) / number`` is GPU time per call in steady
   state. Without the hold a 3 us kernel launched from Python reads as the
-  host's 20 us launch path, which moves 10-25% between two runs of one commit.
+  host's 20 us launch path, which read 13-26% slower in a rerun of one commit.
 * **cold** -- the L2 cache flushed before every call (a memset of twice the L2,
   outside the timed region), each call between its own pair of events, behind
   its own spin kernel.
@@ -31,11 +31,6 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
-
-
-def synchronize(device: str) -> None:
-    if device == "cuda":
-        torch.cuda.synchronize()
 
 
 _SPIN_CYCLES_PER_S: float | None = None
@@ -200,19 +195,19 @@ class L2Flusher:
 
 
 def calibrate(fn: Callable[[], object], device: str, target_s: float = 0.01, max_number: int = 100_000) -> tuple[int, float]:
-    """How many back-to-back calls fill ``target_s``, and the time of one call.
+    """How many back-to-back calls fill ``target_s`` on a synchronous device, and the time of one call.
 
-    On the GPU the clock is a ``HeldClock`` without a hold: the time includes
-    whatever the host adds, an upper bound (plan_warm is the GPU's calibration).
+    The CPU path's calibration: a host clock around calls that finish when they
+    return. The GPU's is plan_warm.
     """
-    clock = HeldClock() if device == "cuda" else time.perf_counter
+    if device == "cuda":
+        raise ValueError("calibrate times synchronous calls with a host clock; on a GPU use plan_warm")
     number = 1
     while True:
-        synchronize(device)
-        t0 = clock()
+        t0 = time.perf_counter()
         for _ in range(number):
             fn()
-        t1 = clock()
+        t1 = time.perf_counter()
         per_call = max((t1 - t0) / number, 1e-9)
         if t1 - t0 >= target_s / 10 or number >= max_number:
             return max(1, min(max_number, math.ceil(target_s / per_call))), per_call
