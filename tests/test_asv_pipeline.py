@@ -54,7 +54,17 @@ def runs(tmp_path_factory):
     asv(tmp, *base)
     asv(tmp, *base, env={"RESULTS": "results-again"})
     asv(tmp, *base, env={"RESULTS": "results-slow", "KERNELSCOPE_INJECT_SLOWDOWN": "square-mul"})
+    asv(tmp, "run", "--record-samples", "--machine", "ci-cpu", "-b", "FirstCall.*'square-mul'", "HEAD^!",
+        env={"RESULTS": "results-first"})
     return tmp, head
+
+
+def test_first_call_is_one_sample_per_fresh_process_with_statistics(runs):
+    tmp, head = runs
+    (row,) = export.rows(tmp / "results-first")
+    assert (row["variant"], row["mode"], row["commit"]) == ("square-mul", "first_call", head)
+    assert row["samples"] == 3 and row["ci_low"] <= row["time_s"] <= row["ci_high"]
+    assert row["gbps"] is None  # a compile-and-run time is not a bandwidth
 
 
 def test_results_are_recorded_with_samples_and_exported(runs):

@@ -3,7 +3,7 @@
 Compilation happens on the first call for each shape and dtype (``dynamic=False``:
 each benchmark size gets its own specialised kernel, as a user who compiles
 for a fixed shape would see). The first-call cost is measured separately by the
-asv suite (``track_first_call``), never inside a timing.
+asv suite (``FirstCall.time_first_call``), never inside a timing.
 """
 
 import torch

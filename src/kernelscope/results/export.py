@@ -22,7 +22,9 @@ from kernelscope.ops import numel, parse_shape
 COLUMNS = ["machine", "gpu", "commit", "date", "op", "variant", "backend", "mode", "size", "numel", "dtype",
            "time_s", "ci_low", "ci_high", "samples", "bytes", "gbps", "pct_of_peak"]
 
-MODES = {"time_warm": "warm", "track_cold": "cold", "track_graph": "graph", "track_first_call": "first_call"}
+# track_first_call: the name of first-call results before suite version 3
+MODES = {"time_warm": "warm", "track_cold": "cold", "track_graph": "graph", "time_first_call": "first_call",
+         "track_first_call": "first_call"}
 
 
 def _unquote(value: str):
