@@ -22,6 +22,7 @@ from kernelscope.ops import numel, parse_shape
 COLUMNS = ["machine", "gpu", "commit", "date", "op", "variant", "backend", "mode", "size", "numel", "dtype",
            "time_s", "ci_low", "ci_high", "samples", "bytes", "gbps", "pct_of_peak"]
 
+PARAM_NAMES = {"first_call": ["variant"]}
 # track_first_call: the name of first-call results before suite version 3
 MODES = {"time_warm": "warm", "track_cold": "cold", "track_graph": "graph", "time_first_call": "first_call",
          "track_first_call": "first_call"}
@@ -58,12 +59,14 @@ def _rows_of(data: dict, params: dict, benchmarks: dict):
     peak = float(params.get("copy_gbps") or "nan")
     for name, values in data.get("results", {}).items():
         method = name.rsplit(".", 1)[-1]
-        if method not in MODES or name not in benchmarks:
+        if method not in MODES:
             continue
         record = dict(zip(columns, values))
-        bench = benchmarks[name]
+        # A result whose benchmark the suite has since renamed (track_first_call) is
+        # no longer in benchmarks.json; its parameters follow the suite's convention.
+        bench = benchmarks.get(name, {})
         param_sets = list(itertools.product(*record.get("params", bench.get("params", []))))
-        param_names = bench.get("param_names", [])
+        param_names = bench.get("param_names") or PARAM_NAMES.get(MODES[method], ["variant", "size", "dtype"])
         results = record.get("result") or []
         for i, combo in enumerate(param_sets):
             time_s = results[i] if i < len(results) else None
