@@ -77,6 +77,7 @@ class HeldClock:
         self.last_host_s = 0.0  # host time to enqueue the last sample's calls
         self._start = None
         self._host_t0 = 0.0
+        self._case_key: object = None
 
     def __call__(self) -> float:
         if not torch.cuda.is_available():
@@ -97,6 +98,15 @@ class HeldClock:
             self.starved += 1
             self.hold_s = grown_hold(self.last_host_s)
         return elapsed
+
+    def hold_for(self, case_key: object, hold_s: float) -> None:
+        """Hold for a case: its planned hold, or, for the same case, what the hold has grown to.
+
+        asv re-runs setup before every sample; a hold grown after a starved
+        sample must survive that.
+        """
+        if case_key != self._case_key:
+            self._case_key, self.hold_s = case_key, hold_s
 
     def sample(self, fn: Callable[[], object], number: int) -> float:
         """One sample as asv takes it: seconds for ``number`` calls."""

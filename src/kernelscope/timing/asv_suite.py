@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 import os
-import time
 
 from kernelscope import backends
 from kernelscope.catalog import OPS, VARIANTS, variants_of
@@ -81,7 +80,7 @@ class _OpBenchmarks:
         self.case = prepare(self.op, variant, size, dtype)
         plan = _plan(self.case)
         self.number = plan.number
-        self.timer.hold_s = plan.hold_s
+        self.timer.hold_for(id(self.case), plan.hold_s)
 
     def time_warm(self, variant, size, dtype):
         self.case.call()
