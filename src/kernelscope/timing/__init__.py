@@ -75,6 +75,7 @@ class HeldClock:
         self.hold_s = hold_s
         self.starved = 0  # samples in which the host fell behind the GPU
         self.last_host_s = 0.0  # host time to enqueue the last sample's calls
+        self.last_longest_call_s = 0.0  # the longest of them, from sample()
         self._start = None
         self._host_t0 = 0.0
         self._case_key: object = None
@@ -109,11 +110,20 @@ class HeldClock:
             self._case_key, self.hold_s = case_key, hold_s
 
     def sample(self, fn: Callable[[], object], number: int) -> float:
-        """One sample as asv takes it: seconds for ``number`` calls."""
+        """One sample as asv takes it: seconds for ``number`` calls.
+
+        Also keeps the longest single call's host time (``last_longest_call_s``),
+        which tells a host that waited on the GPU from one that was just slow.
+        """
+        longest = 0.0
         t0 = self()
         for _ in range(number):
+            c0 = time.perf_counter()
             fn()
-        return self() - t0
+            longest = max(longest, time.perf_counter() - c0)
+        elapsed = self() - t0
+        self.last_longest_call_s = longest
+        return elapsed
 
 
 HOLD_MARGIN_S = 50e-6  # covers recording the start event and Python's jitter
@@ -153,19 +163,6 @@ def next_plan(plan: WarmPlan, host_s: float, longest_call_s: float) -> WarmPlan 
     return WarmPlan(plan.number, grown_hold(host_s), plan.per_call_s, host_s / plan.number)
 
 
-def _planning_sample(fn: Callable[[], object], number: int, hold_s: float) -> tuple[float, float, float]:
-    """(GPU seconds, host enqueue seconds, longest single call) for one held sample."""
-    clock = HeldClock(hold_s)
-    longest = 0.0
-    t0 = clock()
-    for _ in range(number):
-        c0 = time.perf_counter()
-        fn()
-        longest = max(longest, time.perf_counter() - c0)
-    gpu_s = clock() - t0
-    return gpu_s, clock.last_host_s, longest
-
-
 def plan_warm(fn: Callable[[], object], device: str, target_s: float = WARM_TARGET_S,
               max_calls: int = MAX_QUEUED_CALLS) -> WarmPlan:
     """Calls per warm sample and the hold that keeps the queue full for them."""
@@ -173,14 +170,15 @@ def plan_warm(fn: Callable[[], object], device: str, target_s: float = WARM_TARG
         number, per_call = calibrate(fn, device)
         return WarmPlan(number, 0.0, per_call, per_call)
     probe = 8
-    gpu_s, host_s, _ = _planning_sample(fn, probe, hold_s=0.05)  # ample for 8 calls of any launch path here
-    host_per_call = host_s / probe
+    clock = HeldClock(hold_s=0.05)  # ample for 8 calls of any launch path here
+    gpu_s = clock.sample(fn, probe)
+    host_per_call = clock.last_host_s / probe
     number = max(1, min(max_calls, math.ceil(target_s / max(gpu_s / probe, 1e-9))))
     plan = WarmPlan(number, grown_hold(number * host_per_call), gpu_s / probe, host_per_call)
     for _ in range(6):
-        gpu_s, host_s, longest = _planning_sample(fn, plan.number, plan.hold_s)
-        plan.per_call_s = gpu_s / plan.number
-        retry = next_plan(plan, host_s, longest)
+        clock = HeldClock(plan.hold_s)
+        plan.per_call_s = clock.sample(fn, plan.number) / plan.number
+        retry = next_plan(plan, clock.last_host_s, clock.last_longest_call_s)
         if retry is None:
             return plan
         plan = retry
