@@ -47,7 +47,7 @@ steps() {
   step machine sh -c "kernelscope machine --json > $STATE/machine.json"
   M=$(python3 -c "import json; print(json.load(open('$STATE/machine.json'))['machine'])")
   alt() {  # an asv config identical to the repo's but for its results folder
-    python3 -c "import json, json5; c = json5.load(open('asv.conf.json')); c['results_dir'] = '$STATE/$1'; json.dump(c, open('asv.$1.json', 'w'))"
+    python3 scripts/asv-config-with-results "$STATE/$1" "asv.$1.json"
   }
   step gputests sh -c "kernelscope check -q --json-file $STATE/check.json > $STATE/check.txt 2>&1;
     python3 -m pytest -m gpu -q -p no:cacheprovider > $STATE/pytest-gpu.txt 2>&1; tail -n 3 $STATE/check.txt $STATE/pytest-gpu.txt"
