@@ -1,67 +1,157 @@
-"""Compare two asv runs of the same commit, with asv's own statistics.
+"""Compare asv results with asv's own decision rule: two runs, two commits, two machines.
 
-``asv compare A B`` compares two commits; two runs of one commit (a noise
-check, or the same code with a switch flipped) land in two results folders
-instead. This loads both folders and applies asv's decision rule to every
-benchmark and parameter set: a change counts when the ratio passes ``factor``
-and the samples differ significantly (Mann-Whitney U on raw samples, else
-non-overlapping 99% confidence intervals).
+``asv compare A B`` compares two commits of one results folder. Two runs of
+one commit (a noise check, or the same code with a switch flipped) land in two
+results folders instead, and the site's regressions page compares the last two
+commits of each machine. All three go through :func:`compare`, which applies
+asv's rule to every benchmark and parameter set: a change counts when the
+ratio passes ``factor`` and the samples differ significantly (Mann-Whitney U on
+raw samples, else non-overlapping 99% confidence intervals). As in ``asv
+compare``, a benchmark whose version changed is marked ``x`` and not judged, a
+new failure ``!`` and a fixed one ``*``.
+
+Across machines there is no significance to test, only ratios:
+:func:`machine_ratios` sets each benchmark's speedup beside the ratio of the
+two machines' measured copy bandwidths.
 """
 
 from __future__ import annotations
 
+import ast
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 
-def _unrolled(results_dir: Path, commit: str | None, machine: str | None):
+@dataclass(frozen=True)
+class Run:
+    """The results of one commit (``None``: every commit) on one machine (``None``: any) in a folder."""
+
+    results_dir: Path
+    commit: str | None = None
+    machine: str | None = None
+
+
+def _unrolled(run: Run) -> dict[str, tuple]:
+    """``{benchmark(params): (value, stats, samples, version)}`` as asv unrolls them."""
     from asv.commands.compare import unroll_result
     from asv.results import iter_results
 
     found = {}
-    for result in iter_results(str(results_dir)):
-        if commit and not result.commit_hash.startswith(commit):
+    for result in iter_results(str(run.results_dir)):
+        if run.commit and not result.commit_hash.startswith(run.commit):
             continue
-        if machine and result.params.get("machine") != machine:
+        if run.machine and result.params.get("machine") != run.machine:
             continue
         for key in result.get_all_result_keys():
             params = result.get_result_params(key)
+            version = result.benchmark_version.get(key)
             unrolled = unroll_result(key, params, result.get_result_value(key, params),
                                      result.get_result_stats(key, params), result.get_result_samples(key, params))
             for name, value, stats, samples in unrolled:
-                found[name] = (value, stats, samples)
+                found[name] = (value, stats, samples, version)
     return found
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def _failed(value) -> bool:
+    return value is None
+
+
+def mark_of(a: tuple, b: tuple, factor: float, use_stats: bool = True) -> str:
+    """asv compare's mark for B against A: + worse, - better, x version changed, ! newly failing, * fixed."""
+    from asv.commands.compare import _is_result_better
+
+    va, sa, xa, version_a = a
+    vb, sb, xb, version_b = b
+    if version_a is not None and version_b is not None and version_a != version_b:
+        return "x"
+    if not _failed(va) and _failed(vb):
+        return "!"
+    if _failed(va) and not _failed(vb):
+        return "*"
+    if _missing(va) or _missing(vb):
+        return " "
+    if _is_result_better(vb, va, (sb, xb), (sa, xa), factor, use_stats=use_stats):
+        return "-"
+    if _is_result_better(va, vb, (sa, xa), (sb, xb), factor, use_stats=use_stats):
+        return "+"
+    return " "
+
+
+def compare(a: Run, b: Run, factor: float = 1.1, use_stats: bool = True, measured_only: bool = True) -> list[dict]:
+    """One row per benchmark present in both: A's and B's value, B/A and asv's mark.
+
+    ``measured_only`` keeps the rows where both sides have a time (the noise
+    check's view); without it, new failures and version changes are listed too.
+    """
+    found_a, found_b = _unrolled(a), _unrolled(b)
+    for run, found in ((a, found_a), (b, found_b)):
+        if not found:
+            raise FileNotFoundError(f"no results in {run.results_dir}" + (f" for commit {run.commit}" if run.commit else "")
+                                    + (f" on machine {run.machine}" if run.machine else ""))
+    rows = []
+    for name in sorted(found_a.keys() & found_b.keys()):
+        va, vb = found_a[name][0], found_b[name][0]
+        both = not _missing(va) and not _missing(vb)
+        if measured_only and not both:
+            continue
+        if _missing(va) and _missing(vb) and not (_failed(va) or _failed(vb)):
+            continue  # skipped on both sides
+        rows.append({"benchmark": name, "a": va, "b": vb,
+                     "ratio": (vb / va if va else float("inf")) if both else None,
+                     "mark": mark_of(found_a[name], found_b[name], factor, use_stats),
+                     "version_a": found_a[name][3], "version_b": found_b[name][3]})
+    return rows
 
 
 def compare_runs(dir_a, dir_b, factor: float = 1.1, commit: str | None = None, machine: str | None = None,
                  use_stats: bool = True) -> list[dict]:
-    """One row per benchmark present and measured in both runs."""
-    from asv.commands.compare import _is_result_better
+    """Two results folders holding runs of the same commit."""
+    return compare(Run(Path(dir_a), commit, machine), Run(Path(dir_b), commit, machine), factor, use_stats)
 
-    a = _unrolled(Path(dir_a), commit, machine)
-    b = _unrolled(Path(dir_b), commit, machine)
-    if not a:
-        raise FileNotFoundError(f"no results in {dir_a}" + (f" for commit {commit}" if commit else ""))
-    if not b:
-        raise FileNotFoundError(f"no results in {dir_b}" + (f" for commit {commit}" if commit else ""))
-    rows = []
-    for name in sorted(a.keys() & b.keys()):
-        va, sa, xa = a[name]
-        vb, sb, xb = b[name]
-        if va is None or vb is None or (isinstance(va, float) and math.isnan(va)) or \
-                (isinstance(vb, float) and math.isnan(vb)):
-            continue
-        worse = _is_result_better(va, vb, (sa, xa), (sb, xb), factor, use_stats=use_stats)
-        better = _is_result_better(vb, va, (sb, xb), (sa, xa), factor, use_stats=use_stats)
-        rows.append({"benchmark": name, "a": va, "b": vb, "ratio": vb / va if va else float("inf"),
-                     "mark": "+" if worse else "-" if better else " "})
-    return rows
+
+def parse_benchmark(name: str) -> dict:
+    """``benchmarks.Square.time_warm('square-torch', '64x64', 'float32')`` -> its parts."""
+    head, _, args = name.partition("(")
+    method = head.rsplit(".", 1)[-1]
+    params = ast.literal_eval(f"({args.rstrip(')')},)") if args else ()
+    from kernelscope.results.export import MODES
+
+    return {"class": head.split(".")[-2] if head.count(".") >= 1 else "", "method": method,
+            "mode": MODES.get(method, method), "params": params}
+
+
+def machine_ratios(rows: list[dict], machine_a: str, machine_b: str) -> list[dict]:
+    """Per benchmark measured on both machines: time on A / time on B, beside copy-bandwidth B / A.
+
+    ``rows`` are export rows already reduced to one per benchmark and machine
+    (the newest commit's, see ``history.snapshot``). A ratio above 1 means B is
+    faster; a memory-bound kernel that scales with bandwidth sits near the
+    bandwidth ratio.
+    """
+    def key(r):
+        return (r["op"], r["variant"], r["mode"], r["size"], r["dtype"])
+
+    on_a = {key(r): r for r in rows if r["machine"] == machine_a and r.get("time_s")}
+    on_b = {key(r): r for r in rows if r["machine"] == machine_b and r.get("time_s")}
+    out = []
+    for k in sorted(on_a.keys() & on_b.keys()):
+        ra, rb = on_a[k], on_b[k]
+        bw_a, bw_b = ra.get("copy_gbps"), rb.get("copy_gbps")
+        out.append({"op": k[0], "variant": k[1], "mode": k[2], "size": k[3], "dtype": k[4],
+                    "backend": ra["backend"], "numel": ra["numel"],
+                    "time_a": ra["time_s"], "time_b": rb["time_s"], "speedup": ra["time_s"] / rb["time_s"],
+                    "bandwidth_ratio": (bw_b / bw_a) if (bw_a and bw_b) else None,
+                    "commit_a": ra["commit"], "commit_b": rb["commit"]})
+    return out
 
 
 def summary(rows: list[dict], within: float = 0.02) -> dict:
     """Counts over all rows, and the same per timing mode (``by_mode``)."""
-    from kernelscope.results.export import MODES
-
     def counts(part):
         n = len(part)
         close = sum(abs(r["ratio"] - 1) < within for r in part)
@@ -69,11 +159,7 @@ def summary(rows: list[dict], within: float = 0.02) -> dict:
                 "flagged_better": sum(r["mark"] == "-" for r in part),
                 f"within_{within:.0%}": close, "fraction_within": close / n if n else float("nan")}
 
-    def mode(row):  # "benchmarks.Square.time_warm('square-torch', ...)" -> "warm"
-        method = row["benchmark"].split("(")[0].rsplit(".", 1)[-1]
-        return MODES.get(method, method)
-
     by_mode: dict[str, list[dict]] = {}
     for r in rows:
-        by_mode.setdefault(mode(r), []).append(r)
+        by_mode.setdefault(parse_benchmark(r["benchmark"])["mode"], []).append(r)
     return {**counts(rows), "by_mode": {m: counts(part) for m, part in sorted(by_mode.items())}}

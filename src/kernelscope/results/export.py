@@ -2,8 +2,14 @@
 
 Reads asv's own files (``results/MACHINE/HASH-ENV.json`` with their
 ``result_columns``, and ``results/benchmarks.json``) and joins each timing with
-the catalog's bytes model: bytes moved, achieved GB/s, and percent of the
-machine's measured copy bandwidth.
+the catalog's models: bytes moved, achieved GB/s, percent of the machine's
+measured copy bandwidth, and FLOP/s. The CLI (``kernelscope results``) and the
+site read the same rows.
+
+A benchmark asv recorded as failed (``null``: the correctness gate refused the
+output, or the process crashed) is a row with ``status = "failed"`` and no time
+when asked for with ``include_failed``; a skipped one (``NaN``: the variant
+does not run there) is no row at all.
 """
 
 from __future__ import annotations
@@ -19,8 +25,10 @@ from pathlib import Path
 from kernelscope.catalog import VARIANTS
 from kernelscope.ops import numel, parse_shape
 
-COLUMNS = ["machine", "gpu", "commit", "date", "op", "variant", "backend", "mode", "size", "numel", "dtype",
-           "time_s", "ci_low", "ci_high", "samples", "bytes", "gbps", "pct_of_peak"]
+COLUMNS = ["machine", "gpu", "commit", "date", "run_at", "benchmark", "version", "status", "op", "variant", "backend",
+           "mode", "size", "numel", "dtype", "time_s", "ci_low", "ci_high", "samples", "bytes", "gbps",
+           "pct_of_peak", "copy_gbps", "flops", "gflops"]
+MEASURED, FAILED = "measured", "failed"
 
 PARAM_NAMES = {"first_call": ["variant"]}
 # track_first_call: the name of first-call results before suite version 3
@@ -39,22 +47,42 @@ def _load(path: Path) -> dict:
     return json.loads(path.read_text())
 
 
-def iter_rows(results_dir: str | Path = "results"):
-    results_dir = Path(results_dir)
+def _result_files(results_dir: Path):
     bench_file = results_dir / "benchmarks.json"
     if not bench_file.exists():
         raise FileNotFoundError(f"no asv results in {results_dir}/ (benchmarks.json missing): run `asv run` first")
-    benchmarks = _load(bench_file)
     for machine_dir in sorted(p for p in results_dir.iterdir() if p.is_dir()):
         for path in sorted(machine_dir.glob("*.json")):
-            if path.name == "machine.json":
-                continue
-            data = _load(path)
-            params = data.get("params", {})
-            yield from _rows_of(data, params, benchmarks)
+            if path.name != "machine.json":
+                yield path
 
 
-def _rows_of(data: dict, params: dict, benchmarks: dict):
+def iter_rows(results_dir: str | Path = "results", include_failed: bool = False):
+    results_dir = Path(results_dir)
+    files = list(_result_files(results_dir))  # raises first if there are no results
+    benchmarks = _load(results_dir / "benchmarks.json")
+    for path in files:
+        data = _load(path)
+        yield from _rows_of(data, data.get("params", {}), benchmarks, include_failed)
+
+
+def runs(results_dir: str | Path = "results") -> list[dict]:
+    """One record per stored run (a machine and a commit): what ran, where, with which versions."""
+    found = []
+    for path in _result_files(Path(results_dir)):
+        data = _load(path)
+        columns = data.get("result_columns", [])
+        started = [dict(zip(columns, v)).get("started_at") for v in data.get("results", {}).values()]
+        started = [s for s in started if s]
+        found.append({"machine": data.get("params", {}).get("machine", path.parent.name),
+                      "commit": data.get("commit_hash", ""), "date": data.get("date"),
+                      "run_at": min(started) if started else None, "env": data.get("env_name", ""),
+                      "benchmarks": sorted(data.get("results", {})), "params": data.get("params", {}),
+                      "file": str(path)})
+    return found
+
+
+def _rows_of(data: dict, params: dict, benchmarks: dict, include_failed: bool):
     columns = data.get("result_columns", [])
     peak = float(params.get("copy_gbps") or "nan")
     for name, values in data.get("results", {}).items():
@@ -70,22 +98,31 @@ def _rows_of(data: dict, params: dict, benchmarks: dict):
         results = record.get("result") or []
         for i, combo in enumerate(param_sets):
             time_s = results[i] if i < len(results) else None
-            if time_s is None or (isinstance(time_s, float) and math.isnan(time_s)):
-                continue  # skipped (n/a) or failed: nothing measured
+            if isinstance(time_s, float) and math.isnan(time_s):
+                continue  # skipped (n/a): the variant does not run there
+            failed = time_s is None
+            if failed and not include_failed:
+                continue
             p = {k: _unquote(v) for k, v in zip(param_names, combo)}
             variant = VARIANTS.get(p.get("variant"))
             size = p.get("size") or (None if variant is None else "x".join(map(str, variant.op_spec.bench_shapes[0])))
             dtype = p.get("dtype", "float32")
             shape = parse_shape(size) if size else None
-            nbytes = variant.op_spec.bytes_for(shape, dtype) if (variant and shape) else None
             mode = MODES[method]
-            gbps = nbytes / time_s / 1e9 if (nbytes and mode != "first_call") else None
+            timed = not failed and mode != "first_call"
+            nbytes = variant.op_spec.bytes_for(shape, dtype) if (variant and shape and mode != "first_call") else None
+            flops = variant.op_spec.flops(shape) if (variant and shape and mode != "first_call") else None
+            gbps = nbytes / time_s / 1e9 if (nbytes and timed) else None
             samples = (record.get("samples") or [None] * len(param_sets))[i]
             yield {
                 "machine": params.get("machine", ""),
                 "gpu": params.get("gpu", ""),
                 "commit": data.get("commit_hash", ""),
                 "date": data.get("date"),
+                "run_at": record.get("started_at"),  # ms since the epoch; "date" is the commit's
+                "benchmark": name,
+                "version": record.get("version"),
+                "status": FAILED if failed else MEASURED,
                 "op": variant.op if variant else "",
                 "variant": p.get("variant", ""),
                 "backend": variant.backend if variant else "",
@@ -97,9 +134,12 @@ def _rows_of(data: dict, params: dict, benchmarks: dict):
                 "ci_low": _at(record.get("stats_ci_99_a"), i),
                 "ci_high": _at(record.get("stats_ci_99_b"), i),
                 "samples": len(samples) if samples else None,
-                "bytes": nbytes if mode != "first_call" else None,
+                "bytes": nbytes,
                 "gbps": gbps,
                 "pct_of_peak": 100 * gbps / peak if (gbps and peak == peak) else None,
+                "copy_gbps": peak if peak == peak else None,
+                "flops": flops,
+                "gflops": flops / time_s / 1e9 if (flops and timed) else None,
             }
 
 
@@ -107,8 +147,8 @@ def _at(values, i):
     return values[i] if values and i < len(values) else None
 
 
-def rows(results_dir: str | Path = "results") -> list[dict]:
-    return list(iter_rows(results_dir))
+def rows(results_dir: str | Path = "results", include_failed: bool = False) -> list[dict]:
+    return list(iter_rows(results_dir, include_failed))
 
 
 def to_csv(table: list[dict]) -> str:

@@ -27,13 +27,34 @@ def _version(dist: str) -> str:
         return "not installed"
 
 
-def _driver() -> str:
+def _nvidia_smi(field: str) -> str:
+    """One ``nvidia-smi --query-gpu`` field of GPU 0, or "unknown"."""
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={field}", "--format=csv,noheader,nounits"],
                              capture_output=True, text=True, timeout=30)
         return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else "unknown"
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
+
+
+# FP32 lanes (CUDA cores) per SM by compute capability: an FMA counts two FLOPs.
+FP32_LANES_PER_SM = {(7, 0): 64, (8, 0): 64, (8, 6): 128, (8, 9): 128, (9, 0): 128, (10, 0): 128}
+# FP32 (non-tensor) peak from NVIDIA's datasheets, TFLOP/s, for machines recorded
+# before `kernelscope machine` stored the SM clock (H100 SXM5: 67; H200 SXM: 67).
+DATASHEET_FP32_TFLOPS = {"NVIDIA H100 80GB HBM3": 67.0, "NVIDIA H200": 67.0}
+
+
+def fp32_peak(info: dict) -> tuple[float, str] | None:
+    """The GPU's FP32 compute roof in TFLOP/s and how it was obtained, from a machine record; None if unknown."""
+    try:
+        sms, mhz = int(info["gpu_sms"]), float(info["gpu_max_sm_mhz"])
+        lanes = FP32_LANES_PER_SM[tuple(int(p) for p in info["compute_capability"].split("."))]
+        return sms * lanes * 2 * mhz * 1e6 / 1e12, f"{sms} SMs x {lanes} FP32 lanes x 2 x {mhz:.0f} MHz"
+    except (KeyError, ValueError):
+        pass
+    if info.get("gpu") in DATASHEET_FP32_TFLOPS:
+        return DATASHEET_FP32_TFLOPS[info["gpu"]], "NVIDIA datasheet"
+    return None
 
 
 def _cpu_model() -> str:
@@ -81,7 +102,8 @@ def describe(measure_bandwidth: bool = True) -> dict[str, str]:
             "gpu_l2_mib": f"{getattr(props, 'L2_cache_size', 0) / 2**20:.0f}",
             "gpu_memory_gib": f"{props.total_memory / 2**30:.0f}",
             "compute_capability": f"{props.major}.{props.minor}",
-            "driver": _driver(),
+            "driver": _nvidia_smi("driver_version"),
+            "gpu_max_sm_mhz": _nvidia_smi("clocks.max.sm"),
             "cuda": str(torch.version.cuda),
         })
         if measure_bandwidth:

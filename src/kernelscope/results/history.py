@@ -1,0 +1,63 @@
+"""Which results are current, and in what order commits came.
+
+asv orders a branch's commits by the repository's history; result files carry
+only the commit's date, and commits made in the same second (a rebase) tie.
+:func:`commit_order` asks git for the topological order when the repository
+is there and falls back to the dates otherwise. :func:`snapshot` picks, per
+machine, the newest commit that measured something: the numbers a results page
+shows, all from one commit, so each can be stamped with it.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+
+
+def git_positions(repo: str | Path = ".") -> dict[str, int]:
+    """Full commit hash -> position in ``git rev-list --topo-order HEAD``, oldest first ({} without git)."""
+    try:
+        out = subprocess.run(["git", "-C", str(repo), "rev-list", "--topo-order", "--reverse", "HEAD"],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    if out.returncode != 0:
+        return {}
+    return {sha: i for i, sha in enumerate(out.stdout.split())}
+
+
+def commit_order(records: Iterable[dict], positions: dict[str, int] | None = None) -> list[str]:
+    """The commits of ``records`` (dicts with ``commit`` and ``date``), oldest first.
+
+    By commit date, ties broken by git's order; commits git does not know
+    (results of a branch since rewritten) sort by date alone.
+    """
+    positions = positions or {}
+    dates: dict[str, int] = {}
+    for r in records:
+        dates[r["commit"]] = max(dates.get(r["commit"], 0), r.get("date") or 0)
+    return sorted(dates, key=lambda c: (dates[c], positions.get(c, -1), c))
+
+
+def newest(rows: list[dict], order: list[str]) -> str | None:
+    """The newest commit among ``rows``."""
+    present = {r["commit"] for r in rows}
+    for commit in reversed(order):
+        if commit in present:
+            return commit
+    return None
+
+
+def snapshot(rows: list[dict], order: list[str], **match) -> tuple[str | None, list[dict]]:
+    """The newest commit with rows matching ``match`` (e.g. machine=..., op=..., mode=...), and those rows."""
+    selected = [r for r in rows if all(r.get(k) == v for k, v in match.items())]
+    commit = newest(selected, order)
+    return commit, [r for r in selected if r["commit"] == commit]
+
+
+def last_two(rows: list[dict], order: list[str], **match) -> tuple[str, str] | None:
+    """The two newest commits with rows matching ``match``, older first; None if fewer than two."""
+    present = {r["commit"] for r in rows if all(r.get(k) == v for k, v in match.items())}
+    ordered = [c for c in order if c in present]
+    return (ordered[-2], ordered[-1]) if len(ordered) >= 2 else None
