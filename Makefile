@@ -2,11 +2,13 @@
 # On a machine without a GPU everything runs on the CPU path: Triton under its
 # interpreter, Numba under the CUDA simulator, CUDA C++ compile-checked by nvcc.
 PYTHON ?= python3
+NPM ?= npm
 VENV ?= .venv
 BIN := $(VENV)/bin
 HAS_GPU := $(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo yes)
+export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: run test install check bench clean
+.PHONY: run test install check bench site serve clean
 
 $(BIN)/kernelscope: pyproject.toml requirements/cpu.txt
 	# --system-site-packages: a GPU box's own CUDA torch is reused, not downloaded again
@@ -18,9 +20,14 @@ endif
 	$(BIN)/python -m pip install -q -e '.[bench,test,docs]'
 	@touch $@
 
-install: $(BIN)/kernelscope
+# The chart library the site ships (vega, vega-lite, vega-embed), pinned by package-lock.json.
+node_modules/.package-lock.json: package.json package-lock.json
+	@command -v $(NPM) >/dev/null || { echo "npm not found: the site ships its chart library from npm; install Node.js 18+" >&2; exit 1; }
+	$(NPM) ci --no-audit --no-fund --loglevel=error
 
-## run: check every variant against the float64 reference, then the asv suite
+install: $(BIN)/kernelscope node_modules/.package-lock.json
+
+## run: check every variant, run the asv suite, then build the site from results/
 run: install
 	PATH=$(abspath $(BIN)):$$PATH bash scripts/run
 
@@ -28,5 +35,13 @@ run: install
 test: install
 	$(BIN)/python -m pytest -q
 
+## site: build the results site into site/ (strict: a broken link or a missing file fails)
+site: install
+	$(BIN)/mkdocs build --strict
+
+## serve: the site at http://127.0.0.1:8000, rebuilt on every change
+serve: install
+	$(BIN)/mkdocs serve
+
 clean:
-	rm -rf $(VENV) .asv
+	rm -rf $(VENV) .asv site node_modules

@@ -1,0 +1,258 @@
+"""Vega-Lite specs for the site's charts.
+
+Each function returns a spec (a dict) that reads its data from a JSON file the
+build writes under ``data/`` (see :mod:`kernelscope.site.chart_data`); pages
+embed it in a ```` ```vegalite ```` fence, which mkdocs-charts-plugin renders
+with the vega files shipped in the site. Interaction is Vega-Lite's own:
+inputs bound to parameters switch mode, machine and dtype; a point selection
+bound to the legend isolates series (click; shift-click adds; double-click
+clears); every point carries a tooltip with its exact value, interval and
+commit.
+"""
+
+from __future__ import annotations
+
+import json
+
+SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
+INTENSITY_RANGE = (1 / 32, 256)  # FLOP/byte: the four ops sit between 1/8 and 9/8; an H100's ridge near 22
+LEGEND_HINT = "Click a legend entry to isolate its series, shift-click to add more, double-click to show all."
+POW2_X = {"field": "numel", "type": "quantitative", "scale": {"type": "log", "base": 2},
+          "axis": {"title": "elements (log scale)", "labelExpr": "'2^' + round(log(datum.value) / log(2))",
+                   "tickCount": 10}}
+
+
+def _title(text: str, hint: str = LEGEND_HINT) -> dict:
+    return {"text": text, "subtitle": hint, "subtitleFontStyle": "italic"}
+
+
+def _switches(modes: list[str] | None, machines: list[str], dtypes: list[str]) -> tuple[list[dict], str]:
+    """Parameters bound to inputs, and the filter expression that applies them.
+
+    An input appears only when there is a choice: one machine needs no switch.
+    """
+    params, terms = [], []
+    if modes:
+        params.append({"name": "mode", "value": modes[0],
+                       "bind": {"input": "radio", "options": modes, "name": "timing mode "}})
+        terms.append("datum.mode === mode")
+    for name, options, label in (("machine", machines, "machine "), ("dtype", dtypes, "dtype ")):
+        param = {"name": name, "value": options[0]}
+        if len(options) > 1:
+            param["bind"] = {"input": "select", "options": options, "name": label}
+        params.append(param)
+        terms.append(f"datum.{name} === {name}")
+    return params, " && ".join(terms)
+
+
+def _series_selection(field: str = "variant") -> dict:
+    return {"name": "series", "select": {"type": "point", "fields": [field]}, "bind": "legend"}
+
+
+def _faded_unless_selected() -> dict:
+    return {"condition": {"param": "series", "value": 1, "empty": True}, "value": 0.12}
+
+
+TIMING_TOOLTIP = [
+    {"field": "variant"}, {"field": "size"}, {"field": "mode"},
+    {"field": "time", "title": "median time"}, {"field": "ci", "title": "99% interval"},
+    {"field": "gbps_text", "title": "bandwidth"}, {"field": "pct_text", "title": "of copy bandwidth"},
+    {"field": "samples"}, {"field": "commit"},
+]
+
+
+def _copy_rule(x_field: str | None = None) -> list[dict]:
+    """The machine's measured copy bandwidth as a dashed horizontal line, labelled."""
+    agg = {"aggregate": [{"op": "max", "field": "copy_gbps", "as": "copy_gbps"}]}
+    return [
+        {"transform": [agg], "mark": {"type": "rule", "strokeDash": [6, 4], "color": "#888"},
+         "encoding": {"y": {"field": "copy_gbps", "type": "quantitative"}}},
+        {"transform": [agg, {"calculate": "'measured copy bandwidth ' + format(datum.copy_gbps, ',.0f') + ' GB/s'",
+                             "as": "label"}],
+         "mark": {"type": "text", "align": "left", "baseline": "bottom", "dx": 4, "dy": -4, "color": "#888"},
+         "encoding": {"y": {"field": "copy_gbps", "type": "quantitative"}, "x": {"value": 0},
+                      "text": {"field": "label"}}},
+    ]
+
+
+def size_sweep(data_url: str, modes: list[str], machines: list[str], dtypes: list[str], title: str) -> dict:
+    """GB/s against size (log x), one line per variant, the copy bandwidth as a roof: the lecture's perf_report plot."""
+    params, where = _switches(modes, machines, dtypes)
+    y = {"field": "gbps", "type": "quantitative", "title": "GB/s (bytes the op must move / median time)"}
+    color = {"field": "variant", "type": "nominal", "legend": {"title": "variant", "symbolOpacity": 1}}
+    return {
+        "$schema": SCHEMA, "title": _title(title), "width": "container", "height": 380,
+        "data": {"url": data_url}, "params": params,
+        "transform": [{"filter": f"{where} && datum.current && datum.sweep && datum.gbps != null"}],
+        "layer": [
+            {"mark": {"type": "line", "strokeWidth": 2},
+             "encoding": {"x": POW2_X, "y": y, "color": color, "opacity": _faded_unless_selected()}},
+            {"mark": {"type": "rule"}, "encoding": {"x": POW2_X, "y": {"field": "gbps_low", "type": "quantitative"},
+                                                     "y2": {"field": "gbps_high"}, "color": color,
+                                                     "opacity": _faded_unless_selected()}},
+            {"mark": {"type": "point", "filled": True, "size": 70}, "params": [_series_selection()],
+             "encoding": {"x": POW2_X, "y": y, "color": color, "opacity": _faded_unless_selected(),
+                          "tooltip": TIMING_TOOLTIP}},
+            *_copy_rule(),
+        ],
+    }
+
+
+def row_shapes(data_url: str, modes: list[str], machines: list[str], dtypes: list[str], sizes: list[str],
+               title: str) -> dict:
+    """GB/s per row shape at a similar element count: where one program per row runs out of rows."""
+    params, where = _switches(modes, machines, dtypes)
+    color = {"field": "variant", "type": "nominal", "legend": {"title": "variant", "symbolOpacity": 1}}
+    y = {"field": "gbps", "type": "quantitative", "title": "GB/s"}
+    return {
+        "$schema": SCHEMA, "title": _title(title), "width": "container", "height": 320,
+        "data": {"url": data_url}, "params": params,
+        "transform": [{"filter": f"{where} && datum.current && datum.gbps != null "
+                                 f"&& indexof({json.dumps(sizes)}, datum.size) >= 0"}],
+        "layer": [
+            {"mark": {"type": "bar"}, "params": [_series_selection()],
+             "encoding": {"x": {"field": "size", "type": "nominal", "sort": sizes, "title": "rows x columns",
+                                "axis": {"labelAngle": 0}},
+                          "xOffset": {"field": "variant"}, "y": y, "color": color,
+                          "opacity": _faded_unless_selected(), "tooltip": TIMING_TOOLTIP}},
+            *_copy_rule(),
+        ],
+    }
+
+
+def overview_matrix(data_url: str, machines: list[str], ops: list[str], backends: list[str], title: str) -> dict:
+    """Op x backend: the best variant's percent of copy bandwidth at the op's largest size."""
+    params, where = _switches(None, machines, ["float32"])
+    where = where.replace(" && datum.dtype === dtype", "")
+    x = {"field": "backend", "type": "nominal", "sort": backends, "title": None, "axis": {"orient": "top", "labelAngle": 0}}
+    y = {"field": "op", "type": "nominal", "sort": ops, "title": None}
+    return {
+        "$schema": SCHEMA, "title": _title(title, "Hover a cell for its numbers."), "width": "container",
+        "height": 60 * len(ops),
+        "data": {"url": data_url}, "params": [p for p in params if p["name"] != "dtype"],
+        "transform": [{"filter": where}],
+        "encoding": {"x": x, "y": y},
+        "layer": [
+            {"transform": [{"filter": "datum.variant == null"}],
+             "mark": {"type": "rect", "stroke": "white", "strokeWidth": 2, "color": "#9e9e9e", "opacity": 0.25},
+             "encoding": {"tooltip": [{"field": "op"}, {"field": "backend"}, {"field": "why", "title": "empty"}]}},
+            {"transform": [{"filter": "datum.variant != null"}],
+             "mark": {"type": "rect", "stroke": "white", "strokeWidth": 2},
+             "encoding": {"color": {"field": "pct", "type": "quantitative", "title": "% of copy BW",
+                                    "scale": {"domain": [0, 100], "scheme": "blues", "clamp": True}},
+                          "tooltip": [{"field": "op"}, {"field": "backend"}, {"field": "variant", "title": "best variant"},
+                                      {"field": "time", "title": "median time"}, {"field": "ci", "title": "99% interval"},
+                                      {"field": "gbps_text", "title": "bandwidth"},
+                                      {"field": "pct_text", "title": "of copy bandwidth"},
+                                      {"field": "speedup_text", "title": "vs best PyTorch eager"},
+                                      {"field": "size"}, {"field": "commit"}]}},
+            {"mark": {"type": "text", "baseline": "middle", "lineBreak": "\n", "fontSize": 11},
+             "encoding": {"text": {"field": "label"},
+                          "color": {"condition": {"test": "datum.pct > 60", "value": "white"}, "value": "black"}}},
+        ],
+    }
+
+
+def roofline(data_url: str, machines: list[str], title: str) -> dict:
+    """Achieved FLOP/s against arithmetic intensity, under the bandwidth and compute roofs (log-log)."""
+    params, where = _switches(None, machines, ["float32"])
+    params = [p for p in params if p["name"] != "dtype"]
+    where = where.replace(" && datum.dtype === dtype", "")
+    x = {"field": "intensity", "type": "quantitative", "scale": {"type": "log", "domain": list(INTENSITY_RANGE)},
+         "title": "arithmetic intensity (FLOP per byte moved, log scale)"}
+    y = {"field": "gflops", "type": "quantitative", "scale": {"type": "log"}, "title": "GFLOP/s (log scale)"}
+    label = {"type": "text", "color": "#888", "fontStyle": "italic"}
+    return {
+        "$schema": SCHEMA, "title": _title(title), "width": "container", "height": 420,
+        "data": {"url": data_url}, "params": params,
+        "transform": [{"filter": where}],
+        "layer": [
+            {"transform": [{"filter": "datum.kind === 'roof'"}],
+             "mark": {"type": "line", "color": "#888", "strokeWidth": 2},
+             "encoding": {"x": x, "y": y, "detail": {"field": "roof"},
+                          "tooltip": [{"field": "roof_text", "title": "roof"}]}},
+            {"transform": [{"filter": "datum.kind === 'roof_label' && datum.roof === 'memory'"}],
+             "mark": {**label, "align": "left", "dx": 8, "dy": 14},
+             "encoding": {"x": x, "y": y, "text": {"field": "roof_text"}}},
+            {"transform": [{"filter": "datum.kind === 'roof_label' && datum.roof === 'compute'"}],
+             "mark": {**label, "align": "right", "dy": -8},
+             "encoding": {"x": x, "y": y, "text": {"field": "roof_text"}}},
+            {"transform": [{"filter": "datum.kind === 'point'"}],
+             "mark": {"type": "point", "filled": True, "size": 90}, "params": [_series_selection("backend")],
+             "encoding": {"x": x, "y": y,
+                          "color": {"field": "backend", "type": "nominal",
+                                    "legend": {"title": "backend", "symbolOpacity": 1}},
+                          "shape": {"field": "op", "type": "nominal", "title": "op"},
+                          "opacity": _faded_unless_selected(),
+                          "tooltip": [{"field": "variant"}, {"field": "op"}, {"field": "size"},
+                                      {"field": "intensity_text", "title": "FLOP/byte"},
+                                      {"field": "gflops_text", "title": "achieved"},
+                                      {"field": "pct_of_roof_text", "title": "of the roof here"},
+                                      {"field": "time", "title": "median time"}, {"field": "commit"}]}},
+        ],
+    }
+
+
+def history(data_url: str, modes: list[str], machines: list[str], dtypes: list[str], sizes: list[str],
+            title: str) -> dict:
+    """Median time across commits per variant, the 99% interval as a band, a link per commit."""
+    params, where = _switches(modes, machines, dtypes)
+    params.append({"name": "size", "value": sizes[-1],
+                   "bind": {"input": "select", "options": sizes, "name": "size "}})
+    x = {"field": "commit", "type": "ordinal", "sort": {"field": "order"}, "title": "commit (oldest to newest)",
+         "axis": {"labelAngle": -40}}
+    y = {"field": "time_us", "type": "quantitative", "scale": {"type": "log"},
+         "title": "median time, µs (log scale)"}
+    color = {"field": "variant", "type": "nominal", "legend": {"title": "variant", "symbolOpacity": 1}}
+    return {
+        "$schema": SCHEMA, "title": _title(title, LEGEND_HINT + " Click a point to open its commit."),
+        "width": "container", "height": 340,
+        "data": {"url": data_url}, "params": params,
+        "transform": [{"filter": f"{where} && datum.size === size && datum.time_us != null"}],
+        "encoding": {"x": x},
+        "layer": [
+            {"mark": {"type": "area", "opacity": 0.18},
+             "encoding": {"y": {"field": "ci_low_us", "type": "quantitative"}, "y2": {"field": "ci_high_us"},
+                          "color": color, "detail": {"field": "version"}}},
+            {"mark": {"type": "line"}, "encoding": {"y": y, "color": color, "detail": {"field": "version"},
+                                                     "opacity": _faded_unless_selected()}},
+            {"mark": {"type": "point", "filled": True, "size": 60, "cursor": "pointer"},
+             "params": [_series_selection()],
+             "encoding": {"y": y, "color": color, "href": {"field": "href"}, "opacity": _faded_unless_selected(),
+                          "tooltip": [{"field": "variant"}, {"field": "size"}, {"field": "mode"},
+                                      {"field": "time", "title": "median time"},
+                                      {"field": "ci", "title": "99% interval"}, {"field": "commit"},
+                                      {"field": "subject", "title": "commit message"},
+                                      {"field": "version", "title": "benchmark version"}]}},
+        ],
+    }
+
+
+def machine_ratio(data_url: str, modes: list[str], machine_a: str, machine_b: str) -> dict:
+    """Per benchmark, time on A / time on B against size, beside the ratio of copy bandwidths."""
+    params = [{"name": "mode", "value": modes[0], "bind": {"input": "radio", "options": modes, "name": "timing mode "}}]
+    color = {"field": "variant", "type": "nominal", "legend": {"title": "variant", "symbolOpacity": 1}}
+    x = POW2_X
+    return {
+        "$schema": SCHEMA, "title": _title(f"{machine_b} against {machine_a}: speedup per benchmark"),
+        "width": "container", "height": 340,
+        "data": {"url": data_url}, "params": params,
+        "transform": [{"filter": "datum.mode === mode"}],
+        "layer": [
+            {"mark": {"type": "point", "filled": True, "size": 60}, "params": [_series_selection()],
+             "encoding": {"x": x, "y": {"field": "speedup", "type": "quantitative",
+                                        "title": f"time on {machine_a} / time on {machine_b}"},
+                          "color": color, "opacity": _faded_unless_selected(),
+                          "tooltip": [{"field": "variant"}, {"field": "size"}, {"field": "mode"},
+                                      {"field": "time_a_text", "title": f"time on {machine_a}"},
+                                      {"field": "time_b_text", "title": f"time on {machine_b}"},
+                                      {"field": "speedup_text", "title": "speedup"},
+                                      {"field": "bandwidth_ratio_text", "title": "copy bandwidth ratio"}]}},
+            {"transform": [{"aggregate": [{"op": "max", "field": "bandwidth_ratio", "as": "bandwidth_ratio"}]},
+                           {"calculate": "'copy bandwidth ratio ' + format(datum.bandwidth_ratio, '.2f')",
+                            "as": "label"}],
+             "mark": {"type": "rule", "strokeDash": [6, 4], "color": "#888"},
+             "encoding": {"y": {"field": "bandwidth_ratio", "type": "quantitative"},
+                          "tooltip": {"field": "label"}}},
+        ],
+    }

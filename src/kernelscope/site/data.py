@@ -1,0 +1,184 @@
+"""What the site knows: every stored result, the machines and commits behind them.
+
+Loaded once per build from ``results/`` through :mod:`kernelscope.results.export`
+(the same rows ``kernelscope results`` prints), with the commit order and
+subjects from git when the repository is there. Pages and charts ask this
+module; none of them opens a result file.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from functools import cached_property
+from pathlib import Path
+
+from kernelscope.catalog import OPS
+from kernelscope.ops import numel, parse_shape
+from kernelscope.results import export, history
+
+MODES = ("warm", "cold", "graph")  # the timed modes, in the order pages show them
+MODE_WORDS = {
+    "warm": "back-to-back calls, launch queue held full, L2 warm",
+    "cold": "L2 flushed before each call, each call timed alone",
+    "graph": "CUDA-graph replay: the kernels without launch overhead",
+    "first_call": "first call in a fresh process: JIT, compile, extension load",
+}
+
+
+def day(ms: int | None) -> str:
+    """A result's timestamp (ms since the epoch) as a UTC date."""
+    if not ms:
+        return "unknown date"
+    return datetime.fromtimestamp(ms / 1000, tz=timezone.utc).strftime("%Y-%m-%d")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One machine at one commit: where a set of numbers came from."""
+
+    machine: str
+    commit: str
+    date: int | None  # the commit's, ms
+    run_at: int | None  # when the run started, ms
+    params: dict = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def short(self) -> str:
+        return self.commit[:8]
+
+    @property
+    def gpu(self) -> str:
+        return self.params.get("gpu") or self.machine
+
+    @property
+    def copy_gbps(self) -> float | None:
+        value = self.params.get("copy_gbps")
+        return float(value) if value else None
+
+    def software(self) -> str:
+        p = self.params
+        parts = [f"driver {p['driver']}" if p.get("driver") else "", f"CUDA {p['cuda']}" if p.get("cuda") else "",
+                 f"torch {p['torch']}" if p.get("torch") else "", f"triton {p['triton']}" if p.get("triton") else "",
+                 f"numba-cuda {p['numba_cuda']}" if p.get("numba_cuda") else ""]
+        return ", ".join(x for x in parts if x)
+
+    def stamp(self) -> str:
+        """One line a reader can trust a number by: GPU, software, commit, date."""
+        return f"{self.gpu} ({self.software()}), commit <code>{self.short}</code>, measured {day(self.run_at)}"
+
+
+@dataclass
+class Snapshot:
+    """The rows of one commit on one machine (the newest with any for what was asked)."""
+
+    run: Run | None
+    rows: list[dict]
+
+    def __bool__(self) -> bool:
+        return bool(self.rows)
+
+
+class SiteData:
+    def __init__(self, results_dir: str | Path = "results", repo: str | Path = "."):
+        self.results_dir = Path(results_dir)
+        self.repo = Path(repo)
+        found = (self.results_dir / "benchmarks.json").exists()
+        self.rows: list[dict] = export.rows(self.results_dir, include_failed=True) if found else []
+        self._runs = export.runs(self.results_dir) if found else []
+        self.order: list[str] = history.commit_order(self._runs, history.git_positions(self.repo))
+
+    @property
+    def empty(self) -> bool:
+        return not self.rows
+
+    @cached_property
+    def machines(self) -> list[str]:
+        """Machines with results, the one with most results first (the reference for concept pages)."""
+        counts: dict[str, int] = {}
+        for r in self.rows:
+            counts[r["machine"]] = counts.get(r["machine"], 0) + 1
+        return sorted(counts, key=lambda m: (-counts[m], m))
+
+    @property
+    def reference_machine(self) -> str | None:
+        return self.machines[0] if self.machines else None
+
+    def run(self, machine: str, commit: str) -> Run:
+        for r in self._runs:
+            if r["machine"] == machine and r["commit"] == commit:
+                return Run(machine, commit, r["date"], r["run_at"], r["params"])
+        raise KeyError(f"no stored run of commit {commit[:8]} on {machine}")
+
+    def runs(self, machine: str | None = None) -> list[Run]:
+        """Stored runs, oldest commit first."""
+        pos = {c: i for i, c in enumerate(self.order)}
+        found = [Run(r["machine"], r["commit"], r["date"], r["run_at"], r["params"]) for r in self._runs
+                 if machine is None or r["machine"] == machine]
+        return sorted(found, key=lambda r: (pos.get(r.commit, -1), r.machine))
+
+    def latest_run(self, machine: str) -> Run | None:
+        runs = self.runs(machine)
+        return runs[-1] if runs else None
+
+    def snapshot(self, machine: str, **match) -> Snapshot:
+        """The newest commit on ``machine`` with rows matching ``match`` (op=, mode=, ...)."""
+        commit, rows = history.snapshot(self.rows, self.order, machine=machine, **match)
+        return Snapshot(self.run(machine, commit) if commit else None, rows)
+
+    def modes(self, machine: str, op: str | None = None) -> list[str]:
+        present = {r["mode"] for r in self.rows if r["machine"] == machine and (op is None or r["op"] == op)}
+        return [m for m in MODES if m in present]
+
+    def dtypes(self) -> list[str]:
+        return sorted({r["dtype"] for r in self.rows if r["mode"] in MODES}, key=lambda d: (d != "float32", d))
+
+    @cached_property
+    def subjects(self) -> dict[str, str]:
+        """Commit hash -> first line of its message (empty without git)."""
+        try:
+            out = subprocess.run(["git", "-C", str(self.repo), "log", "--format=%H%x09%s", "--all"],
+                                 capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            return {}
+        return dict(line.split("\t", 1) for line in out.stdout.splitlines() if "\t" in line)
+
+
+def largest_shape(op: str) -> str:
+    """The op's largest benchmark size, as result rows spell it."""
+    shapes = OPS[op].bench_shapes
+    return "x".join(map(str, max(shapes, key=numel)))
+
+
+def in_sweep(size: str) -> bool:
+    """Square 2-D shapes and 1-D sizes form an op's size sweep; other shapes are row-shape studies."""
+    shape = parse_shape(size)
+    return len(shape) == 1 or shape[0] == shape[1]
+
+
+def fmt_time(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale:
+            value = seconds / scale
+            break
+    else:
+        unit, value = "ns", seconds / 1e-9
+    return f"{value:.3g} {unit}" if value < 100 else f"{value:.0f} {unit}"
+
+
+def fmt_gbps(gbps: float | None) -> str:
+    return "—" if gbps is None else f"{gbps:,.0f} GB/s"
+
+
+def fmt_pct(pct: float | None) -> str:
+    return "—" if pct is None else f"{pct:.0f}%"
+
+
+def fmt_ci(row: dict) -> str:
+    """'[712 µs, 714 µs]', or '' when asv kept no interval."""
+    if row.get("ci_low") is None or row.get("ci_high") is None:
+        return ""
+    return f"[{fmt_time(row['ci_low'])}, {fmt_time(row['ci_high'])}]"

@@ -1,0 +1,142 @@
+"""What a hand-written page may call: numbers from results, code from the repository.
+
+Concept pages are Jinja templates rendered at build time with these
+functions, so their numbers come from ``results/`` and their code from the
+files the suite runs. A wrong name (a variant, a size, a file, a symbol) fails
+the build; a right name without results yet renders a visible "no results
+yet" instead of a number.
+
+    {{ results_table(["softmax-manual", "softmax-torch"], sizes=["4096x4096"], modes=["warm", "graph"]) }}
+    {{ value("square-torch", "64x64", "graph") }}      a formatted time, for prose
+    {{ ratio("softmax-manual", "softmax-torch", "16384x16384") }}   time of the first / time of the second
+    {{ source("src/kernelscope/timing/__init__.py", "HeldClock.__call__") }}
+    {{ sweep_chart("square", ["square-numba-lecture", "square-numba-coalesced"]) }}
+    {{ stamp() }}                                       GPU, software, commit and date of the numbers
+    {{ bytes_moved("softmax", "16384x16384") }}         the op's minimum bytes at that size: "2.15 GB"
+"""
+
+from __future__ import annotations
+
+from kernelscope.catalog import OPS, VARIANTS
+from kernelscope.ops import numel, parse_shape
+from kernelscope.site import charts
+from kernelscope.site.data import MODES, SiteData, fmt_gbps, fmt_pct, fmt_time
+from kernelscope.site.pages import chart, fmt_interval, stamp as stamp_line, table
+from kernelscope.site.sources import source as source_ref
+
+FIELDS = {
+    "time": lambda r: fmt_time(r["time_s"]),
+    "interval": fmt_interval,
+    "gbps": lambda r: fmt_gbps(r["gbps"]),
+    "pct": lambda r: fmt_pct(r["pct_of_peak"]),
+    "samples": lambda r: str(r["samples"] or ""),
+}
+HEADERS = {"time": "median time", "interval": "99% interval", "gbps": "bandwidth", "pct": "% of copy BW",
+           "samples": "samples"}
+
+
+class Macros:
+    def __init__(self, data: SiteData, machine: str | None = None):
+        self.data = data
+        self.machine = machine or data.reference_machine
+
+    # -- lookups: a name that does not exist is an error, a result that does not exist yet is not --
+
+    def _variant(self, name: str):
+        if name not in VARIANTS:
+            raise KeyError(f"unknown variant {name!r} (known: {', '.join(VARIANTS)})")
+        return VARIANTS[name]
+
+    def _size(self, op: str, size: str) -> str:
+        known = ["x".join(map(str, s)) for s in OPS[op].bench_shapes]
+        if size not in known:
+            raise KeyError(f"{size!r} is not a benchmark size of {op} (sizes: {', '.join(known)})")
+        return size
+
+    def _mode(self, mode: str) -> str:
+        if mode not in (*MODES, "first_call"):
+            raise KeyError(f"unknown mode {mode!r} (modes: {', '.join(MODES)}, first_call)")
+        return mode
+
+    def row(self, variant: str, size: str, mode: str = "warm", dtype: str = "float32") -> dict | None:
+        v = self._variant(variant)
+        size, mode = self._size(v.op, size), self._mode(mode)
+        if self.machine is None:
+            return None
+        snap = self.data.snapshot(self.machine, op=v.op, mode=mode)
+        return next((r for r in snap.rows if r["variant"] == variant and r["size"] == size and r["dtype"] == dtype
+                     and r["status"] == "measured"), None)
+
+    # -- what pages call --
+
+    def stamp(self, op: str | None = None, mode: str = "warm") -> str:
+        """Where the numbers on this page come from."""
+        if self.machine is None:
+            return "<p class=\"ks-stamp\">No results yet.</p>"
+        snap = self.data.snapshot(self.machine, **({"op": op} if op else {}), mode=self._mode(mode))
+        return stamp_line(snap.run) if snap.run else f'<p class="ks-stamp">No {mode} results on {self.machine} yet.</p>'
+
+    def value(self, variant: str, size: str, mode: str = "warm", field: str = "time") -> str:
+        r = self.row(variant, size, mode)
+        if field not in FIELDS:
+            raise KeyError(f"unknown field {field!r} (fields: {', '.join(FIELDS)})")
+        return FIELDS[field](r) if r else "*(no result yet)*"
+
+    def ratio(self, slower: str, faster: str, size: str, mode: str = "warm") -> str:
+        """Time of ``slower`` / time of ``faster``, as '2.31x'."""
+        a, b = self.row(slower, size, mode), self.row(faster, size, mode)
+        return f"{a['time_s'] / b['time_s']:.2f}x" if (a and b) else "*(no result yet)*"
+
+    def results_table(self, variants: list[str], sizes: list[str] | None = None, modes: list[str] = ("warm",),
+                      fields: list[str] = ("time", "interval", "gbps", "pct")) -> str:
+        """One row per variant, size and mode, with the stamp of the run it came from."""
+        for f in fields:
+            if f not in FIELDS:
+                raise KeyError(f"unknown field {f!r} (fields: {', '.join(FIELDS)})")
+        rows, stamps = [], []
+        for name in variants:
+            v = self._variant(name)
+            chosen = sizes or ["x".join(map(str, s)) for s in OPS[v.op].bench_shapes]
+            for size in sorted(chosen, key=lambda s: numel(parse_shape(s))):
+                for mode in modes:
+                    r = self.row(name, size, mode)
+                    if r:
+                        run = self.data.run(self.machine, r["commit"])
+                        if run not in stamps:
+                            stamps.append(run)
+                    rows.append([f"`{name}`", size, mode,
+                                 *([FIELDS[f](r) for f in fields] if r else ["*(no result yet)*"] + [""] * (len(fields) - 1))])
+        out = table(["variant", "size", "mode", *[HEADERS[f] for f in fields]], rows, ["l", "l", "l"] + ["r"] * len(fields))
+        return out + "\n\n" + ("\n".join(stamp_line(s) for s in stamps) if stamps else
+                               '<p class="ks-stamp">No results yet for these variants.</p>')
+
+    def bytes_moved(self, op: str, size: str, dtype: str = "float32") -> str:
+        """The op's bytes model at a size (each input read once, each output written once), in GB."""
+        if op not in OPS:
+            raise KeyError(f"unknown op {op!r}")
+        return f"{OPS[op].bytes_for(parse_shape(self._size(op, size)), dtype) / 1e9:.3g} GB"
+
+    def source(self, path: str, symbol: str | None = None, title: str | None = None) -> str:
+        return source_ref(path, symbol).snippet(title=title)
+
+    def sweep_chart(self, op: str, variants: list[str] | None = None, modes: list[str] = MODES,
+                    title: str | None = None) -> str:
+        """The op page's size sweep, reduced to some variants (the data file is the op page's)."""
+        if op not in OPS:
+            raise KeyError(f"unknown op {op!r}")
+        for name in variants or []:
+            if self._variant(name).op != op:
+                raise KeyError(f"{name} is a variant of {VARIANTS[name].op}, not {op}")
+        if self.machine is None:
+            return "*No results yet.*"
+        present = self.data.modes(self.machine, op)
+        spec = charts.size_sweep(f"data/{op}.json", [m for m in modes if m in present] or ["warm"], [self.machine],
+                                 self.data.dtypes() or ["float32"], title or f"{op}: GB/s by size ({self.machine})")
+        if variants:
+            spec["transform"].append({"filter": {"field": "variant", "oneOf": list(variants)}})
+        return chart(spec)
+
+    def namespace(self) -> dict:
+        return {"stamp": self.stamp, "value": self.value, "ratio": self.ratio, "results_table": self.results_table,
+                "source": self.source, "sweep_chart": self.sweep_chart, "bytes_moved": self.bytes_moved, "machine": self.machine,
+                "has_results": not self.data.empty, "ops": list(OPS), "variants": VARIANTS}

@@ -1,0 +1,476 @@
+"""The generated results pages, as Markdown, from :class:`~kernelscope.site.data.SiteData`.
+
+Nothing here is committed output: the plugin calls these functions on every
+build. Each page says where its numbers came from (GPU, software, commit,
+date) and says so plainly when a machine or mode has no results yet.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+
+from kernelscope import backends
+from kernelscope.catalog import OPS, VARIANTS, variants_of
+from kernelscope.ops import numel, parse_shape, shape_str
+from kernelscope.results import compare
+from kernelscope.results.machine import fp32_peak
+from kernelscope.site import chart_data, charts
+from kernelscope.site.data import (MODE_WORDS, MODES, SiteData, day, fmt_gbps, fmt_pct, fmt_time, in_sweep,
+                                   largest_shape)
+from kernelscope.site.sources import variant_sources
+
+BACKEND_TITLES = {"torch": "PyTorch eager", "torch-compile": "torch.compile", "triton": "Triton",
+                  "cuda": "CUDA C++", "numba": "Numba CUDA"}
+NO_RESULTS = ("No results are committed yet. Run the suite on a GPU (`asv run --record-samples "
+              "--machine NAME HEAD^!`, see the README), commit `results/`, and rebuild the site.")
+
+
+# --- Markdown helpers ----------------------------------------------------------------------------------------------
+
+def indent(text: str, spaces: int = 4) -> str:
+    pad = " " * spaces
+    return "\n".join(pad + line if line.strip() else line for line in text.splitlines())
+
+
+def tabs(items: list[tuple[str, str]]) -> str:
+    """Material content tabs (linked by label across the site); one item is shown without a tab."""
+    if len(items) == 1:
+        return items[0][1]
+    return "\n\n".join(f'=== "{label}"\n\n{indent(body)}' for label, body in items)
+
+
+def table(header: list[str], rows: list[list[str]], align: list[str] | None = None) -> str:
+    align = align or ["l"] + ["r"] * (len(header) - 1)
+    rule = ["---:" if a == "r" else ":---:" if a == "c" else "---" for a in align]
+    esc = lambda c: str(c).replace("|", "\\|")  # noqa: E731
+    return "\n".join("| " + " | ".join(map(esc, r)) + " |" for r in [header, rule, *rows])
+
+
+def chart(spec: dict) -> str:
+    return "```vegalite\n" + json.dumps(spec, indent=1) + "\n```"
+
+
+def note(kind: str, title: str, body: str) -> str:
+    return f'!!! {kind} "{title}"\n\n{indent(body)}'
+
+
+def stamp(run) -> str:
+    return f'<p class="ks-stamp">Measured on {run.stamp()}.</p>'
+
+
+def per_machine(data: SiteData, render: Callable[[str], str]) -> str:
+    """The page body once per machine: in linked tabs with more than one (a machine switch on every page)."""
+    if data.empty:
+        return note("warning", "No results yet", NO_RESULTS)
+    body = tabs([(m, render(m)) for m in data.machines])
+    if len(data.machines) == 1:
+        body = (f"Results from one machine, `{data.machines[0]}`; with results from more than one, every "
+                "results page gets a machine switch ([Machines](machines.md)).\n\n" + body)
+    return body
+
+
+def fmt_interval(row: dict) -> str:
+    """The 99% interval in the median's unit: '[713–715]'."""
+    lo, hi, t = row.get("ci_low"), row.get("ci_high"), row.get("time_s")
+    if lo is None or hi is None or not t:
+        return ""
+    unit = fmt_time(t).split()[-1]
+    scale = {"s": 1, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9}[unit]
+    digits = 3 if t / scale < 100 else 0
+    fmt = (lambda v: f"{v / scale:.{digits}g}") if digits else (lambda v: f"{v / scale:.0f}")
+    return f"[{fmt(lo)}–{fmt(hi)}]"
+
+
+def sizes_of(op: str, sweep: bool | None = None) -> list[str]:
+    shapes = sorted(OPS[op].bench_shapes, key=numel)
+    sizes = [shape_str(s) for s in shapes]
+    return [s for s in sizes if sweep is None or in_sweep(s) == sweep]
+
+
+def gate_status(rows: list[dict], variant: str) -> str:
+    """What the correctness gate said of a variant in these rows: it runs before every timing."""
+    mine = [r for r in rows if r["variant"] == variant]
+    failed = sorted({r["size"] for r in mine if r["status"] == "failed"}, key=lambda s: numel(parse_shape(s)))
+    passed = {r["size"] for r in mine if r["status"] == "measured"}
+    if failed:
+        return "✗ failed at " + ", ".join(failed)
+    if passed:
+        return f"✓ matched at {len(passed)} size{'s' if len(passed) > 1 else ''}"
+    return "not run"
+
+
+def machine_facts(run) -> str:
+    p = run.params
+    peak = fp32_peak(p)
+    rows = [["GPU", p.get("gpu", run.machine)],
+            ["SMs, L2, memory", f"{p.get('gpu_sms', '?')} SMs, {p.get('gpu_l2_mib', '?')} MiB L2, "
+                                f"{p.get('gpu_memory_gib', '?')} GiB"],
+            ["compute capability", p.get("compute_capability", "?")],
+            ["driver, CUDA", f"{p.get('driver', '?')}, CUDA {p.get('cuda', '?')}"],
+            ["torch, triton, numba-cuda", f"{p.get('torch', '?')}, {p.get('triton', '?')}, {p.get('numba_cuda', '?')}"],
+            ["measured copy bandwidth", fmt_gbps(run.copy_gbps) + " (read + write, device to device)"],
+            ["FP32 compute roof", f"{peak[0]:.1f} TFLOP/s ({peak[1]})" if peak else "unknown"],
+            ["CPU", f"{p.get('cpu', '?')}, {p.get('num_cpu', '?')} cores"],
+            ["asv machine name", f"`{run.machine}`"]]
+    return table(["", ""], rows, ["l", "l"])
+
+
+# --- Overview ------------------------------------------------------------------------------------------------------
+
+def overview(data: SiteData) -> str:
+    intro = (
+        "# Overview\n\n"
+        "For every op and every way of getting a kernel into PyTorch, the fastest variant at the op's largest "
+        "size, timed **warm** (calls back to back, the launch queue held full, see [Timing](../concepts/timing.md)). "
+        "Percent is of the machine's measured device-to-device copy bandwidth, the practical ceiling of a "
+        "memory-bound kernel; *vs best eager* is the best PyTorch eager variant's time divided by this one's. "
+        "Every timed case first matched the float64 reference on fresh random inputs "
+        "([the method](../concepts/method.md)); the *gate* column says at how many sizes it did in this run.\n")
+    return intro + "\n" + per_machine(data, lambda m: _overview_for(data, m))
+
+
+def _overview_for(data: SiteData, machine: str) -> str:
+    cells = chart_data.overview_best(data, machine)
+    measured = [c["row"] for c in cells if c["row"]]
+    if not measured:
+        return note("warning", f"No warm results on {machine}", "This machine has no warm-mode results yet.")
+    runs = [data.run(machine, commit) for commit in sorted({r["commit"] for r in measured})]
+    rows = []
+    for c in cells:
+        op_page, backend = f"[{c['op']}]({c['op']}.md)", BACKEND_TITLES[c["backend"]]
+        r, eager = c["row"], c["eager"]
+        if r is None:
+            rows.append([op_page, backend, f"*{c['why']}*", "", "", "", "", "", ""])
+            continue
+        same_run = [x for x in data.rows if x["machine"] == machine and x["commit"] == r["commit"]]
+        rows.append([op_page, backend, f"`{r['variant']}`", fmt_time(r["time_s"]), fmt_interval(r),
+                     fmt_gbps(r["gbps"]), fmt_pct(r["pct_of_peak"]),
+                     f"{eager['time_s'] / r['time_s']:.2f}x" if eager else "—", gate_status(same_run, r["variant"])])
+    spec = charts.overview_matrix("data/overview.json", [machine], list(OPS), list(backends.BACKENDS),
+                                  f"Best variant per op and backend, % of copy bandwidth ({machine})")
+    sizes = ", ".join(f"{op} {largest_shape(op)}" for op in OPS)
+    return "\n\n".join([
+        "\n".join(stamp(r) for r in runs),
+        chart(spec),
+        f"Sizes: {sizes}; float32. Hover a cell for its numbers.",
+        table(["op", "backend", "best variant", "median time", "99% interval", "bandwidth", "% of copy BW",
+               "vs best eager", "gate"], rows, ["l", "l", "l", "r", "r", "r", "r", "r", "l"]),
+        "### The machine\n\n" + machine_facts(runs[-1]),
+    ])
+
+
+# --- One page per op -----------------------------------------------------------------------------------------------
+
+def op_page(data: SiteData, op: str) -> str:
+    spec = OPS[op]
+    head = [f"# {op}\n", f"{spec.summary[0].upper()}{spec.summary[1:]}.\n",
+            f"Inputs: {spec.input_desc}. Sizes: {', '.join(sizes_of(op))}. How the op is defined (reference, "
+            f"bytes, FLOPs, tolerances): `src/kernelscope/ops/{op}.py`, shown at the end of this page.\n"]
+    body = per_machine(data, lambda m: _op_results(data, op, m))
+    return "\n".join(head) + "\n" + body + "\n\n" + _first_calls(data, op) + "\n\n" + _variants_table(data, op) \
+        + "\n\n" + _sources(op)
+
+
+def _op_results(data: SiteData, op: str, machine: str) -> str:
+    modes = data.modes(machine, op)
+    if not modes:
+        return note("warning", f"No results for {op} on {machine}", "Nothing measured yet for this op here.")
+    dtypes = data.dtypes() or ["float32"]
+    parts = ["## Size sweep\n",
+             "GB/s against the number of elements, one line per variant, as the lecture's `perf_report` plot but "
+             "for every backend; the dashed line is the machine's measured copy bandwidth. The vertical bars are "
+             "99% intervals. Switch the timing mode below the chart; hover a point for its exact numbers.\n",
+             chart(charts.size_sweep(f"data/{op}.json", modes, [machine], dtypes, f"{op}: GB/s by size ({machine})"))]
+    others = sizes_of(op, sweep=False)
+    if others:
+        sweep = sizes_of(op, sweep=True)
+        anchor = min(sweep, key=lambda s: abs(numel(parse_shape(s)) - numel(parse_shape(others[0]))))
+        parts += ["## Row shapes\n",
+                  f"Rows of other widths at a similar element count, beside the square `{anchor}`: a kernel that "
+                  "gives each row to one program has few programs when rows are few and wide.\n",
+                  chart(charts.row_shapes(f"data/{op}.json", modes, [machine], dtypes, [anchor] + others,
+                                          f"{op}: GB/s by row shape ({machine})"))]
+    parts += ["## Numbers\n", "Median time per call and its 99% interval (asv's), then bandwidth and percent of "
+              "the copy bandwidth. A dash: not measured (the variant does not take that size, or failed).\n",
+              tabs([(mode, _mode_tables(data, op, machine, mode)) for mode in MODES if mode in modes])]
+    missing = [m for m in MODES if m not in modes]
+    if missing:
+        parts.append(note("info", "Modes without results here",
+                          f"No {', '.join(missing)} results for {op} on `{machine}` yet."))
+    return "\n\n".join(parts)
+
+
+def _mode_tables(data: SiteData, op: str, machine: str, mode: str) -> str:
+    snap = data.snapshot(machine, op=op, mode=mode)
+    if not snap:
+        return f"No {mode}-mode results for {op} on `{machine}` yet."
+    sizes = sizes_of(op)
+    by = {(r["variant"], r["size"], r["dtype"]): r for r in snap.rows}
+    out = [f"*{MODE_WORDS[mode]}.*", stamp(snap.run)]
+    for dtype in sorted({r["dtype"] for r in snap.rows}):
+        names = [v.name for v in variants_of(op) if any(k[0] == v.name and k[2] == dtype for k in by)]
+        time_rows, bw_rows = [], []
+        for name in names:
+            cells_t, cells_b = [], []
+            for size in sizes:
+                r = by.get((name, size, dtype))
+                if r is None or r["status"] != "measured":
+                    cells_t.append("failed" if r else "—")
+                    cells_b.append("—")
+                    continue
+                cells_t.append(f"{fmt_time(r['time_s'])} {fmt_interval(r)}")
+                cells_b.append(f"{fmt_gbps(r['gbps']).replace(' GB/s', '')} ({fmt_pct(r['pct_of_peak'])})")
+            time_rows.append([f"`{name}`", *cells_t])
+            bw_rows.append([f"`{name}`", *cells_b])
+        label = f" ({dtype})" if len({k[2] for k in by}) > 1 else ""
+        out += [f"**Median time [99% interval]{label}**", table(["variant", *sizes], time_rows),
+                f"**GB/s (% of copy bandwidth){label}**", table(["variant", *sizes], bw_rows)]
+    return "\n\n".join(out)
+
+
+def _first_calls(data: SiteData, op: str) -> str:
+    out = ["## First call in a fresh process\n",
+           "Importing and compiling: the Triton JIT, torch.compile's trace and code generation, loading the CUDA "
+           "extension (built once, then cached on disk). Timed by `FirstCall.time_first_call`, never inside the "
+           "numbers above.\n"]
+    found = False
+    for machine in data.machines:
+        snap = data.snapshot(machine, op=op, mode="first_call")
+        if not snap:
+            continue
+        found = True
+        rows = [[f"`{r['variant']}`", r["backend"], fmt_time(r["time_s"]) + (f" {fmt_interval(r)}" if r.get('ci_low') else "")]
+                for r in snap.rows if r["status"] == "measured"]
+        out += [f"On `{machine}`:", stamp(snap.run), table(["variant", "backend", "first call"], rows)]
+    if not found:
+        out.append("No first-call results yet.")
+    return "\n\n".join(out)
+
+
+def _variants_table(data: SiteData, op: str) -> str:
+    rows = [[f"`{v.name}`", BACKEND_TITLES[v.backend], "yes" if v.lecture else "", ", ".join(v.dtypes), v.teaches]
+            for v in variants_of(op)]
+    return "## Variants\n\n" + table(["variant", "backend", "lecture", "dtypes", "what it shows"], rows,
+                                     ["l", "l", "c", "l", "l"])
+
+
+def _sources(op: str) -> str:
+    """The kernels, in tabs per backend (linked: choosing Triton on one page chooses it everywhere)."""
+    items = []
+    for backend, title in BACKEND_TITLES.items():
+        variants = [v for v in variants_of(op) if v.backend == backend]
+        if not variants:
+            items.append((title, f"No {title} variant of {op} in the catalog yet."))
+            continue
+        blocks, shown = [], set()
+        for v in variants:
+            refs = [r for r in variant_sources(v) if (r.path, r.start) not in shown]
+            shown.update((r.path, r.start) for r in refs)
+            same_file = not refs
+            text = f"**`{v.name}`**: {v.teaches}" + (" (in the file above)" if same_file else "")
+            blocks.append("\n\n".join([text, *[r.snippet() for r in refs]]))
+        items.append((title, "\n\n".join(blocks)))
+    from kernelscope.site.sources import module_path, SourceRef
+
+    definition = SourceRef(module_path(f"kernelscope.ops.{op}")).snippet()
+    return ("## Kernel sources\n\nIncluded from the files the suite runs.\n\n" + tabs(items)
+            + f"\n\n??? abstract \"How {op} is defined: inputs, reference, bytes, FLOPs, tolerances\"\n\n"
+            + indent(definition))
+
+
+# --- Roofline ------------------------------------------------------------------------------------------------------
+
+def roofline(data: SiteData) -> str:
+    intro = (
+        "# Roofline\n\n"
+        "Every variant at its op's largest size (warm), as achieved FLOP/s against arithmetic intensity: the "
+        "FLOPs the op needs per byte it must move. Below the ridge point a kernel can go no faster than "
+        "bandwidth x intensity, the sloped roof; above it, no faster than the compute peak, the flat one. "
+        "All four ops sit far left of the ridge: they are memory-bound, and the distance from a point up to "
+        "the sloped roof is the bandwidth left on the table. FLOPs are counted per element as the ops define "
+        "them (square 1, mean 1, softmax 5, gelu 9 with tanh as one).\n")
+    return intro + "\n" + per_machine(data, lambda m: _roofline_for(data, m))
+
+
+def _roofline_for(data: SiteData, machine: str) -> str:
+    points = [p for p in chart_data.roofline_points(data, machine) if p["kind"] == "point"]
+    if not points:
+        return note("warning", f"No warm results on {machine}", "Nothing to place under the roofs yet.")
+    run = data.run(machine, next(r["commit"] for r in data.rows if r["commit"][:8] == points[0]["commit"]))
+    rows = [[f"`{p['variant']}`", p["op"], p["size"], p["intensity_text"], p["gflops_text"], p["gbps_text"],
+             p["pct_of_roof_text"]] for p in sorted(points, key=lambda p: (p["op"], -p["gflops"]))]
+    peak = fp32_peak(run.params)
+    ridge = f"{peak[0] * 1e3 / run.copy_gbps:.1f} FLOP/byte" if (peak and run.copy_gbps) else "unknown"
+    return "\n\n".join([
+        stamp(run),
+        chart(charts.roofline("data/roofline.json", [machine], f"Roofline ({machine})")),
+        f"Ridge point: {ridge}. *Of the roof* is achieved FLOP/s over the roof at that intensity; for these "
+        "memory-bound kernels it equals percent of the copy bandwidth.",
+        table(["variant", "op", "size", "intensity", "achieved", "bandwidth", "of the roof"], rows),
+    ])
+
+
+# --- History, regressions, commits ---------------------------------------------------------------------------------
+
+def history(data: SiteData) -> str:
+    parts = ["# History\n",
+             "Median time per call at each commit that has results, per benchmark; the band is asv's 99% interval. "
+             "Pick the size and mode under each chart; click a point to see its commit. A line breaks where the "
+             "benchmark's version changed: what it measured changed, so the times are not comparable across "
+             "the break (`asv compare` marks those `x`).\n"]
+    if data.empty:
+        return "\n".join(parts) + "\n" + note("warning", "No results yet", NO_RESULTS)
+    for op in OPS:
+        parts.append(f"## {op}\n")
+        rendered = []
+        for machine in data.machines:
+            modes = data.modes(machine, op)
+            commits = {r["commit"] for r in data.rows if r["machine"] == machine and r["op"] == op}
+            if not modes:
+                rendered.append((machine, f"No results for {op} on `{machine}` yet."))
+                continue
+            body = chart(charts.history(f"data/{op}.json", modes, [machine], data.dtypes() or ["float32"],
+                                        sizes_of(op), f"{op}: time across commits ({machine})"))
+            if len(commits) < 2:
+                body = note("info", "One commit so far", f"`{machine}` has results for {op} at one commit only.") \
+                    + "\n\n" + body
+            rendered.append((machine, body))
+        parts.append(tabs(rendered))
+    return "\n\n".join(parts)
+
+
+def regressions(data: SiteData) -> str:
+    parts = ["# Regressions\n",
+             "What changed between the last two commits that have results, per machine, judged by the rule of "
+             "`asv compare`: a change counts when the ratio passes 1.1 (either way) **and** the two sides differ "
+             "significantly (Mann-Whitney U on the raw samples, p < 0.002, or non-overlapping 99% intervals "
+             "without them). `+` slower, `-` faster, `!` newly failing, `*` fixed, `x` benchmark version "
+             "changed (not comparable). Each row gives the command that measures both commits again and "
+             "reports the change (`asv continuous`).\n"]
+    if data.empty:
+        return "\n".join(parts) + "\n" + note("warning", "No results yet", NO_RESULTS)
+    for machine in data.machines:
+        parts.append(f"## {machine}\n")
+        pair = _last_two(data, machine)
+        if pair is None:
+            parts.append(f"`{machine}` has results at one commit only: nothing to compare yet.")
+            continue
+        a, b = pair
+        rows = compare.compare(compare.Run(data.results_dir, a, machine), compare.Run(data.results_dir, b, machine),
+                               measured_only=False)
+        judged = [r for r in rows if r["ratio"] is not None or r["mark"] in "!*"]
+        flagged = [r for r in judged if r["mark"] in "+-!*"]
+        changed = [r for r in rows if r["mark"] == "x"]
+        ra, rb = data.run(machine, a), data.run(machine, b)
+        parts.append(f"From `{a[:8]}` (*{data.subjects.get(a, 'not in this history')}*, measured {day(ra.run_at)}) "
+                     f"to `{b[:8]}` (*{data.subjects.get(b, 'not in this history')}*, measured {day(rb.run_at)}): "
+                     f"{len(judged)} benchmarks "
+                     f"measured at both, **{sum(r['mark'] == '+' for r in flagged)} slower**, "
+                     f"**{sum(r['mark'] == '-' for r in flagged)} faster**, "
+                     f"{sum(r['mark'] in '!*' for r in flagged)} failure changes"
+                     + (f", {len(changed)} not comparable (version changed)" if changed else "") + ".")
+        parts.append(f"The whole comparison: `asv compare {a[:8]} {b[:8]} --machine {machine} --split`")
+        if not flagged:
+            parts.append("Nothing flagged.")
+            continue
+        table_rows, commands = [], []
+        for r in sorted(flagged, key=lambda r: (r["mark"], -(r["ratio"] or 0))):
+            info = compare.parse_benchmark(r["benchmark"])
+            ratio = f"{r['ratio']:.2f}" if r["ratio"] else "n/a"
+            table_rows.append([r["mark"], f"`{info['class']}.{info['method']}`", ", ".join(info["params"]),
+                               fmt_time(r["a"]), fmt_time(r["b"]), ratio])
+            regex = r["benchmark"].removeprefix("benchmarks.").replace(".", r"\.").replace("(", r"\(").replace(")", r"\)")
+            commands += [f"# {r['mark']} {info['class']}.{info['method']}({', '.join(info['params'])}): {ratio}",
+                         f'asv continuous {a[:8]} {b[:8]} --machine {machine} -b "{regex}"']
+        parts.append(table(["", "benchmark", "parameters", "before", "after", "ratio"], table_rows,
+                           ["c", "l", "l", "r", "r", "r"]))
+        parts.append("Each row again, measured afresh on both commits (`asv continuous` runs them and reports "
+                     "the change by the same rule):\n\n```sh\n" + "\n".join(commands) + "\n```")
+    return "\n\n".join(parts)
+
+
+def _last_two(data: SiteData, machine: str) -> tuple[str, str] | None:
+    from kernelscope.results import history as results_history
+
+    return results_history.last_two(data.rows, data.order, machine=machine)
+
+
+def commits(data: SiteData) -> str:
+    parts = ["# Commits with results\n",
+             "Every commit that has stored results, newest first; history charts link here.\n"]
+    if data.empty:
+        return "\n".join(parts) + "\n" + note("warning", "No results yet", NO_RESULTS)
+    for run in reversed(data.runs()):
+        modes = sorted({r["mode"] for r in data.rows if r["commit"] == run.commit and r["machine"] == run.machine})
+        count = sum(1 for r in data.rows if r["commit"] == run.commit and r["machine"] == run.machine)
+        parts.append(f'## `{run.short}` on {run.machine} {{ #{run.short} }}\n\n'
+                     f"{data.subjects.get(run.commit, '*(not in this repository’s history)*')}\n\n"
+                     f"Committed {day(run.date)}, measured {day(run.run_at)} on {run.gpu} ({run.software()}): "
+                     f"{count} results, modes {', '.join(modes)}. Full hash `{run.commit}`; "
+                     f"`kernelscope results --commit {run.short}` lists them.")
+    return "\n\n".join(parts)
+
+
+# --- Machines ------------------------------------------------------------------------------------------------------
+
+def machines(data: SiteData) -> str:
+    parts = ["# Machines\n",
+             "Each machine's facts as `kernelscope machine` recorded them with its results. With results from "
+             "two GPUs, each benchmark's speedup from one to the other stands beside the ratio of their measured "
+             "copy bandwidths: a memory-bound kernel that uses the bandwidth well scales with it; a launch-bound "
+             "one does not.\n"]
+    if data.empty:
+        return "\n".join(parts) + "\n" + note("warning", "No results yet", NO_RESULTS)
+    for machine in data.machines:
+        run = data.latest_run(machine)
+        parts.append(f"## `{machine}`\n\n" + stamp(run) + "\n\n" + machine_facts(run))
+    if len(data.machines) < 2:
+        parts.append(note("info", "One machine so far",
+                          f"Only `{data.machines[0]}` has results. The comparison appears here when a second "
+                          "machine's results are committed under `results/<its machine name>/`."))
+        return "\n\n".join(parts)
+    base = data.machines[0]
+    for other in data.machines[1:]:
+        rows = chart_data.machine_pair_rows(data, base, other)
+        parts.append(f"## `{other}` against `{base}`\n")
+        if not rows:
+            parts.append("No benchmark was measured on both.")
+            continue
+        ratio = rows[0]["bandwidth_ratio_text"]
+        modes = [m for m in MODES if any(r["mode"] == m for r in rows)]
+        parts.append(f"Copy bandwidth ratio ({other} / {base}): **{ratio}**. Points above the dashed line gained "
+                     "more than bandwidth alone would give; points near 1 did not scale (launch-bound, or bound "
+                     "by something else).")
+        parts.append(chart(charts.machine_ratio(f"data/machines-{other}.json", modes, base, other)))
+        table_rows = [[r["op"], f"`{r['variant']}`", r["mode"], r["size"], r["time_a_text"], r["time_b_text"],
+                       r["speedup_text"], r["bandwidth_ratio_text"]] for r in rows]
+        parts.append(table(["op", "variant", "mode", "size", f"time on {base}", f"time on {other}", "speedup",
+                            "copy BW ratio"], table_rows))
+    return "\n\n".join(parts)
+
+
+PAGES: dict[str, Callable[[SiteData], str]] = {
+    "results/index.md": overview,
+    **{f"results/{op}.md": (lambda data, op=op: op_page(data, op)) for op in OPS},
+    "results/roofline.md": roofline,
+    "results/history.md": history,
+    "results/regressions.md": regressions,
+    "results/machines.md": machines,
+    "results/commits.md": commits,
+}
+NAV_TITLES = {"results/index.md": "Overview", **{f"results/{op}.md": op for op in OPS},
+              "results/roofline.md": "Roofline", "results/history.md": "History",
+              "results/regressions.md": "Regressions", "results/machines.md": "Machines",
+              "results/commits.md": "Commits"}
+
+
+def data_files(data: SiteData) -> dict[str, object]:
+    """Path under the site -> the JSON the charts read."""
+    files: dict[str, object] = {f"data/{op}.json": chart_data.op_points(data, op) for op in OPS}
+    files["data/overview.json"] = [c for m in data.machines for c in chart_data.overview_cells(data, m)]
+    files["data/roofline.json"] = [p for m in data.machines for p in chart_data.roofline_points(data, m)]
+    for other in data.machines[1:]:
+        files[f"data/machines-{other}.json"] = chart_data.machine_pair_rows(data, data.machines[0], other)
+    return files
