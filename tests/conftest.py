@@ -16,3 +16,11 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def built_site(tmp_path_factory):
+    """The site built once from the committed results (mkdocs build --strict)."""
+    from sitebuild import build
+
+    return build(tmp_path_factory.mktemp("site") / "site")

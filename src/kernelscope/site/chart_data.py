@@ -97,7 +97,7 @@ def overview_cells(data: SiteData, machine: str) -> list[dict]:
         speedup = eager["time_s"] / r["time_s"] if eager else None
         cells.append({**_timing_fields(r), **cell, "speedup": speedup,
                       "speedup_text": f"{speedup:.2f}x" if speedup else "—",
-                      "label": f"{r['variant']}\n{fmt_pct(r['pct_of_peak'])}", "why": ""})
+                      "label": f"{r['variant'].removeprefix(r['op'] + '-')}\n{fmt_pct(r['pct_of_peak'])}", "why": ""})
     return cells
 
 

@@ -122,30 +122,28 @@ def row_shapes(data_url: str, modes: list[str], machines: list[str], dtypes: lis
 
 def overview_matrix(data_url: str, machines: list[str], ops: list[str], backends: list[str], title: str) -> dict:
     """Op x backend: the best variant's percent of copy bandwidth at the op's largest size."""
-    params, where = _switches(None, machines, ["float32"])
-    where = where.replace(" && datum.dtype === dtype", "")
     x = {"field": "backend", "type": "nominal", "sort": backends, "title": None, "axis": {"orient": "top", "labelAngle": 0}}
     y = {"field": "op", "type": "nominal", "sort": ops, "title": None}
+    # On every layer, the labels too: they sit on top of the cells and catch the pointer.
+    cell_tip = [{"field": "op"}, {"field": "backend"}, {"field": "variant", "title": "best variant"},
+                {"field": "time", "title": "median time"}, {"field": "ci", "title": "99% interval"},
+                {"field": "gbps_text", "title": "bandwidth"}, {"field": "pct_text", "title": "of copy bandwidth"},
+                {"field": "speedup_text", "title": "vs best PyTorch eager"}, {"field": "size"}, {"field": "commit"},
+                {"field": "why", "title": "empty because"}]
     return {
         "$schema": SCHEMA, "title": _title(title, "Hover a cell for its numbers."), "width": "container",
         "height": 60 * len(ops),
-        "data": {"url": data_url}, "params": [p for p in params if p["name"] != "dtype"],
-        "transform": [{"filter": where}],
-        "encoding": {"x": x, "y": y},
+        "data": {"url": data_url},
+        "params": [{"name": "machine", "value": machines[0]}],
+        "transform": [{"filter": "datum.machine === machine"}],
+        "encoding": {"x": x, "y": y, "tooltip": cell_tip},
         "layer": [
             {"transform": [{"filter": "datum.variant == null"}],
-             "mark": {"type": "rect", "stroke": "white", "strokeWidth": 2, "color": "#9e9e9e", "opacity": 0.25},
-             "encoding": {"tooltip": [{"field": "op"}, {"field": "backend"}, {"field": "why", "title": "empty"}]}},
+             "mark": {"type": "rect", "stroke": "white", "strokeWidth": 2, "color": "#9e9e9e", "opacity": 0.25}},
             {"transform": [{"filter": "datum.variant != null"}],
              "mark": {"type": "rect", "stroke": "white", "strokeWidth": 2},
              "encoding": {"color": {"field": "pct", "type": "quantitative", "title": "% of copy BW",
-                                    "scale": {"domain": [0, 100], "scheme": "blues", "clamp": True}},
-                          "tooltip": [{"field": "op"}, {"field": "backend"}, {"field": "variant", "title": "best variant"},
-                                      {"field": "time", "title": "median time"}, {"field": "ci", "title": "99% interval"},
-                                      {"field": "gbps_text", "title": "bandwidth"},
-                                      {"field": "pct_text", "title": "of copy bandwidth"},
-                                      {"field": "speedup_text", "title": "vs best PyTorch eager"},
-                                      {"field": "size"}, {"field": "commit"}]}},
+                                    "scale": {"domain": [0, 100], "scheme": "blues", "clamp": True}}}},
             {"mark": {"type": "text", "baseline": "middle", "lineBreak": "\n", "fontSize": 11},
              "encoding": {"text": {"field": "label"},
                           "color": {"condition": {"test": "datum.pct > 60", "value": "white"}, "value": "black"}}},
@@ -228,17 +226,20 @@ def history(data_url: str, modes: list[str], machines: list[str], dtypes: list[s
     }
 
 
-def machine_ratio(data_url: str, modes: list[str], machine_a: str, machine_b: str) -> dict:
+def machine_ratio(data_url: str, modes: list[str], ops: list[str], machine_a: str, machine_b: str) -> dict:
     """Per benchmark, time on A / time on B against size, beside the ratio of copy bandwidths."""
-    params = [{"name": "mode", "value": modes[0], "bind": {"input": "radio", "options": modes, "name": "timing mode "}}]
+    params = [{"name": "mode", "value": modes[0], "bind": {"input": "radio", "options": modes, "name": "timing mode "}},
+              {"name": "op", "value": ops[0], "bind": {"input": "select", "options": ops, "name": "op "}}]
     color = {"field": "variant", "type": "nominal", "legend": {"title": "variant", "symbolOpacity": 1}}
     x = POW2_X
     return {
         "$schema": SCHEMA, "title": _title(f"{machine_b} against {machine_a}: speedup per benchmark"),
         "width": "container", "height": 340,
         "data": {"url": data_url}, "params": params,
-        "transform": [{"filter": "datum.mode === mode"}],
+        "transform": [{"filter": "datum.mode === mode && datum.op === op"}],
         "layer": [
+            {"mark": {"type": "line"}, "encoding": {"x": x, "y": {"field": "speedup", "type": "quantitative"},
+                                                     "color": color, "opacity": _faded_unless_selected()}},
             {"mark": {"type": "point", "filled": True, "size": 60}, "params": [_series_selection()],
              "encoding": {"x": x, "y": {"field": "speedup", "type": "quantitative",
                                         "title": f"time on {machine_a} / time on {machine_b}"},

@@ -72,15 +72,17 @@ def per_machine(data: SiteData, render: Callable[[str], str]) -> str:
 
 
 def fmt_interval(row: dict) -> str:
-    """The 99% interval in the median's unit: '[713–715]'."""
+    """The 99% interval in the median's unit, with as many digits as it takes to tell its ends apart: '[713–715]'."""
     lo, hi, t = row.get("ci_low"), row.get("ci_high"), row.get("time_s")
     if lo is None or hi is None or not t:
         return ""
     unit = fmt_time(t).split()[-1]
     scale = {"s": 1, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9}[unit]
-    digits = 3 if t / scale < 100 else 0
-    fmt = (lambda v: f"{v / scale:.{digits}g}") if digits else (lambda v: f"{v / scale:.0f}")
-    return f"[{fmt(lo)}–{fmt(hi)}]"
+    for digits in range(3, 7):
+        a, b = f"{lo / scale:.{digits}g}", f"{hi / scale:.{digits}g}"
+        if a != b:
+            break
+    return f"[{a}–{b}]"
 
 
 def sizes_of(op: str, sweep: bool | None = None) -> list[str]:
@@ -97,7 +99,7 @@ def gate_status(rows: list[dict], variant: str) -> str:
     if failed:
         return "✗ failed at " + ", ".join(failed)
     if passed:
-        return f"✓ matched at {len(passed)} size{'s' if len(passed) > 1 else ''}"
+        return f"✓ {len(passed)} size{'s' if len(passed) > 1 else ''}"
     return "not run"
 
 
@@ -119,15 +121,19 @@ def machine_facts(run) -> str:
 
 # --- Overview ------------------------------------------------------------------------------------------------------
 
+WIDE = "---\nhide:\n  - toc\n---\n\n"  # front matter: results tables need the table-of-contents column
+
+
 def overview(data: SiteData) -> str:
     intro = (
-        "# Overview\n\n"
+        WIDE + "# Overview\n\n"
         "For every op and every way of getting a kernel into PyTorch, the fastest variant at the op's largest "
         "size, timed **warm** (calls back to back, the launch queue held full, see [Timing](../concepts/timing.md)). "
         "Percent is of the machine's measured device-to-device copy bandwidth, the practical ceiling of a "
         "memory-bound kernel; *vs best eager* is the best PyTorch eager variant's time divided by this one's. "
         "Every timed case first matched the float64 reference on fresh random inputs "
-        "([the method](../concepts/method.md)); the *gate* column says at how many sizes it did in this run.\n")
+        "([the method](../concepts/method.md)); the *gate* column says at how many sizes it did in this run "
+        "(✓) or where it did not (✗).\n")
     return intro + "\n" + per_machine(data, lambda m: _overview_for(data, m))
 
 
@@ -142,11 +148,11 @@ def _overview_for(data: SiteData, machine: str) -> str:
         op_page, backend = f"[{c['op']}]({c['op']}.md)", BACKEND_TITLES[c["backend"]]
         r, eager = c["row"], c["eager"]
         if r is None:
-            rows.append([op_page, backend, f"*{c['why']}*", "", "", "", "", "", ""])
+            rows.append([op_page, backend, f"*{c['why']}*", "", "", "", ""])
             continue
         same_run = [x for x in data.rows if x["machine"] == machine and x["commit"] == r["commit"]]
-        rows.append([op_page, backend, f"`{r['variant']}`", fmt_time(r["time_s"]), fmt_interval(r),
-                     fmt_gbps(r["gbps"]), fmt_pct(r["pct_of_peak"]),
+        rows.append([op_page, backend, f"`{r['variant']}`", f"{fmt_time(r['time_s'])} {fmt_interval(r)}",
+                     f"{fmt_gbps(r['gbps'])} ({fmt_pct(r['pct_of_peak'])})",
                      f"{eager['time_s'] / r['time_s']:.2f}x" if eager else "—", gate_status(same_run, r["variant"])])
     spec = charts.overview_matrix("data/overview.json", [machine], list(OPS), list(backends.BACKENDS),
                                   f"Best variant per op and backend, % of copy bandwidth ({machine})")
@@ -155,8 +161,8 @@ def _overview_for(data: SiteData, machine: str) -> str:
         "\n".join(stamp(r) for r in runs),
         chart(spec),
         f"Sizes: {sizes}; float32. Hover a cell for its numbers.",
-        table(["op", "backend", "best variant", "median time", "99% interval", "bandwidth", "% of copy BW",
-               "vs best eager", "gate"], rows, ["l", "l", "l", "r", "r", "r", "r", "r", "l"]),
+        table(["op", "backend", "best variant", "median time [99% interval]", "bandwidth (% of copy BW)",
+               "vs best eager", "gate"], rows, ["l", "l", "l", "r", "r", "r", "l"]),
         "### The machine\n\n" + machine_facts(runs[-1]),
     ])
 
@@ -165,7 +171,7 @@ def _overview_for(data: SiteData, machine: str) -> str:
 
 def op_page(data: SiteData, op: str) -> str:
     spec = OPS[op]
-    head = [f"# {op}\n", f"{spec.summary[0].upper()}{spec.summary[1:]}.\n",
+    head = [WIDE + f"# {op}\n", f"{spec.summary[0].upper()}{spec.summary[1:]}.\n",
             f"Inputs: {spec.input_desc}. Sizes: {', '.join(sizes_of(op))}. How the op is defined (reference, "
             f"bytes, FLOPs, tolerances): `src/kernelscope/ops/{op}.py`, shown at the end of this page.\n"]
     body = per_machine(data, lambda m: _op_results(data, op, m))
@@ -342,7 +348,7 @@ def history(data: SiteData) -> str:
 
 
 def regressions(data: SiteData) -> str:
-    parts = ["# Regressions\n",
+    parts = [WIDE + "# Regressions\n",
              "What changed between the last two commits that have results, per machine, judged by the rule of "
              "`asv compare`: a change counts when the ratio passes 1.1 (either way) **and** the two sides differ "
              "significantly (Mann-Whitney U on the raw samples, p < 0.002, or non-overlapping 99% intervals "
@@ -416,7 +422,7 @@ def commits(data: SiteData) -> str:
 # --- Machines ------------------------------------------------------------------------------------------------------
 
 def machines(data: SiteData) -> str:
-    parts = ["# Machines\n",
+    parts = [WIDE + "# Machines\n",
              "Each machine's facts as `kernelscope machine` recorded them with its results. With results from "
              "two GPUs, each benchmark's speedup from one to the other stands beside the ratio of their measured "
              "copy bandwidths: a memory-bound kernel that uses the bandwidth well scales with it; a launch-bound "
@@ -443,11 +449,22 @@ def machines(data: SiteData) -> str:
         parts.append(f"Copy bandwidth ratio ({other} / {base}): **{ratio}**. Points above the dashed line gained "
                      "more than bandwidth alone would give; points near 1 did not scale (launch-bound, or bound "
                      "by something else).")
-        parts.append(chart(charts.machine_ratio(f"data/machines-{other}.json", modes, base, other)))
+        parts.append(chart(charts.machine_ratio(f"data/machines-{other}.json", modes, list(OPS), base, other)))
+        summary = []
+        for op in OPS:
+            for mode in modes:
+                cells = [op, mode]
+                for size in (sizes_of(op)[0], largest_shape(op)):
+                    at = sorted(r["speedup"] for r in rows if r["op"] == op and r["mode"] == mode and r["size"] == size)
+                    cells.append(f"{at[len(at) // 2]:.2f}x ({at[0]:.2f}–{at[-1]:.2f}x)" if at else "—")
+                summary.append(cells)
+        parts.append("Median speedup over the variants measured on both, with its range, at each op's smallest and "
+                     "largest size:\n\n" + table(["op", "mode", "smallest size", "largest size"], summary))
         table_rows = [[r["op"], f"`{r['variant']}`", r["mode"], r["size"], r["time_a_text"], r["time_b_text"],
                        r["speedup_text"], r["bandwidth_ratio_text"]] for r in rows]
-        parts.append(table(["op", "variant", "mode", "size", f"time on {base}", f"time on {other}", "speedup",
-                            "copy BW ratio"], table_rows))
+        parts.append(f'??? abstract "Every benchmark measured on both ({len(rows)})"\n\n'
+                     + indent(table(["op", "variant", "mode", "size", f"time on {base}", f"time on {other}",
+                                     "speedup", "copy BW ratio"], table_rows)))
     return "\n\n".join(parts)
 
 
