@@ -88,3 +88,20 @@ def test_small_outputs_are_measured_against_the_dtype_and_op_scale():
     x = torch.tensor([[0.005]], dtype=torch.float16)
     assert error_against_reference(square_op, x, x * x) <= square_op.tolerance["float16"]
     assert error_against_reference(square_op, x, x * x * 1.5) > square_op.tolerance["float16"]
+
+
+def square_rows_fixed_1024(x, out):
+    """The lecture's per-row Triton square after "fixing the block size to 1024": columns past 1024 are never written."""
+    from kernelscope.backends.triton.square import square_row_kernel
+
+    square_row_kernel[(x.shape[0],)](x, out, x.stride(0), out.stride(0), x.shape[1], BLOCK_SIZE=1024)
+    return out
+
+
+def test_the_lectures_fixed_1024_block_per_row_fails_on_rows_wider_than_1024():
+    v = Variant("square-fake-fixed1024", "square", "triton", "the lecture's fixed block", f"{HERE}:square_rows_fixed_1024",
+                dtypes=("float32",), takes_out=True)
+    narrow = check_variant(v, device="cpu", shapes=((13, 17), (2, 1024)))
+    assert narrow.status == PASS  # correct wherever a row fits the block, which is why it slipped through
+    wide = check_variant(v, device="cpu", shapes=((31, 1031), (3, 4099)))
+    assert wide.status == FAIL and math.isnan(wide.max_rel_err)  # the unwritten columns keep their NaN poison

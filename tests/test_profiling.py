@@ -9,11 +9,11 @@ from kernelscope.profiling.torch_profiler import legacy_autograd_profile, profil
 def test_only_the_active_steps_are_recorded_under_the_variants_name(tmp_path):
     x = torch.randn(64, 64)
     prof = profile_variant(VARIANTS["square-mul"], x, wait=2, warmup=1, active=3, trace=tmp_path / "t.json")
-    assert prof.ops["square/square-mul"] == 3  # not the 2 skipped nor the warm-up step
+    assert prof.ops["square:square-mul"] == 3  # not the 2 skipped nor the warm-up step
     assert prof.ops["aten::mul"] == 3  # a * a reaches aten::mul, once a call
-    assert "aten::mul" in prof.table and "square/square-mul" in prof.table
+    assert "aten::mul" in prof.table and "square:square-mul" in prof.table
     names = [e.get("name") for e in trace_events(prof.trace)]
-    assert names.count("square/square-mul") == 3
+    assert names.count("square:square-mul") == 3
 
 
 def test_the_square_variants_reach_different_aten_ops():

@@ -95,6 +95,7 @@ def _marks(pg, chart) -> int:
 
 def _hover_first_point(pg, chart) -> str:
     target = chart.locator("g.role-mark.mark-symbol > path, g.role-mark.mark-rect > path").first
+    target.scroll_into_view_if_needed()
     box = target.bounding_box()
     pg.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     pg.wait_for_selector("#vg-tooltip-element.visible", timeout=5000)

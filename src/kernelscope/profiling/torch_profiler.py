@@ -3,9 +3,10 @@
 The schedule skips ``wait`` steps, warms up for ``warmup`` (the profiler runs
 but discards them: the first profiled calls carry its own start-up cost), then
 records ``active`` steps. Each call runs inside a range named
-``op/variant``: ``record_function`` for the profiler's table and trace, and an
+``op:variant``: ``record_function`` for the profiler's table and trace, and an
 NVTX range on a GPU, so Nsight Systems and Nsight Compute (``--nvtx
---nvtx-include``) can find the same region.
+--nvtx-include``) can find the same region. Not ``op/variant``: Nsight
+Compute's filter reads ``/`` as the boundary between nested ranges.
 """
 
 from __future__ import annotations
@@ -69,10 +70,14 @@ def profile_call(fn, name: str, wait: int = 1, warmup: int = 1, active: int = 3,
 
 
 def profile_variant(variant, x: torch.Tensor, **kwargs) -> Profile:
-    """A catalog variant on ``x`` (validated once, outside the profile), in a range named ``op/variant``."""
+    """A catalog variant on ``x`` (validated once, outside the profile), in a range named ``op:variant``."""
     variant(x)  # compile, JIT, load: not what the active steps should show
     fn = variant.function()
-    return profile_call(lambda: fn(x), f"{variant.op}/{variant.name}", **kwargs)
+    return profile_call(lambda: fn(x), range_name(variant), **kwargs)
+
+
+def range_name(variant) -> str:
+    return f"{variant.op}:{variant.name}"
 
 
 def legacy_autograd_profile(fn) -> str:

@@ -170,7 +170,9 @@ def fmt_time(seconds: float | None) -> str:
 
 
 def fmt_gbps(gbps: float | None) -> str:
-    return "—" if gbps is None else f"{gbps:,.0f} GB/s"
+    if gbps is None:
+        return "—"
+    return f"{gbps:.1f} GB/s" if gbps < 10 else f"{gbps:,.0f} GB/s"
 
 
 def fmt_pct(pct: float | None) -> str:

@@ -9,6 +9,7 @@ yet" instead of a number.
     {{ results_table(["softmax-manual", "softmax-torch"], sizes=["4096x4096"], modes=["warm", "graph"]) }}
     {{ value("square-torch", "64x64", "graph") }}      a formatted time, for prose
     {{ ratio("softmax-manual", "softmax-torch", "16384x16384") }}   time of the first / time of the second
+    {{ ratio("square-torch", "square-torch", "64x64", "warm", "graph") }}  one variant, two modes
     {{ source("src/kernelscope/timing/__init__.py", "HeldClock.__call__") }}
     {{ sweep_chart("square", ["square-numba-lecture", "square-numba-coalesced"]) }}
     {{ stamp() }}                                       GPU, software, commit and date of the numbers
@@ -69,8 +70,10 @@ class Macros:
 
     # -- what pages call --
 
-    def stamp(self, op: str | None = None, mode: str = "warm") -> str:
-        """Where the numbers on this page come from."""
+    def stamp(self, op: str | None = None, mode: str | list[str] = "warm") -> str:
+        """Where the numbers on this page come from (several modes: each distinct run once)."""
+        if not isinstance(mode, str):
+            return "\n".join(dict.fromkeys(self.stamp(op, m) for m in mode))
         if self.machine is None:
             return "<p class=\"ks-stamp\">No results yet.</p>"
         snap = self.data.snapshot(self.machine, **({"op": op} if op else {}), mode=self._mode(mode))
@@ -82,9 +85,9 @@ class Macros:
             raise KeyError(f"unknown field {field!r} (fields: {', '.join(FIELDS)})")
         return FIELDS[field](r) if r else "*(no result yet)*"
 
-    def ratio(self, slower: str, faster: str, size: str, mode: str = "warm") -> str:
-        """Time of ``slower`` / time of ``faster``, as '2.31x'."""
-        a, b = self.row(slower, size, mode), self.row(faster, size, mode)
+    def ratio(self, slower: str, faster: str, size: str, mode: str = "warm", faster_mode: str | None = None) -> str:
+        """Time of ``slower`` / time of ``faster`` (in ``faster_mode``, default the same mode), as '2.31x'."""
+        a, b = self.row(slower, size, mode), self.row(faster, size, faster_mode or mode)
         return f"{a['time_s'] / b['time_s']:.2f}x" if (a and b) else "*(no result yet)*"
 
     def results_table(self, variants: list[str], sizes: list[str] | None = None, modes: list[str] = ("warm",),

@@ -311,9 +311,8 @@ def time_graph(graph, calls: int, samples: int, max_time: float = 3.0) -> list[f
 def copy_bandwidth(nbytes: int = 2**30, samples: int = 20) -> float:
     """Device-to-device copy bandwidth in bytes/s, counting bytes read plus written.
 
-    The practical ceiling for memory-bound kernels (3.0 TB/s on an H100 against
-    a 3.35 TB/s datasheet figure); results report percent of this, not of the
-    datasheet.
+    The practical ceiling for memory-bound kernels (the datasheet's peak is never
+    reached); results report percent of this, not of the datasheet.
     """
     if not torch.cuda.is_available():
         raise RuntimeError("copy bandwidth is measured on a GPU")
