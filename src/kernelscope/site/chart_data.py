@@ -8,7 +8,7 @@ format them.
 from __future__ import annotations
 
 from kernelscope import backends
-from kernelscope.catalog import OPS, VARIANTS, variants_of
+from kernelscope.catalog import OPS, variants_of
 from kernelscope.results import compare
 from kernelscope.results.machine import fp32_peak
 from kernelscope.site import charts
@@ -166,7 +166,3 @@ def machine_pair_rows(data: SiteData, machine_a: str, machine_b: str) -> list[di
                     "speedup_text": f"{p['speedup']:.2f}x",
                     "bandwidth_ratio_text": f"{ratio:.2f}x" if ratio else "—"})
     return out
-
-
-def variant_names(op: str) -> list[str]:
-    return [v.name for v in VARIANTS.values() if v.op == op]

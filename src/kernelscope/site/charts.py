@@ -26,10 +26,12 @@ def _title(text: str, hint: str = LEGEND_HINT) -> dict:
     return {"text": text, "subtitle": hint, "subtitleFontStyle": "italic"}
 
 
-def _switches(modes: list[str] | None, machines: list[str], dtypes: list[str]) -> tuple[list[dict], str]:
+def _switches(modes: list[str] | None, machines: list[str], dtypes: list[str] | None = None
+              ) -> tuple[list[dict], str]:
     """Parameters bound to inputs, and the filter expression that applies them.
 
     An input appears only when there is a choice: one machine needs no switch.
+    Without ``modes`` or ``dtypes`` the data is not filtered on them.
     """
     params, terms = [], []
     if modes:
@@ -37,6 +39,8 @@ def _switches(modes: list[str] | None, machines: list[str], dtypes: list[str]) -
                        "bind": {"input": "radio", "options": modes, "name": "timing mode "}})
         terms.append("datum.mode === mode")
     for name, options, label in (("machine", machines, "machine "), ("dtype", dtypes, "dtype ")):
+        if not options:
+            continue
         param = {"name": name, "value": options[0]}
         if len(options) > 1:
             param["bind"] = {"input": "select", "options": options, "name": label}
@@ -153,9 +157,7 @@ def overview_matrix(data_url: str, machines: list[str], ops: list[str], backends
 
 def roofline(data_url: str, machines: list[str], title: str) -> dict:
     """Achieved FLOP/s against arithmetic intensity, under the bandwidth and compute roofs (log-log)."""
-    params, where = _switches(None, machines, ["float32"])
-    params = [p for p in params if p["name"] != "dtype"]
-    where = where.replace(" && datum.dtype === dtype", "")
+    params, where = _switches(None, machines)
     x = {"field": "intensity", "type": "quantitative", "scale": {"type": "log", "domain": list(INTENSITY_RANGE)},
          "title": "arithmetic intensity (FLOP per byte moved, log scale)"}
     y = {"field": "gflops", "type": "quantitative", "scale": {"type": "log"}, "title": "GFLOP/s (log scale)"}

@@ -7,19 +7,19 @@ date) and says so plainly when a machine or mode has no results yet.
 
 from __future__ import annotations
 
+import functools
 import json
-import re
 from collections.abc import Callable
 
 from kernelscope import backends
 from kernelscope.catalog import OPS, VARIANTS, variants_of
 from kernelscope.ops import numel, parse_shape, shape_str
-from kernelscope.results import compare
+from kernelscope.results import compare, history as results_history
 from kernelscope.results.machine import fp32_peak
 from kernelscope.site import chart_data, charts
 from kernelscope.site.data import (MODE_WORDS, MODES, SiteData, day, fmt_gbps, fmt_pct, fmt_time, in_sweep,
                                    largest_shape)
-from kernelscope.site.sources import variant_sources
+from kernelscope.site.sources import SourceRef, module_path, variant_sources
 
 BACKEND_TITLES = {"torch": "PyTorch eager", "torch-compile": "torch.compile", "triton": "Triton",
                   "cuda": "CUDA C++", "numba": "Numba CUDA"}
@@ -278,8 +278,6 @@ def _sources(op: str) -> str:
             text = f"**`{v.name}`**: {v.teaches}" + (" (in the file above)" if same_file else "")
             blocks.append("\n\n".join([text, *[r.snippet() for r in refs]]))
         items.append((title, "\n\n".join(blocks)))
-    from kernelscope.site.sources import module_path, SourceRef
-
     definition = SourceRef(module_path(f"kernelscope.ops.{op}")).snippet()
     return ("## Kernel sources\n\nIncluded from the files the suite runs.\n\n" + tabs(items)
             + f"\n\n??? abstract \"How {op} is defined: inputs, reference, bytes, FLOPs, tolerances\"\n\n"
@@ -320,14 +318,25 @@ def _roofline_for(data: SiteData, machine: str) -> str:
 
 # --- History, regressions, commits ---------------------------------------------------------------------------------
 
-def history(data: SiteData) -> str:
-    parts = ["# History\n",
-             "Median time per call at each commit that has results, per benchmark; the band is asv's 99% interval. "
-             "Pick the size and mode under each chart; click a point to see its commit. A line breaks where the "
-             "benchmark's version changed: what it measured changed, so the times are not comparable across "
-             "the break (`asv compare` marks those `x`).\n"]
-    if data.empty:
-        return "\n".join(parts) + "\n" + note("warning", "No results yet", NO_RESULTS)
+def needs_results(intro: str):
+    """A page that is ``intro`` and then what the decorated function builds from results; with none, a notice."""
+    def wrap(body: Callable[[SiteData], list[str]]) -> Callable[[SiteData], str]:
+        @functools.wraps(body)
+        def page(data: SiteData) -> str:
+            if data.empty:
+                return intro + "\n" + note("warning", "No results yet", NO_RESULTS)
+            return "\n\n".join([intro, *body(data)])
+        return page
+    return wrap
+
+
+@needs_results("# History\n\n"
+               "Median time per call at each commit that has results, per benchmark; the band is asv's 99% interval. "
+               "Pick the size and mode under each chart; click a point to see its commit. A line breaks where the "
+               "benchmark's version changed: what it measured changed, so the times are not comparable across "
+               "the break (`asv compare` marks those `x`).\n")
+def history(data: SiteData) -> list[str]:
+    parts = []
     for op in OPS:
         parts.append(f"## {op}\n")
         rendered = []
@@ -344,22 +353,21 @@ def history(data: SiteData) -> str:
                     + "\n\n" + body
             rendered.append((machine, body))
         parts.append(tabs(rendered))
-    return "\n\n".join(parts)
+    return parts
 
 
-def regressions(data: SiteData) -> str:
-    parts = [WIDE + "# Regressions\n",
-             "What changed between the last two commits that have results, per machine, judged by the rule of "
-             "`asv compare`: a change counts when the ratio passes 1.1 (either way) **and** the two sides differ "
-             "significantly (Mann-Whitney U on the raw samples, p < 0.002, or non-overlapping 99% intervals "
-             "without them). `+` slower, `-` faster, `!` newly failing, `*` fixed, `x` benchmark version "
-             "changed (not comparable). Each row gives the command that measures both commits again and "
-             "reports the change (`asv continuous`).\n"]
-    if data.empty:
-        return "\n".join(parts) + "\n" + note("warning", "No results yet", NO_RESULTS)
+@needs_results(WIDE + "# Regressions\n\n"
+               "What changed between the last two commits that have results, per machine, judged by the rule of "
+               "`asv compare`: a change counts when the ratio passes 1.1 (either way) **and** the two sides differ "
+               "significantly (Mann-Whitney U on the raw samples, p < 0.002, or non-overlapping 99% intervals "
+               "without them). `+` slower, `-` faster, `!` newly failing, `*` fixed, `x` benchmark version "
+               "changed (not comparable). Each row gives the command that measures both commits again and "
+               "reports the change (`asv continuous`).\n")
+def regressions(data: SiteData) -> list[str]:
+    parts = []
     for machine in data.machines:
         parts.append(f"## {machine}\n")
-        pair = _last_two(data, machine)
+        pair = results_history.last_two(data.rows, data.order, machine=machine)
         if pair is None:
             parts.append(f"`{machine}` has results at one commit only: nothing to compare yet.")
             continue
@@ -394,20 +402,13 @@ def regressions(data: SiteData) -> str:
                            ["c", "l", "l", "r", "r", "r"]))
         parts.append("Each row again, measured afresh on both commits (`asv continuous` runs them and reports "
                      "the change by the same rule):\n\n```sh\n" + "\n".join(commands) + "\n```")
-    return "\n\n".join(parts)
+    return parts
 
 
-def _last_two(data: SiteData, machine: str) -> tuple[str, str] | None:
-    from kernelscope.results import history as results_history
-
-    return results_history.last_two(data.rows, data.order, machine=machine)
-
-
-def commits(data: SiteData) -> str:
-    parts = ["# Commits with results\n",
-             "Every commit that has stored results, newest first; history charts link here.\n"]
-    if data.empty:
-        return "\n".join(parts) + "\n" + note("warning", "No results yet", NO_RESULTS)
+@needs_results("# Commits with results\n\nEvery commit that has stored results, newest first; history charts "
+               "link here.\n")
+def commits(data: SiteData) -> list[str]:
+    parts = []
     for run in reversed(data.runs()):
         modes = sorted({r["mode"] for r in data.rows if r["commit"] == run.commit and r["machine"] == run.machine})
         count = sum(1 for r in data.rows if r["commit"] == run.commit and r["machine"] == run.machine)
@@ -416,19 +417,18 @@ def commits(data: SiteData) -> str:
                      f"Committed {day(run.date)}, measured {day(run.run_at)} on {run.gpu} ({run.software()}): "
                      f"{count} results, modes {', '.join(modes)}. Full hash `{run.commit}`; "
                      f"`kernelscope results --commit {run.short}` lists them.")
-    return "\n\n".join(parts)
+    return parts
 
 
 # --- Machines ------------------------------------------------------------------------------------------------------
 
-def machines(data: SiteData) -> str:
-    parts = [WIDE + "# Machines\n",
-             "Each machine's facts as `kernelscope machine` recorded them with its results. With results from "
-             "two GPUs, each benchmark's speedup from one to the other stands beside the ratio of their measured "
-             "copy bandwidths: a memory-bound kernel that uses the bandwidth well scales with it; a launch-bound "
-             "one does not.\n"]
-    if data.empty:
-        return "\n".join(parts) + "\n" + note("warning", "No results yet", NO_RESULTS)
+@needs_results(WIDE + "# Machines\n\n"
+               "Each machine's facts as `kernelscope machine` recorded them with its results. With results from "
+               "two GPUs, each benchmark's speedup from one to the other stands beside the ratio of their measured "
+               "copy bandwidths: a memory-bound kernel that uses the bandwidth well scales with it; a launch-bound "
+               "one does not.\n")
+def machines(data: SiteData) -> list[str]:
+    parts = []
     for machine in data.machines:
         run = data.latest_run(machine)
         parts.append(f"## `{machine}`\n\n" + stamp(run) + "\n\n" + machine_facts(run))
@@ -436,7 +436,7 @@ def machines(data: SiteData) -> str:
         parts.append(note("info", "One machine so far",
                           f"Only `{data.machines[0]}` has results. The comparison appears here when a second "
                           "machine's results are committed under `results/<its machine name>/`."))
-        return "\n\n".join(parts)
+        return parts
     base = data.machines[0]
     for other in data.machines[1:]:
         rows = chart_data.machine_pair_rows(data, base, other)
@@ -465,7 +465,7 @@ def machines(data: SiteData) -> str:
         parts.append(f'??? abstract "Every benchmark measured on both ({len(rows)})"\n\n'
                      + indent(table(["op", "variant", "mode", "size", f"time on {base}", f"time on {other}",
                                      "speedup", "copy BW ratio"], table_rows)))
-    return "\n\n".join(parts)
+    return parts
 
 
 PAGES: dict[str, Callable[[SiteData], str]] = {
