@@ -71,3 +71,36 @@ def test_held_warm_clock_reads_the_kernel_not_the_launch():
     graph, _ = timing.capture_graph(case.call, 100)
     graph_per_call = sorted(timing.time_graph(graph, 100, 11))[5]
     assert graph_per_call <= per_call * 1.2  # a graph drops launch costs, it adds none
+
+
+def test_held_samples_read_a_plausible_sm_clock():
+    # CPU counterpart: test_timing.py's simulated clock (readings, throttle flags, settle).
+    from kernelscope import timing
+    from kernelscope.timing import clocks
+    from kernelscope.timing.cases import prepare
+
+    case = prepare("square", "square-torch", "4096x4096", "float32")
+    settled = clocks.settle()
+    plan = timing.plan_warm(case.call, "cuda")
+    clock = timing.HeldClock(plan.hold_s)
+    for _ in range(5):
+        clock.sample(case.call, plan.number)
+    top = clocks.max_sm_mhz()
+    assert top and settled and len(clock.watch.readings) == 5
+    assert all(0.3 * top < m < 1.05 * top for m in clock.watch.readings), (clock.watch.readings, top)
+
+
+def test_profile_of_a_variant_lists_its_kernels_once_per_active_step():
+    from kernelscope.profiling.torch_profiler import profile_variant
+
+    x = torch.randn(1024, 1024, device="cuda")
+    prof = profile_variant(get("square-mul"), x, wait=1, warmup=1, active=2)
+    assert sum(prof.kernels.values()) == 2 and prof.ops["square:square-mul"] == 2
+
+
+def test_machine_records_the_max_sm_clock():
+    from kernelscope.results.machine import describe, fp32_peak
+
+    info = describe(measure_bandwidth=False)
+    assert float(info["gpu_max_sm_mhz"]) > 500
+    assert fp32_peak(info)[1].endswith("MHz")  # derived from this GPU, not the datasheet table

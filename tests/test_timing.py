@@ -56,6 +56,7 @@ def stream(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "Event", Event)
     monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: sim.kernel(cycles / sim.clock_hz))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda: setattr(sim, "host", max(sim.host, sim.tail)))
     monkeypatch.setattr(timing.time, "perf_counter", lambda: sim.host)
     monkeypatch.setattr(timing, "_SPIN_CYCLES_PER_S", None)
     return sim
@@ -150,3 +151,88 @@ def test_a_grown_hold_survives_setup_for_the_same_case(stream):
     assert clock.hold_s == grown
     clock.hold_for("case-b", 2e-4)
     assert clock.hold_s == 2e-4
+
+
+# --- the SM clock of each sample (throttle detection); GPU counterpart in test_gpu.py ---
+
+@pytest.fixture
+def max_clock(monkeypatch):
+    from kernelscope.timing import clocks
+
+    monkeypatch.setattr(clocks, "max_sm_mhz", lambda: 1980.0)
+    monkeypatch.setattr(clocks, "throttle_reasons", lambda: ["SwPowerCap"])
+    return 1980.0
+
+
+def test_each_sample_reads_the_sm_clock_its_spin_ran_at(stream, max_clock):
+    clock = timing.HeldClock(hold_s=100 * 20e-6 * 1.5)
+    for _ in range(3):
+        clock.sample(launch_bound(stream), 100)
+    assert clock.watch.readings == pytest.approx([1980.0] * 3)
+    assert clock.watch.summary()["throttled"] == 0
+
+
+def test_samples_below_three_quarters_of_the_max_clock_are_flagged(stream, max_clock):
+    timing.spin_cycles_per_second()  # measured at full clock, as on a GPU at rest
+    clock = timing.HeldClock(hold_s=100 * 20e-6 * 1.5)
+    clock.sample(launch_bound(stream), 100)
+    stream.clock_hz = 0.6 * 1.98e9  # the GPU throttles
+    clock.sample(launch_bound(stream), 100)
+    clock.sample(launch_bound(stream), 100)
+    stream.clock_hz = 0.8 * 1.98e9  # slower, but above the threshold
+    clock.sample(launch_bound(stream), 100)
+    assert clock.watch.readings == pytest.approx([1980, 1188, 1188, 1584])
+    summary = clock.watch.summary()
+    assert summary["throttled"] == 2 and not summary["mostly_throttled"]
+    assert clock.watch.summary(last=3)["mostly_throttled"]
+
+
+def test_cold_samples_read_the_clock_too(stream, max_clock):
+    from kernelscope.timing.clocks import ClockWatch
+
+    watch = ClockWatch(None)
+    stream.clock_hz = 0.5 * 1.98e9
+    times = timing.time_cold(launch_bound(stream), "cuda", 6, flusher=lambda: None, hold_s=1e-4, watch=watch)
+    assert len(times) == len(watch.readings) == 6 and watch.max_mhz == 1980.0
+    assert watch.summary()["mostly_throttled"]
+
+
+def test_a_throttled_case_is_logged_beside_the_result_and_said_on_stderr(tmp_path, monkeypatch, capsys, max_clock):
+    from kernelscope.timing import clocks
+
+    monkeypatch.setenv(clocks.RESULTS_DIR_ENV, str(tmp_path))
+    monkeypatch.setenv("ASV_COMMIT", "0123456789abcdef")
+    monkeypatch.setenv("ASV_ENV_NAME", "syssite-py3.12")
+    monkeypatch.setenv(clocks.MACHINE_ENV, "gpu-a")
+    watch = clocks.ClockWatch(1980.0, readings=[1000.0, 1000.0, 1900.0])
+    clocks.log_case("benchmarks.Square.time_warm", ["square-torch", "64x64", "float32"], watch)
+    assert "2 of 3 samples ran below 75% of the max SM clock" in capsys.readouterr().err
+    log = tmp_path / "gpu-a" / f"01234567-syssite-py3.12{clocks.SUFFIX}"
+    records = clocks.read_log(log.with_name("01234567-syssite-py3.12.json"))
+    (record,) = records.values()
+    assert record["mhz"] == [1000.0, 1000.0, 1900.0] and record["max_mhz"] == 1980.0
+
+
+def test_settle_spins_until_the_clock_has_come_up_from_idle(stream, max_clock, monkeypatch):
+    from kernelscope.timing import clocks
+
+    stream.clock_hz = 0.9e9  # an idle GPU's clock, ramping up under load
+    timing.spin_cycles_per_second()  # first measured while still low
+
+    def ramping_sleep(cycles):
+        stream.kernel(cycles / stream.clock_hz)
+        stream.clock_hz = min(1.98e9, stream.clock_hz * 1.25)
+
+    monkeypatch.setattr(torch.cuda, "_sleep", ramping_sleep)
+    readings = clocks.settle(max_s=1.0)
+    assert readings[0] < 0.75 * 1980 and readings[-1] >= 0.97 * 1980
+    assert readings == sorted(readings) and len(readings) < 10
+    assert timing.spin_cycles_per_second() == pytest.approx(readings[-1] * 1e6)  # holds now convert at full clock
+
+
+def test_benchmark_processes_are_told_where_asv_keeps_results():
+    pytest.importorskip("asv")
+    from kernelscope.results import asv_env
+    from kernelscope.timing import clocks
+
+    assert asv_env.CLOCK_LOG_RESULTS_DIR == clocks.RESULTS_DIR_ENV  # one name, written twice to keep torch out of asv

@@ -14,6 +14,8 @@ examples:
   kernelscope check                     every variant against the float64 reference on this machine
   kernelscope check --op softmax --json one JSON record per variant, for scripts
   kernelscope results --csv             every stored asv result as a tidy table
+  kernelscope results --compare-machines nvidia-h100-80gb-hbm3 nvidia-h200
+                                        per-benchmark speedups beside the copy-bandwidth ratio
   kernelscope machine                   name this machine for asv, record GPU and versions
   kernelscope compare-runs A/ B/        two runs of one commit, asv's statistics
 
@@ -118,15 +120,54 @@ def cmd_results(args) -> int:
     table = [r for r in export.rows(args.results_dir)
              if (args.op is None or r["op"] == args.op) and (args.mode is None or r["mode"] == args.mode)
              and (args.commit is None or r["commit"].startswith(args.commit))]
+    if args.compare_machines:
+        return _compare_machines(args, table)
     if args.json:
         print(json.dumps(table, indent=1))
     elif args.csv:
         sys.stdout.write(export.to_csv(table))
     else:
         rows = [[r["commit"][:8], r["op"], r["variant"], r["mode"], r["size"], r["dtype"],
-                 f"{r['time_s'] * 1e6:.1f}", _num(r["gbps"], ".0f"), _num(r["pct_of_peak"], ".0f")] for r in table]
-        print(_table(rows, ["commit", "op", "variant", "mode", "size", "dtype", "time_us", "GB/s", "%peak"]))
+                 f"{r['time_s'] * 1e6:.1f}", _num(r["gbps"], ".0f"), _num(r["pct_of_peak"], ".0f"),
+                 _num(r["sm_mhz"], ".0f"), _throttled(r)] for r in table]
+        print(_table(rows, ["commit", "op", "variant", "mode", "size", "dtype", "time_us", "GB/s", "%peak",
+                            "SM MHz", "throttled"]))
         print(f"\n{len(table)} results from {args.results_dir}/")
+        mostly = [r for r in table if r["throttled"] and r["samples"] and r["throttled"] > r["samples"] / 2]
+        for r in mostly:
+            print(f"warning: {r['variant']} {r['mode']} {r['size']} at {r['commit'][:8]}: {_throttled(r)} samples "
+                  f"ran below 75% of the max SM clock (throttled): its time is not the GPU's", file=sys.stderr)
+    return 0
+
+
+def _throttled(r: dict) -> str:
+    if r["throttled"] is None:
+        return ""
+    return f"{r['throttled']}/{r['samples']}" if r["samples"] else str(r["throttled"])
+
+
+def _compare_machines(args, table: list[dict]) -> int:
+    from kernelscope.results import compare, history
+
+    a, b = args.compare_machines
+    known = sorted({r["machine"] for r in table})
+    for m in (a, b):
+        if m not in known:
+            raise KeyError(f"no results for machine {m!r} in {args.results_dir}/; machines: {', '.join(known)}")
+    rows = compare.machine_ratios(history.current(table, history.commit_order(table, history.git_positions())), a, b)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    if not rows:
+        print(f"no benchmark was measured on both {a} and {b}")
+        return 0
+    ratio = rows[0]["bandwidth_ratio"]
+    print(_table([[r["op"], r["variant"], r["mode"], r["size"], f"{r['time_a'] * 1e6:.1f}", f"{r['time_b'] * 1e6:.1f}",
+                   f"{r['speedup']:.2f}"] for r in rows],
+                 ["op", "variant", "mode", "size", f"{a} us", f"{b} us", "speedup"]))
+    print(f"\n{len(rows)} benchmarks on both. Copy bandwidth {b} / {a}: "
+          + (f"{ratio:.2f}x" if ratio else "unknown (run `kernelscope machine` on both)")
+          + "; a memory-bound kernel that uses the bandwidth well sits near it, a launch-bound one near 1.")
     return 0
 
 
@@ -191,11 +232,15 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("results", help="every stored asv result as a tidy table",
                        description="One row per benchmark, parameter set and commit: machine, gpu, commit, date, op, "
                                    "variant, backend, mode, size, dtype, time_s (median), ci_low, ci_high, bytes, "
-                                   "gbps, pct_of_peak (of the machine's measured copy bandwidth).")
+                                   "gbps, pct_of_peak (of the machine's measured copy bandwidth), sm_mhz (median SM "
+                                   "clock of its samples) and throttled (samples below 75% of the max SM clock).")
     p.add_argument("--results-dir", default="results", help="asv's results folder (default: results)")
     p.add_argument("--op", help="only this op")
     p.add_argument("--mode", choices=["warm", "cold", "graph", "first_call"], help="only this timing mode")
     p.add_argument("--commit", help="only this commit (a hash prefix)")
+    p.add_argument("--compare-machines", nargs=2, metavar=("A", "B"),
+                   help="per benchmark (each machine's newest results): time on A / time on B, beside the ratio "
+                        "of their measured copy bandwidths")
     fmt = p.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="a JSON list of rows")
     fmt.add_argument("--csv", action="store_true", help="CSV with a header row")

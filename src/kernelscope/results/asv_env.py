@@ -35,6 +35,8 @@ def _find_python(python: str) -> str | None:
     return shutil.which(f"python{python}") if re.match(r"^\d+(\.\d+)*$", python) else shutil.which(python)
 
 
+CLOCK_LOG_RESULTS_DIR = "ASV_KERNELSCOPE_RESULTS_DIR"  # asv passes on only ASV_* variables of its own
+
 _SITE_DIRS = "import sys; print('\\n'.join(p for p in sys.path if p.endswith(('site-packages', 'dist-packages'))))"
 
 
@@ -48,6 +50,9 @@ class SystemSitePackages(environment.Environment):
         self._python = python
         self._requirements = requirements
         super().__init__(conf, python, requirements, tagged_env_vars)
+        # Benchmark processes log each sample's SM clock beside asv's result file
+        # (kernelscope.timing.clocks.RESULTS_DIR_ENV; not imported: it would pull in torch here).
+        self._global_env_vars[CLOCK_LOG_RESULTS_DIR] = os.path.abspath(conf.results_dir)
 
     @classmethod
     def matches(cls, python):

@@ -6,6 +6,10 @@ the catalog's models: bytes moved, achieved GB/s, percent of the machine's
 measured copy bandwidth, and FLOP/s. The CLI (``kernelscope results``) and the
 site read the same rows.
 
+Each timed row also carries the SM clock its samples ran at and how many of
+them ran throttled (below 75% of the GPU's max SM clock), from the clock log
+the benchmark wrote beside asv's result file (:mod:`kernelscope.timing.clocks`).
+
 A benchmark asv recorded as failed (``null``: the correctness gate refused the
 output, or the process crashed) is a row with ``status = "failed"`` and no time
 when asked for with ``include_failed``; a skipped one (``NaN``: the variant
@@ -24,10 +28,11 @@ from pathlib import Path
 
 from kernelscope.catalog import VARIANTS
 from kernelscope.ops import numel, parse_shape
+from kernelscope.timing import clocks
 
 COLUMNS = ["machine", "gpu", "commit", "date", "run_at", "benchmark", "version", "status", "op", "variant", "backend",
            "mode", "size", "numel", "dtype", "time_s", "ci_low", "ci_high", "samples", "bytes", "gbps",
-           "pct_of_peak", "copy_gbps", "flops", "gflops"]
+           "pct_of_peak", "copy_gbps", "flops", "gflops", "sm_mhz", "throttled"]
 MEASURED, FAILED = "measured", "failed"
 
 PARAM_NAMES = {"first_call": ["variant"]}
@@ -63,7 +68,7 @@ def iter_rows(results_dir: str | Path = "results", include_failed: bool = False)
     benchmarks = _load(results_dir / "benchmarks.json")
     for path in files:
         data = _load(path)
-        yield from _rows_of(data, data.get("params", {}), benchmarks, include_failed)
+        yield from _rows_of(data, data.get("params", {}), benchmarks, include_failed, clocks.read_log(path))
 
 
 def runs(results_dir: str | Path = "results") -> list[dict]:
@@ -82,7 +87,7 @@ def runs(results_dir: str | Path = "results") -> list[dict]:
     return found
 
 
-def _rows_of(data: dict, params: dict, benchmarks: dict, include_failed: bool):
+def _rows_of(data: dict, params: dict, benchmarks: dict, include_failed: bool, clock_log: dict):
     columns = data.get("result_columns", [])
     peak = float(params.get("copy_gbps") or "nan")
     for name, values in data.get("results", {}).items():
@@ -114,6 +119,7 @@ def _rows_of(data: dict, params: dict, benchmarks: dict, include_failed: bool):
             flops = variant.op_spec.flops(shape) if (variant and shape and mode != "first_call") else None
             gbps = nbytes / time_s / 1e9 if (nbytes and timed) else None
             samples = (record.get("samples") or [None] * len(param_sets))[i]
+            clock = _clock_of(clock_log.get((name, (p.get("variant"), size, dtype))), len(samples) if samples else None)
             yield {
                 "machine": params.get("machine", ""),
                 "gpu": params.get("gpu", ""),
@@ -140,7 +146,17 @@ def _rows_of(data: dict, params: dict, benchmarks: dict, include_failed: bool):
                 "copy_gbps": peak if peak == peak else None,
                 "flops": flops,
                 "gflops": flops / time_s / 1e9 if (flops and timed) else None,
+                **clock,
             }
+
+
+def _clock_of(record: dict | None, n_samples: int | None) -> dict:
+    """Median SM clock and throttled count over the samples asv kept (the log's last ``n_samples`` readings)."""
+    if not record or not record.get("mhz"):
+        return {"sm_mhz": None, "throttled": None}
+    watch = clocks.ClockWatch(record.get("max_mhz"), record.get("fraction", clocks.THROTTLE_FRACTION), record["mhz"])
+    summary = watch.summary(last=n_samples)
+    return {"sm_mhz": summary["median_mhz"], "throttled": summary["throttled"]}
 
 
 def _at(values, i):

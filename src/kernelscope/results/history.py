@@ -61,3 +61,14 @@ def last_two(rows: list[dict], order: list[str], **match) -> tuple[str, str] | N
     present = {r["commit"] for r in rows if all(r.get(k) == v for k, v in match.items())}
     ordered = [c for c in order if c in present]
     return (ordered[-2], ordered[-1]) if len(ordered) >= 2 else None
+
+
+def current(rows: list[dict], order: list[str]) -> list[dict]:
+    """Each (machine, op, mode)'s rows from its newest commit: what results pages and machine comparisons show."""
+    newest_of: dict[tuple, str] = {}
+    position = {c: i for i, c in enumerate(order)}
+    for r in rows:
+        key = (r["machine"], r["op"], r["mode"])
+        if key not in newest_of or position.get(r["commit"], -1) > position.get(newest_of[key], -1):
+            newest_of[key] = r["commit"]
+    return [r for r in rows if newest_of[(r["machine"], r["op"], r["mode"])] == r["commit"]]

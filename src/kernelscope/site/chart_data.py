@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kernelscope import backends
 from kernelscope.catalog import OPS, variants_of
-from kernelscope.results import compare
+from kernelscope.results import compare, history
 from kernelscope.results.machine import fp32_peak
 from kernelscope.site import charts
 from kernelscope.site.data import MODES, SiteData, fmt_ci, fmt_gbps, fmt_pct, fmt_time, in_sweep, largest_shape
@@ -35,14 +35,7 @@ def _timing_fields(r: dict) -> dict:
 
 def current_commits(data: SiteData) -> dict[tuple[str, str, str], str]:
     """(machine, op, mode) -> the commit its results pages show (the newest that measured it)."""
-    found = {}
-    for machine in data.machines:
-        for op in OPS:
-            for mode in MODES:
-                snap = data.snapshot(machine, op=op, mode=mode)
-                if snap.run:
-                    found[(machine, op, mode)] = snap.run.commit
-    return found
+    return {(r["machine"], r["op"], r["mode"]): r["commit"] for r in history.current(data.rows, data.order)}
 
 
 def op_points(data: SiteData, op: str) -> list[dict]:
@@ -156,9 +149,7 @@ def roof_lines(machine: str, copy_gbps: float | None, peak: tuple[float, str] | 
 
 def machine_pair_rows(data: SiteData, machine_a: str, machine_b: str) -> list[dict]:
     """Per benchmark on both machines (each at its current commit): speedup beside the bandwidth ratio."""
-    current = current_commits(data)
-    rows = [r for r in data.rows if r["status"] == "measured" and r["mode"] in MODES
-            and current.get((r["machine"], r["op"], r["mode"])) == r["commit"]]
+    rows = [r for r in history.current(data.rows, data.order) if r["status"] == "measured" and r["mode"] in MODES]
     out = []
     for p in compare.machine_ratios(rows, machine_a, machine_b):
         ratio = p["bandwidth_ratio"]

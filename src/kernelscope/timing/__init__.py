@@ -17,6 +17,10 @@ Three modes, after nvbench's methodology:
 * **graph** -- the calls captured into a CUDA graph and replayed: the kernels'
   own time, without the host's launch path or the per-launch cost of streams.
 
+Every GPU sample also reads the SM clock it ran at, from the spin kernel that
+precedes it (:mod:`kernelscope.timing.clocks`), and flags it when the GPU
+throttled.
+
 On a machine without a GPU the same functions time with ``time.perf_counter``
 (CPU torch, the Triton interpreter and the Numba simulator are synchronous),
 and graph mode is unavailable.
@@ -31,6 +35,9 @@ from dataclasses import dataclass
 from typing import Callable
 
 import torch
+
+from kernelscope.timing import clocks
+from kernelscope.timing.clocks import ClockWatch, ProbedSpin
 
 
 _SPIN_CYCLES_PER_S: float | None = None
@@ -51,10 +58,18 @@ def spin_cycles_per_second() -> float:
     return _SPIN_CYCLES_PER_S
 
 
-def hold_stream(seconds: float) -> None:
-    """Enqueue a kernel that spins for ``seconds`` on the current stream."""
-    if seconds > 0:
-        torch.cuda._sleep(max(1, int(seconds * spin_cycles_per_second())))
+def set_spin_rate(cycles_per_s: float) -> None:
+    """Use this spin rate from now on (a reading at a settled clock beats one taken from idle)."""
+    global _SPIN_CYCLES_PER_S
+    _SPIN_CYCLES_PER_S = cycles_per_s
+
+
+def hold_stream(seconds: float) -> int:
+    """Enqueue a kernel that spins for ``seconds`` on the current stream; the cycles it spins."""
+    cycles = max(1, int(seconds * spin_cycles_per_second())) if seconds > 0 else 0
+    if cycles:
+        torch.cuda._sleep(cycles)
+    return cycles
 
 
 class HeldClock:
@@ -67,6 +82,8 @@ class HeldClock:
     ``hold_s`` to enqueue the calls, the GPU may have waited on it: the sample
     counts as ``starved`` and the hold grows for the next one.
 
+    The spin also reads the SM clock of each sample into ``watch``.
+
     Created lazily (CUDA objects at import time would break asv's forkserver),
     and safe to store as a class attribute: it is an instance, not a function.
     """
@@ -76,7 +93,9 @@ class HeldClock:
         self.starved = 0  # samples in which the host fell behind the GPU
         self.last_host_s = 0.0  # host time to enqueue the last sample's calls
         self.last_longest_call_s = 0.0  # the longest of them, from sample()
+        self.watch = ClockWatch(None)  # the SM clock of each sample (max clock looked up on the first)
         self._start = None
+        self._spin: ProbedSpin | None = None
         self._host_t0 = 0.0
         self._case_key: object = None
 
@@ -84,7 +103,7 @@ class HeldClock:
         if not torch.cuda.is_available():
             return time.perf_counter()
         if self._start is None:  # opens a sample
-            hold_stream(self.hold_s)
+            self._spin = ProbedSpin(self.hold_s)
             self._start = torch.cuda.Event(enable_timing=True)
             self._start.record()
             self._host_t0 = time.perf_counter()
@@ -94,20 +113,29 @@ class HeldClock:
         end.record()
         end.synchronize()
         elapsed = self._start.elapsed_time(end) / 1e3
+        self._read_clock()
         self._start = None
         if self.last_host_s > self.hold_s:
             self.starved += 1
             self.hold_s = grown_hold(self.last_host_s)
         return elapsed
 
+    def _read_clock(self) -> None:
+        mhz = self._spin.mhz(self._start) if self._spin else None
+        if mhz is not None:
+            if self.watch.max_mhz is None and not self.watch.readings:
+                self.watch.max_mhz = clocks.max_sm_mhz()
+            self.watch.add(mhz)
+
     def hold_for(self, case_key: object, hold_s: float) -> None:
         """Hold for a case: its planned hold, or, for the same case, what the hold has grown to.
 
         asv re-runs setup before every sample; a hold grown after a starved
-        sample must survive that.
+        sample, and the clock readings so far, must survive that.
         """
         if case_key != self._case_key:
             self._case_key, self.hold_s = case_key, hold_s
+            self.watch = ClockWatch(None)
 
     def sample(self, fn: Callable[[], object], number: int) -> float:
         """One sample as asv takes it: seconds for ``number`` calls.
@@ -235,10 +263,11 @@ def _budget(samples: int, max_time: float):
 
 
 def time_cold(fn: Callable[[], object], device: str, samples: int, flusher: L2Flusher | None = None,
-              max_time: float = 3.0, hold_s: float = 100e-6) -> list[float]:
+              max_time: float = 3.0, hold_s: float = 100e-6, watch: ClockWatch | None = None) -> list[float]:
     """Seconds per call with a cold L2: flush, then time the call alone.
 
-    ``hold_s`` must outlast the host's launch path of one call (see plan_warm).
+    ``hold_s`` must outlast the host's launch path of one call (see plan_warm);
+    ``watch``, if given, gets the SM clock of each sample.
     """
     flusher = flusher or L2Flusher(device)
     if device != "cuda":
@@ -256,14 +285,26 @@ def time_cold(fn: Callable[[], object], device: str, samples: int, flusher: L2Fl
         # call (nvbench's blocking kernel): otherwise, when the host is slower
         # to launch than the GPU is to finish the flush, the idle gap lands
         # between the events.
-        hold_stream(hold_s)
+        spin = ProbedSpin(hold_s)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         fn()
         end.record()
-        pairs.append((start, end))
+        pairs.append((spin, start, end))
     torch.cuda.synchronize()
-    return [s.elapsed_time(e) / 1e3 for s, e in pairs]
+    _read_clocks(watch, [(spin, start) for spin, start, _ in pairs])
+    return [s.elapsed_time(e) / 1e3 for _, s, e in pairs]
+
+
+def _read_clocks(watch: ClockWatch | None, spins: list[tuple[ProbedSpin, object]]) -> None:
+    if watch is None:
+        return
+    if watch.max_mhz is None:
+        watch.max_mhz = clocks.max_sm_mhz()
+    for spin, start in spins:
+        mhz = spin.mhz(start)
+        if mhz is not None:
+            watch.add(mhz)
 
 
 class GraphUnavailable(RuntimeError):
@@ -294,18 +335,23 @@ def capture_graph(fn: Callable[[], torch.Tensor], calls: int):
     return graph, out
 
 
-def time_graph(graph, calls: int, samples: int, max_time: float = 3.0) -> list[float]:
-    """Seconds per call from timed replays of a graph of ``calls`` calls."""
+GRAPH_SPIN_S = 50e-6  # before each replay: reads the clock, and covers the host's graph launch
+
+
+def time_graph(graph, calls: int, samples: int, max_time: float = 3.0, watch: ClockWatch | None = None) -> list[float]:
+    """Seconds per call from timed replays of a graph of ``calls`` calls (``watch``: each sample's SM clock)."""
     graph.replay()  # the first replay uploads the graph
     pairs = []
     for _ in _budget(samples, max_time):
+        spin = ProbedSpin(GRAPH_SPIN_S)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         graph.replay()
         end.record()
-        pairs.append((start, end))
+        pairs.append((spin, start, end))
     torch.cuda.synchronize()
-    return [s.elapsed_time(e) / 1e3 / calls for s, e in pairs]
+    _read_clocks(watch, [(spin, start) for spin, start, _ in pairs])
+    return [s.elapsed_time(e) / 1e3 / calls for _, s, e in pairs]
 
 
 def copy_bandwidth(nbytes: int = 2**30, samples: int = 20) -> float:

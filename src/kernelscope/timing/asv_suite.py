@@ -23,7 +23,7 @@ import os
 from kernelscope import backends
 from kernelscope.catalog import OPS, VARIANTS, variants_of
 from kernelscope.ops import shape_str
-from kernelscope.timing import GraphUnavailable, HeldClock, L2Flusher, WarmPlan, capture_graph, grown_hold, plan_warm, time_cold, time_graph
+from kernelscope.timing import GraphUnavailable, HeldClock, L2Flusher, WarmPlan, capture_graph, clocks, grown_hold, plan_warm, time_cold, time_graph
 from kernelscope.timing.cases import prepare
 
 try:  # inside a benchmark body asv wants this to record a skip (setup may raise NotImplementedError)
@@ -78,9 +78,19 @@ class _OpBenchmarks:
 
     def setup(self, variant, size, dtype):
         self.case = prepare(self.op, variant, size, dtype)
+        _settle_once(self.case.device)
         plan = _plan(self.case)
         self.number = plan.number
         self.timer.hold_for(id(self.case), plan.hold_s)
+
+    def teardown(self, variant, size, dtype):
+        # After time_warm's samples (the other benchmarks never read the timer): log their SM clocks.
+        if self.timer.watch.readings:
+            clocks.log_case(self._name("time_warm"), [variant, size, dtype], self.timer.watch)
+
+    @classmethod
+    def _name(cls, method: str) -> str:
+        return f"benchmarks.{cls.__name__}.{method}"  # as asv names it in the results
 
     def time_warm(self, variant, size, dtype):
         self.case.call()
@@ -88,8 +98,10 @@ class _OpBenchmarks:
     def track_cold(self, variant, size, dtype):
         case = self.case
         hold = grown_hold(_plan(case).host_per_call_s)  # outlasts one call's launch path
-        samples = time_cold(case.call, case.device, COLD_SAMPLES, _flusher(case.device), hold_s=hold)
+        watch = clocks.ClockWatch(None)
+        samples = time_cold(case.call, case.device, COLD_SAMPLES, _flusher(case.device), hold_s=hold, watch=watch)
         case.check(case.call())
+        clocks.log_case(self._name("track_cold"), [variant, size, dtype], watch)
         return {"samples": samples, "number": 1}
 
     def track_graph(self, variant, size, dtype):
@@ -103,9 +115,21 @@ class _OpBenchmarks:
             graph, out = capture_graph(case.call, calls)
         except GraphUnavailable as exc:
             raise SkipNotImplemented(f"{variant}: {exc}") from None
-        samples = time_graph(graph, calls, GRAPH_SAMPLES)
+        watch = clocks.ClockWatch(None)
+        samples = time_graph(graph, calls, GRAPH_SAMPLES, watch=watch)
         case.check(out)  # the replayed graph computed the right thing
+        clocks.log_case(self._name("track_graph"), [variant, size, dtype], watch)
         return {"samples": samples, "number": calls}
+
+
+_SETTLED: list[float] = []  # readings of the one settle of this process (fresh per forked benchmark)
+SETTLE = os.environ.get("KERNELSCOPE_SETTLE", "1") != "0"  # 0: time from an idle GPU (to measure what settling does)
+
+
+def _settle_once(device: str) -> None:
+    """Bring the SM clock up from idle before this process plans or times anything (clocks.settle)."""
+    if SETTLE and device == "cuda" and not _SETTLED:
+        _SETTLED.extend(clocks.settle() or [float("nan")])
 
 
 _PLANS: dict[int, WarmPlan] = {}

@@ -1,0 +1,220 @@
+"""The SM clock each timed sample ran at, and samples taken while the GPU throttled.
+
+Every sample already starts behind a spin kernel (``torch.cuda._sleep``), which
+spins for a given number of SM clock cycles. Timing the spin with a pair of
+events therefore reads the SM clock of that moment, for free: cycles / seconds.
+A short lead spin goes first, so that the event before the measured spin is
+stamped while the GPU is busy, not while it waits for the host's next launch.
+
+As in nvbench, a sample whose clock is below ``THROTTLE_FRACTION`` of the
+GPU's maximum SM clock (NVML's, else nvidia-smi's) is flagged as throttled. A
+benchmark process appends, per case, the clock of every sample it took to a
+log beside asv's result file (``<hash>-<env>.clocks.jsonl``, which asv does
+not read); ``kernelscope results`` joins it to the stored result: how many of
+its samples were flagged, and the median clock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+THROTTLE_FRACTION = 0.75  # nvbench's default threshold
+LEAD_S = 30e-6  # covers the host's enqueue of the marker event and the measured spin
+
+
+@dataclass
+class ClockWatch:
+    """The SM clock of each sample of one case, and which were throttled.
+
+    Pure bookkeeping: fed MHz readings, it knows nothing of GPUs (the tests
+    feed it a simulated clock).
+    """
+
+    max_mhz: float | None
+    fraction: float = THROTTLE_FRACTION
+    readings: list[float] = field(default_factory=list)
+
+    def add(self, mhz: float) -> bool:
+        """Record one sample's clock; True if it was throttled."""
+        self.readings.append(mhz)
+        return self.throttled(mhz)
+
+    def throttled(self, mhz: float) -> bool:
+        return self.max_mhz is not None and mhz < self.fraction * self.max_mhz
+
+    def summary(self, last: int | None = None) -> dict:
+        """Of the ``last`` readings (all by default): count, flagged, median and lowest clock."""
+        chosen = self.readings[-last:] if last else self.readings
+        flagged = sum(self.throttled(m) for m in chosen)
+        return {"samples": len(chosen), "throttled": flagged,
+                "median_mhz": statistics.median(chosen) if chosen else None,
+                "min_mhz": min(chosen) if chosen else None, "max_mhz": self.max_mhz,
+                "mostly_throttled": bool(chosen) and flagged > len(chosen) / 2}
+
+
+class ProbedSpin:
+    """A hold on the stream that also reads the SM clock: [lead spin][marker][spin of N cycles][caller's start event]."""
+
+    def __init__(self, seconds: float):
+        import torch
+
+        from kernelscope.timing import hold_stream
+
+        self.marker, self.cycles = None, 0
+        if seconds <= 0:  # no hold asked for: nothing to spin, no clock to read
+            return
+        hold_stream(LEAD_S)
+        self.marker = torch.cuda.Event(enable_timing=True)
+        self.marker.record()
+        self.cycles = hold_stream(seconds)
+
+    def mhz(self, start) -> float | None:
+        """The clock during the spin, once ``start`` (recorded right after it) has completed."""
+        if self.marker is None:
+            return None
+        elapsed_ms = self.marker.elapsed_time(start)
+        return self.cycles / (elapsed_ms * 1e3) if elapsed_ms > 0 else None
+
+
+SETTLE_MAX_S = 0.3  # at most this long per benchmark process
+SETTLE_CHUNK_S = 2e-3
+
+
+def settle(max_s: float = SETTLE_MAX_S, chunk_s: float = SETTLE_CHUNK_S, near: float = 0.97) -> list[float]:
+    """Keep the GPU busy until its SM clock is steady, before anything is planned or timed.
+
+    A benchmark process starts with the GPU idle since the previous one, and
+    an idle GPU lowers its clocks; it ramps back up over tens of milliseconds
+    once work arrives. Spins of ``chunk_s`` until a reading is within
+    ``near`` of the max clock, or two in a row agree within 0.5%; at most
+    ``max_s``. Returns the readings (MHz), for the record.
+    """
+    import time
+
+    import torch
+
+    top = max_sm_mhz()
+    readings: list[float] = []
+    deadline = time.perf_counter() + max_s
+    while time.perf_counter() < deadline:
+        spin = ProbedSpin(chunk_s)
+        start = torch.cuda.Event(enable_timing=True)
+        start.record()
+        start.synchronize()
+        mhz = spin.mhz(start)
+        if mhz is None:
+            break
+        readings.append(mhz)
+        if (top and mhz >= near * top) or (len(readings) >= 3 and abs(readings[-1] / readings[-2] - 1) < 0.005):
+            break
+    if readings:  # holds are sized in cycles: convert at the settled clock, not the idle one
+        from kernelscope.timing import set_spin_rate
+
+        set_spin_rate(readings[-1] * 1e6)
+    return readings
+
+
+@cache
+def max_sm_mhz() -> float | None:
+    """The GPU's maximum SM clock in MHz: NVML, else nvidia-smi, else None."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(_device_index())
+        return float(pynvml.nvmlDeviceGetMaxClockInfo(handle, pynvml.NVML_CLOCK_SM))
+    except Exception:  # no pynvml, no driver: try the command line tool
+        pass
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=clocks.max.sm", "--format=csv,noheader,nounits",
+                              "-i", str(_device_index())], capture_output=True, text=True, timeout=30)
+        return float(out.stdout.split()[0]) if out.returncode == 0 and out.stdout.strip() else None
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return None
+
+
+def _device_index() -> int:
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0].strip()
+    return int(visible) if visible.isdigit() else 0
+
+
+def throttle_reasons() -> list[str]:
+    """Why NVML says the clocks are held down right now (names), or [] if it cannot say."""
+    try:
+        import pynvml
+
+        handle = pynvml.nvmlDeviceGetHandleByIndex(_device_index())
+        get = getattr(pynvml, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+            pynvml.nvmlDeviceGetCurrentClocksThrottleReasons
+        mask = get(handle)
+    except Exception:
+        return []
+    names = {name: getattr(pynvml, name) for name in dir(pynvml)
+             if name.startswith(("nvmlClocksThrottleReason", "nvmlClocksEventReason")) and not name.endswith(("All", "None"))}
+    return sorted({n.split("Reason", 1)[1] for n, bit in names.items() if isinstance(bit, int) and mask & bit})
+
+
+# --- the log beside asv's result file ---------------------------------------------------------------------------
+
+RESULTS_DIR_ENV = "ASV_KERNELSCOPE_RESULTS_DIR"  # set by the syssite environment plugin for benchmark processes
+MACHINE_ENV = "KERNELSCOPE_MACHINE"  # the asv machine name, when ~/.asv-machine.json holds several
+SUFFIX = ".clocks.jsonl"
+
+
+def machine_name() -> str | None:
+    """The asv machine this run records under: $KERNELSCOPE_MACHINE, else the only one in asv's machine file."""
+    if os.environ.get(MACHINE_ENV):
+        return os.environ[MACHINE_ENV]
+    from kernelscope.results.machine import ASV_MACHINE_FILE
+
+    try:
+        names = [k for k in json.loads(ASV_MACHINE_FILE.read_text()) if k != "version"]
+    except (OSError, ValueError):
+        return None
+    return names[0] if len(names) == 1 else None
+
+
+def log_path() -> Path | None:
+    """``results/<machine>/<hash8>-<env>.clocks.jsonl`` for this benchmark process, or None outside asv."""
+    results, commit, env = (os.environ.get(k) for k in (RESULTS_DIR_ENV, "ASV_COMMIT", "ASV_ENV_NAME"))
+    machine = machine_name()
+    if not (results and commit and env and machine):
+        return None
+    return Path(results) / machine / f"{commit[:8]}-{env}{SUFFIX}"
+
+
+def log_case(benchmark: str, params: list[str], watch: ClockWatch) -> None:
+    """Append one case's readings; warn on stderr when most of them were throttled."""
+    summary = watch.summary()
+    if summary["mostly_throttled"]:
+        print(f"kernelscope: {benchmark}{tuple(params)}: {summary['throttled']} of {summary['samples']} samples "
+              f"ran below {THROTTLE_FRACTION:.0%} of the max SM clock ({summary['min_mhz']:.0f} MHz; "
+              f"max {watch.max_mhz:.0f} MHz); NVML reasons: {', '.join(throttle_reasons()) or 'none given'}",
+              file=sys.stderr)
+    path = log_path()
+    if path is None or not watch.readings:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    record = {"benchmark": benchmark, "params": list(params), "mhz": [round(m, 1) for m in watch.readings],
+              "max_mhz": watch.max_mhz, "fraction": watch.fraction}
+    with path.open("a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+def read_log(result_file: Path) -> dict[tuple[str, tuple], dict]:
+    """The clock log beside an asv result file: (benchmark, params) -> its last record."""
+    path = result_file.with_name(result_file.stem + SUFFIX)
+    found: dict[tuple[str, tuple], dict] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if line.strip():
+                record = json.loads(line)
+                found[(record["benchmark"], tuple(record["params"]))] = record
+    return found
