@@ -12,6 +12,8 @@
 # then, after committing results/, STEPS="machine slowdown ncu smoke history"):
 #   machine   name the machine for asv, record GPU/versions/copy bandwidth
 #   gputests  kernelscope check and pytest -m gpu (also builds the CUDA extension into the cache)
+#   probe     scripts/gpu/clock_probe.py: per-sample SM clock in fresh processes, settled or not
+#   noise     small-size warm benchmarks run twice without settling the clock, twice with, compared
 #   prewarm   asv run --quick --dry-run -b FirstCall: first-call caches warm before anything is recorded
 #   full      asv run --record-samples HEAD^! into results/ (every benchmark)
 #   rerun     the same again into results-rerun (its time is the full run with warm caches),
@@ -46,11 +48,19 @@ steps() {
   local head=$(git rev-parse HEAD)
   step machine sh -c "kernelscope machine --json > $STATE/machine.json"
   M=$(python3 -c "import json; print(json.load(open('$STATE/machine.json'))['machine'])")
+  export KERNELSCOPE_MACHINE=$M  # the clock logs go beside asv's results for this machine
   alt() {  # an asv config identical to the repo's but for its results folder
     python3 scripts/asv-config-with-results "$STATE/$1" "asv.$1.json"
   }
   step gputests sh -c "kernelscope check -q --json-file $STATE/check.json > $STATE/check.txt 2>&1;
     python3 -m pytest -m gpu -q -p no:cacheprovider > $STATE/pytest-gpu.txt 2>&1; tail -n 3 $STATE/check.txt $STATE/pytest-gpu.txt"
+  step probe sh -c "python3 scripts/gpu/clock_probe.py --json $STATE/clock-probe.json > $STATE/clock-probe.txt 2>&1; tail -n 12 $STATE/clock-probe.txt"
+  local small="-b \"Square.time_warm.*'(64x64|256x256|1024x1024)'\" -b \"Softmax.time_warm.*'(64x64|256x256|1024x1024)'\""
+  for n in off-a off-b on-a on-b; do alt results-noise-$n; done
+  step noise sh -c "for n in off-a off-b; do KERNELSCOPE_SETTLE=0 asv run --config asv.results-noise-\$n.json --record-samples --machine $M $small HEAD^! > $STATE/asv-noise-\$n.log 2>&1; done;
+    for n in on-a on-b; do asv run --config asv.results-noise-\$n.json --record-samples --machine $M $small HEAD^! > $STATE/asv-noise-\$n.log 2>&1; done;
+    for s in off on; do kernelscope compare-runs $STATE/results-noise-\$s-a $STATE/results-noise-\$s-b --commit $head --all > $STATE/compare-noise-\$s.txt;
+      kernelscope compare-runs $STATE/results-noise-\$s-a $STATE/results-noise-\$s-b --commit $head --json > $STATE/compare-noise-\$s.json; tail -n 3 $STATE/compare-noise-\$s.txt; done"
   step prewarm sh -c "asv run --quick --dry-run --machine $M -b FirstCall HEAD^! > $STATE/asv-prewarm.log 2>&1"
   step full sh -c "asv run --record-samples --machine $M --show-stderr HEAD^! > $STATE/asv-full.log 2>&1"
   alt results-rerun
@@ -64,7 +74,8 @@ steps() {
       --record-samples --machine $M -b '$canary' HEAD^! > $STATE/asv-slowdown.log 2>&1 &&
     kernelscope compare-runs $STATE/results-base $STATE/results-slowdown --commit $head --all > $STATE/compare-slowdown.txt"
   step ncu python3 scripts/gpu/ncu_compare.py --json "$STATE/ncu.json"
-  step smoke sh -c "asv run --quick --dry-run --machine $M -b \"'(64x64|4096)'\" HEAD^! > $STATE/asv-smoke.log 2>&1"
+  alt results-smoke  # a dry run saves no results, but its clock logs would land beside them
+  step smoke sh -c "asv run --config asv.results-smoke.json --quick --dry-run --machine $M -b \"'(64x64|4096)'\" HEAD^! > $STATE/asv-smoke.log 2>&1"
   # History: only commits whose suite has today's version and parameter grid (asv maps
   # parameter indices by position, so a commit with another grid would be mislabelled).
   local version=$(grep '^VERSION = ' src/kernelscope/timing/asv_suite.py)
