@@ -213,23 +213,6 @@ def test_a_throttled_case_is_logged_beside_the_result_and_said_on_stderr(tmp_pat
     assert record["mhz"] == [1000.0, 1000.0, 1900.0] and record["max_mhz"] == 1980.0
 
 
-def test_settle_spins_until_the_clock_has_come_up_from_idle(stream, max_clock, monkeypatch):
-    from kernelscope.timing import clocks
-
-    stream.clock_hz = 0.9e9  # an idle GPU's clock, ramping up under load
-    timing.spin_cycles_per_second()  # first measured while still low
-
-    def ramping_sleep(cycles):
-        stream.kernel(cycles / stream.clock_hz)
-        stream.clock_hz = min(1.98e9, stream.clock_hz * 1.25)
-
-    monkeypatch.setattr(torch.cuda, "_sleep", ramping_sleep)
-    readings = clocks.settle(max_s=1.0)
-    assert readings[0] < 0.75 * 1980 and readings[-1] >= 0.97 * 1980
-    assert readings == sorted(readings) and len(readings) < 10
-    assert timing.spin_cycles_per_second() == pytest.approx(readings[-1] * 1e6)  # holds now convert at full clock
-
-
 def test_benchmark_processes_are_told_where_asv_keeps_results():
     pytest.importorskip("asv")
     from kernelscope.results import asv_env

@@ -12,8 +12,8 @@
 # then, after committing results/, STEPS="machine slowdown ncu smoke history"):
 #   machine   name the machine for asv, record GPU/versions/copy bandwidth
 #   gputests  kernelscope check and pytest -m gpu (also builds the CUDA extension into the cache)
-#   probe     scripts/gpu/clock_probe.py: per-sample SM clock in fresh processes, settled or not
-#   noise     small-size warm benchmarks run twice without settling the clock, twice with, compared
+#   probe     the small-size spread between processes, diagnosed: clock_probe.py (SM clock, settled
+#             or not), placement_probe.py (where tensors sit), process_probe.py (streams, code copies, graphs)
 #   prewarm   asv run --quick --dry-run -b FirstCall: first-call caches warm before anything is recorded
 #   full      asv run --record-samples HEAD^! into results/ (every benchmark)
 #   rerun     the same again into results-rerun (its time is the full run with warm caches),
@@ -54,13 +54,7 @@ steps() {
   }
   step gputests sh -c "kernelscope check -q --json-file $STATE/check.json > $STATE/check.txt 2>&1;
     python3 -m pytest -m gpu -q -p no:cacheprovider > $STATE/pytest-gpu.txt 2>&1; tail -n 3 $STATE/check.txt $STATE/pytest-gpu.txt"
-  step probe sh -c "python3 scripts/gpu/clock_probe.py --json $STATE/clock-probe.json > $STATE/clock-probe.txt 2>&1; tail -n 12 $STATE/clock-probe.txt"
-  local small="-b \"Square.time_warm.*'(64x64|256x256|1024x1024)'\" -b \"Softmax.time_warm.*'(64x64|256x256|1024x1024)'\""
-  for n in off-a off-b on-a on-b; do alt results-noise-$n; done
-  step noise sh -c "for n in off-a off-b; do KERNELSCOPE_SETTLE=0 asv run --config asv.results-noise-\$n.json --record-samples --machine $M $small HEAD^! > $STATE/asv-noise-\$n.log 2>&1; done;
-    for n in on-a on-b; do asv run --config asv.results-noise-\$n.json --record-samples --machine $M $small HEAD^! > $STATE/asv-noise-\$n.log 2>&1; done;
-    for s in off on; do kernelscope compare-runs $STATE/results-noise-\$s-a $STATE/results-noise-\$s-b --commit $head --all > $STATE/compare-noise-\$s.txt;
-      kernelscope compare-runs $STATE/results-noise-\$s-a $STATE/results-noise-\$s-b --commit $head --json > $STATE/compare-noise-\$s.json; tail -n 3 $STATE/compare-noise-\$s.txt; done"
+  step probe sh -c "for p in clock placement process; do python3 scripts/gpu/\${p}_probe.py --json $STATE/\$p-probe.json > $STATE/\$p-probe.txt 2>&1; done; tail -n 6 $STATE/*-probe.txt"
   step prewarm sh -c "asv run --quick --dry-run --machine $M -b FirstCall HEAD^! > $STATE/asv-prewarm.log 2>&1"
   step full sh -c "asv run --record-samples --machine $M --show-stderr HEAD^! > $STATE/asv-full.log 2>&1"
   alt results-rerun

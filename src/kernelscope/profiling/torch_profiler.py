@@ -63,7 +63,9 @@ def profile_call(fn, name: str, wait: int = 1, warmup: int = 1, active: int = 3,
         torch.cuda.synchronize()
     averages = done[0].key_averages()
     sort_by = "self_cuda_time_total" if cuda else "self_cpu_time_total"
-    kernels = {e.key: e.count for e in averages if cuda and e.device_type == torch.autograd.DeviceType.CUDA}
+    # On the GPU the named range also appears as a CUDA-side annotation: not a kernel.
+    kernels = {e.key: e.count for e in averages
+               if cuda and e.device_type == torch.autograd.DeviceType.CUDA and e.key != name}
     return Profile(table=averages.table(sort_by=sort_by, row_limit=row_limit),
                    ops={e.key: e.count for e in averages}, kernels=kernels,
                    trace=Path(trace) if trace is not None else None)

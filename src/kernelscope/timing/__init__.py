@@ -58,12 +58,6 @@ def spin_cycles_per_second() -> float:
     return _SPIN_CYCLES_PER_S
 
 
-def set_spin_rate(cycles_per_s: float) -> None:
-    """Use this spin rate from now on (a reading at a settled clock beats one taken from idle)."""
-    global _SPIN_CYCLES_PER_S
-    _SPIN_CYCLES_PER_S = cycles_per_s
-
-
 def hold_stream(seconds: float) -> int:
     """Enqueue a kernel that spins for ``seconds`` on the current stream; the cycles it spins."""
     cycles = max(1, int(seconds * spin_cycles_per_second())) if seconds > 0 else 0

@@ -78,7 +78,6 @@ class _OpBenchmarks:
 
     def setup(self, variant, size, dtype):
         self.case = prepare(self.op, variant, size, dtype)
-        _settle_once(self.case.device)
         plan = _plan(self.case)
         self.number = plan.number
         self.timer.hold_for(id(self.case), plan.hold_s)
@@ -120,16 +119,6 @@ class _OpBenchmarks:
         case.check(out)  # the replayed graph computed the right thing
         clocks.log_case(self._name("track_graph"), [variant, size, dtype], watch)
         return {"samples": samples, "number": calls}
-
-
-_SETTLED: list[float] = []  # readings of the one settle of this process (fresh per forked benchmark)
-SETTLE = os.environ.get("KERNELSCOPE_SETTLE", "1") != "0"  # 0: time from an idle GPU (to measure what settling does)
-
-
-def _settle_once(device: str) -> None:
-    """Bring the SM clock up from idle before this process plans or times anything (clocks.settle)."""
-    if SETTLE and device == "cuda" and not _SETTLED:
-        _SETTLED.extend(clocks.settle() or [float("nan")])
 
 
 _PLANS: dict[int, WarmPlan] = {}

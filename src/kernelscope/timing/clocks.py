@@ -83,44 +83,6 @@ class ProbedSpin:
         return self.cycles / (elapsed_ms * 1e3) if elapsed_ms > 0 else None
 
 
-SETTLE_MAX_S = 0.3  # at most this long per benchmark process
-SETTLE_CHUNK_S = 2e-3
-
-
-def settle(max_s: float = SETTLE_MAX_S, chunk_s: float = SETTLE_CHUNK_S, near: float = 0.97) -> list[float]:
-    """Keep the GPU busy until its SM clock is steady, before anything is planned or timed.
-
-    A benchmark process starts with the GPU idle since the previous one, and
-    an idle GPU lowers its clocks; it ramps back up over tens of milliseconds
-    once work arrives. Spins of ``chunk_s`` until a reading is within
-    ``near`` of the max clock, or two in a row agree within 0.5%; at most
-    ``max_s``. Returns the readings (MHz), for the record.
-    """
-    import time
-
-    import torch
-
-    top = max_sm_mhz()
-    readings: list[float] = []
-    deadline = time.perf_counter() + max_s
-    while time.perf_counter() < deadline:
-        spin = ProbedSpin(chunk_s)
-        start = torch.cuda.Event(enable_timing=True)
-        start.record()
-        start.synchronize()
-        mhz = spin.mhz(start)
-        if mhz is None:
-            break
-        readings.append(mhz)
-        if (top and mhz >= near * top) or (len(readings) >= 3 and abs(readings[-1] / readings[-2] - 1) < 0.005):
-            break
-    if readings:  # holds are sized in cycles: convert at the settled clock, not the idle one
-        from kernelscope.timing import set_spin_rate
-
-        set_spin_rate(readings[-1] * 1e6)
-    return readings
-
-
 @cache
 def max_sm_mhz() -> float | None:
     """The GPU's maximum SM clock in MHz: NVML, else nvidia-smi, else None."""
