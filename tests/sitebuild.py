@@ -26,22 +26,26 @@ def build(dest: Path, results_dir: Path | None = None) -> Path:
     return dest
 
 
-def richest_result_file(results_dir: Path) -> Path:
-    files = [p for p in results_dir.glob("*/*.json") if p.name != "machine.json"]
-    return max(files, key=lambda p: len(json.loads(p.read_text())["results"]))
+def newest_result_file(results_dir: Path, machine: str = "nvidia-h100-80gb-hbm3") -> Path:
+    """The result file of ``machine``'s newest commit (the one its results pages show)."""
+    from kernelscope.results import export, history
+
+    runs = [r for r in export.runs(results_dir) if r["machine"] == machine]
+    newest = history.commit_order(runs, history.git_positions(ROOT))[-1]
+    return Path(next(r["file"] for r in runs if r["commit"] == newest))
 
 
 SYNTHETIC = "test-gpu-b"
 
 
 def with_second_machine(dest: Path, speedup: float = 1 / 0.7, copy_gbps: int = 4300) -> Path:
-    """A copy of results/ plus a synthetic second machine: the richest run with every time divided by ``speedup``.
+    """A copy of results/ plus a synthetic machine: the H100's newest run with every time divided by ``speedup``.
 
     Test data only (the machine is named test-gpu-b): it exercises the
     machine switch and the machines page, which one real GPU cannot.
     """
     shutil.copytree(RESULTS, dest)
-    source = richest_result_file(dest)
+    source = newest_result_file(dest)
     data = json.loads(source.read_text())
     data["params"].update({"machine": SYNTHETIC, "gpu": "Test GPU B (synthetic)", "copy_gbps": str(copy_gbps)})
     columns = data["result_columns"]

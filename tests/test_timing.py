@@ -8,6 +8,8 @@ is for: a kernel shorter than its launch reads as the launch without a hold,
 and as itself with one.
 """
 
+import json
+
 import pytest
 import torch
 
@@ -204,13 +206,35 @@ def test_a_throttled_case_is_logged_beside_the_result_and_said_on_stderr(tmp_pat
     monkeypatch.setenv("ASV_COMMIT", "0123456789abcdef")
     monkeypatch.setenv("ASV_ENV_NAME", "syssite-py3.12")
     monkeypatch.setenv(clocks.MACHINE_ENV, "gpu-a")
-    watch = clocks.ClockWatch(1980.0, readings=[1000.0, 1000.0, 1900.0])
-    clocks.log_case("benchmarks.Square.time_warm", ["square-torch", "64x64", "float32"], watch)
-    assert "2 of 3 samples ran below 75% of the max SM clock" in capsys.readouterr().err
+    monkeypatch.setattr(clocks, "_LOGGED", {})
+    monkeypatch.setattr(clocks, "_WARNED", set())
+    watch = clocks.ClockWatch(1980.0)
+    case = ("benchmarks.Square.time_warm", ["square-torch", "64x64", "float32"])
+    for mhz in (1000.0, 1000.0, 1900.0, 1000.0, 1000.0, 1900.0, 1000.0):  # asv's teardown after every sample
+        watch.add(mhz)
+        clocks.log_case(*case, watch)
+    err = capsys.readouterr().err
+    assert err.count("ran below 75% of the max SM clock") == 1 and "4 of 6 samples" in err and "SwPowerCap" in err
     log = tmp_path / "gpu-a" / f"01234567-syssite-py3.12{clocks.SUFFIX}"
-    records = clocks.read_log(log.with_name("01234567-syssite-py3.12.json"))
-    (record,) = records.values()
-    assert record["mhz"] == [1000.0, 1000.0, 1900.0] and record["max_mhz"] == 1980.0
+    assert len(log.read_text().splitlines()) == 7  # one reading a line: the log grows with the samples, no more
+    (record,) = clocks.read_log(log.with_name("01234567-syssite-py3.12.json")).values()
+    assert record["mhz"] == [1000.0, 1000.0, 1900.0, 1000.0, 1000.0, 1900.0, 1000.0] and record["max_mhz"] == 1980.0
+    monkeypatch.setattr(clocks, "_RUN", "a-later-process")  # the same case run again: its readings replace these
+    monkeypatch.setattr(clocks, "_LOGGED", {})
+    clocks.log_case(*case, clocks.ClockWatch(1980.0, readings=[1950.0]))
+    (record,) = clocks.read_log(log.with_name("01234567-syssite-py3.12.json")).values()
+    assert record["mhz"] == [1950.0]
+
+
+def test_logs_written_whole_each_time_are_read_by_their_last_record(tmp_path):
+    from kernelscope.timing import clocks
+
+    result = tmp_path / "0123abcd-env.json"
+    lines = [{"benchmark": "b", "params": ["v", "s", "d"], "mhz": [1.0] * n, "max_mhz": 2.0, "fraction": 0.75}
+             for n in (1, 2, 3)]
+    result.with_name(result.stem + clocks.SUFFIX).write_text("\n".join(json.dumps(r) for r in lines) + "\n")
+    (record,) = clocks.read_log(result).values()
+    assert record["mhz"] == [1.0] * 3
 
 
 def test_benchmark_processes_are_told_where_asv_keeps_results():

@@ -21,6 +21,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -152,31 +153,58 @@ def log_path() -> Path | None:
     return Path(results) / machine / f"{commit[:8]}-{env}{SUFFIX}"
 
 
+_LOGGED: dict[tuple, int] = {}  # case -> readings already written by this process
+_WARNED: set[tuple] = set()
+WARN_AFTER = 6  # samples before a case is called mostly throttled on stderr
+_RUN = f"{os.getpid()}-{int(time.time() * 1000)}"  # this benchmark process, as the log's readers tell runs apart
+
+
 def log_case(benchmark: str, params: list[str], watch: ClockWatch) -> None:
-    """Append one case's readings; warn on stderr when most of them were throttled."""
+    """Append the readings of one case taken since the last call; warn on stderr when most were throttled.
+
+    asv calls teardown after every sample, so this runs many times per case:
+    each record carries only the new readings and this process's run id; a
+    reader joins the records of a case's latest run.
+    """
     summary = watch.summary()
-    if summary["mostly_throttled"]:
+    key = (benchmark, tuple(params))
+    written = _LOGGED.get(key, 0)
+    if summary["mostly_throttled"] and summary["samples"] >= WARN_AFTER and key not in _WARNED:
+        _WARNED.add(key)
         print(f"kernelscope: {benchmark}{tuple(params)}: {summary['throttled']} of {summary['samples']} samples "
               f"ran below {THROTTLE_FRACTION:.0%} of the max SM clock ({summary['min_mhz']:.0f} MHz; "
               f"max {watch.max_mhz:.0f} MHz); NVML reasons: {', '.join(throttle_reasons()) or 'none given'}",
               file=sys.stderr)
     path = log_path()
-    if path is None or not watch.readings:
+    new = watch.readings[written:]
+    if path is None or not new:
         return
     path.parent.mkdir(parents=True, exist_ok=True)
-    record = {"benchmark": benchmark, "params": list(params), "mhz": [round(m, 1) for m in watch.readings],
+    record = {"benchmark": benchmark, "params": list(params), "run": _RUN, "mhz": [round(m, 1) for m in new],
               "max_mhz": watch.max_mhz, "fraction": watch.fraction}
     with path.open("a") as f:
         f.write(json.dumps(record) + "\n")
+    _LOGGED[key] = len(watch.readings)
 
 
 def read_log(result_file: Path) -> dict[tuple[str, tuple], dict]:
-    """The clock log beside an asv result file: (benchmark, params) -> its last record."""
+    """The clock log beside an asv result file: (benchmark, params) -> its latest run's record, readings joined.
+
+    Records without a run id (written before logs were incremental) each hold
+    every reading so far: the last one stands for the case.
+    """
     path = result_file.with_name(result_file.stem + SUFFIX)
     found: dict[tuple[str, tuple], dict] = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            if line.strip():
-                record = json.loads(line)
-                found[(record["benchmark"], tuple(record["params"]))] = record
+    if not path.exists():
+        return found
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        record = json.loads(line)
+        key = (record["benchmark"], tuple(record["params"]))
+        same_run = key in found and record.get("run") is not None and found[key].get("run") == record["run"]
+        if same_run:
+            found[key]["mhz"] = found[key]["mhz"] + record["mhz"]
+        else:
+            found[key] = record
     return found
