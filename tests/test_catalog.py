@@ -87,3 +87,21 @@ def test_catalog_imports_no_kernel_framework():
             "print(','.join(m for m in ('triton', 'numba', 'torch.utils.cpp_extension') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == ""
+
+
+def test_declared_limits_name_a_stress_input_of_their_op():
+    for v in VARIANTS.values():
+        inputs = {s.name for s in v.op_spec.stress}
+        for lim in v.limits:
+            assert lim.input in inputs, f"{v.name}: no stress input {lim.input!r} (has {sorted(inputs)})"
+            assert set(lim.dtypes) <= set(v.dtypes) and lim.why
+
+
+def test_every_op_has_stress_inputs_that_are_never_zero():
+    import torch
+
+    for op in OPS.values():
+        assert op.stress, op.name
+        for s in op.stress:
+            x = s.make((4, 64) if op.ndim == 2 else (256,), "float32", "cpu", 1)
+            assert torch.count_nonzero(x).item() == x.numel(), (op.name, s.name)

@@ -101,7 +101,35 @@ def square_rows_fixed_1024(x, out):
 def test_the_lectures_fixed_1024_block_per_row_fails_on_rows_wider_than_1024():
     v = Variant("square-fake-fixed1024", "square", "triton", "the lecture's fixed block", f"{HERE}:square_rows_fixed_1024",
                 dtypes=("float32",), takes_out=True)
-    narrow = check_variant(v, device="cpu", shapes=((13, 17), (2, 1024)))
+    narrow = check_variant(v, device="cpu", shapes=((13, 17), (2, 1024)), stress=False)
     assert narrow.status == PASS  # correct wherever a row fits the block, which is why it slipped through
     wide = check_variant(v, device="cpu", shapes=((31, 1031), (3, 4099)))
     assert wide.status == FAIL and math.isnan(wide.max_rel_err)  # the unwritten columns keep their NaN poison
+
+
+def sum_then_divide(x):
+    return x.sum() / x.numel()  # the sum is rounded to x's dtype before the divide
+
+
+def mean_fake(limits=()):
+    return Variant("mean-fake-sum-div", "mean", "torch", "sum, then divide", f"{HERE}:sum_then_divide",
+                   dtypes=("float32", "float16"), limits=limits)
+
+
+def test_an_undeclared_stress_failure_fails_the_check_and_names_the_input():
+    res = check_variant(mean_fake(), device="cpu")
+    assert res.status == FAIL
+    assert "stress input offset" in res.reason and "float16" in res.reason and "float32" not in res.reason
+    random_inputs = [s for s in res.shapes if s.input == "random"]
+    assert random_inputs and all(s.ok for s in random_inputs)  # well-scaled random inputs never showed it
+
+
+def test_a_declared_limit_is_reported_not_failed_and_covers_only_what_it_names():
+    from kernelscope.catalog import Limit
+
+    both = (Limit("offset", ("float16",), "sum overflows"), Limit("long", ("float16",), "sum overflows"))
+    res = check_variant(mean_fake(both), device="cpu")
+    assert res.status == PASS and set(res.known) == {"offset float16", "long float16"}
+    assert res.max_rel_err < 1e-2  # the known failures are reported, not folded into the error
+    res = check_variant(mean_fake(both[1:]), device="cpu")
+    assert res.status == FAIL and "stress input offset" in res.reason and res.known == ["long float16"]

@@ -28,7 +28,9 @@ def test_variant_matches_reference_on_cpu_path(name):
     # every dtype the catalog promises was checked, on at least three shapes
     assert {s.dtype for s in res.shapes} == set(v.dtypes)
     assert len({s.shape for s in res.shapes}) >= 3
-    assert all(s.rel_err <= s.tolerance for s in res.shapes)
+    # within tolerance everywhere, but where a declared limit says why not
+    assert all(s.rel_err <= s.tolerance for s in res.shapes if not s.known)
+    assert all(v.limit_for(s.input, s.dtype) for s in res.shapes if s.known)
 
 
 @cpu_path

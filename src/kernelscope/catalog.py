@@ -27,6 +27,21 @@ F32 = ("float32",)
 
 
 @dataclass(frozen=True)
+class Limit:
+    """A known limitation: the variant fails this stress input of its op in these dtypes, and why."""
+
+    input: str  # the name of one of the op's stress inputs (ops.Stress.name)
+    dtypes: tuple[str, ...]
+    why: str  # one line, shown by `kernelscope list` and the check
+
+    def covers(self, stress: str, dtype: str) -> bool:
+        return stress == self.input and dtype in self.dtypes
+
+    def __str__(self) -> str:
+        return f"{self.input} in {'/'.join(self.dtypes)}: {self.why}"
+
+
+@dataclass(frozen=True)
 class Variant:
     """One way of computing an op on one backend."""
 
@@ -41,7 +56,11 @@ class Variant:
     max_cols: int | None = None  # widest row the kernel handles (row ops)
     max_numel: int | None = None  # 32-bit index arithmetic
     min_cc: tuple[int, int] | None = None  # minimum CUDA compute capability
+    limits: tuple[Limit, ...] = ()  # stress inputs it is known to fail: the check reports, does not fail, them
     notes: str = ""
+
+    def limit_for(self, stress: str, dtype: str) -> Limit | None:
+        return next((lim for lim in self.limits if lim.covers(stress, dtype)), None)
 
     @property
     def op_spec(self) -> Op:
@@ -163,7 +182,11 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
     Variant("mean-method", "mean", "torch", "x.mean(): the method form, same kernel",
             f"{_B}.torch_ops:mean_method", lecture=True),
     Variant("mean-sum-div", "mean", "torch", "x.sum() / x.numel(): a reduction plus a second tiny kernel",
-            f"{_B}.torch_ops:mean_sum_div", lecture=True),
+            f"{_B}.torch_ops:mean_sum_div", lecture=True,
+            limits=(Limit("offset", ("float16",), "x.sum() is rounded to float16 and overflows past 65,504 "
+                                                  "before the divide"),
+                    Limit("long", ("float16",), "x.sum() is rounded to float16 and overflows past 65,504 "
+                                                "before the divide"))),
     Variant("mean-compile", "mean", "torch-compile", "torch.compile(torch.mean): Inductor's split reduction",
             f"{_B}.compiled:mean"),
     Variant("mean-triton-lecture", "mean", "triton",
@@ -176,11 +199,15 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
             f"{_B}.cuda.kernels:mean", dtypes=F32, takes_out=True, max_numel=INT32),
     # --- softmax ----------------------------------------------------------------
     Variant("softmax-manual", "softmax", "torch", "the lecture's softmax in five torch ops: max, sub, exp, sum, div",
-            f"{_B}.torch_ops:softmax_manual", lecture=True),
+            f"{_B}.torch_ops:softmax_manual", lecture=True,
+            limits=(Limit("long-row", ("float16",), "the row sum of exponentials is rounded to float16 and "
+                                                    "overflows past 65,504 for wide rows of near-equal logits"),)),
     Variant("softmax-torch", "softmax", "torch", "torch.softmax(x, dim=-1): one fused ATen kernel",
             f"{_B}.torch_ops:softmax", lecture=True),
     Variant("softmax-compile", "softmax", "torch-compile", "torch.compile of the manual softmax: Inductor fuses the five passes",
-            f"{_B}.compiled:softmax", lecture=True),
+            f"{_B}.compiled:softmax", lecture=True,
+            limits=(Limit("long-row", ("float16",), "on the CPU, Inductor's generated row sum accumulates in "
+                                                    "float16 and ends far outside the tolerance on wide rows"),)),
     Variant("softmax-triton-row", "softmax", "triton",
             "lecture Triton kernel: one program per row, the whole row in one block",
             f"{_B}.triton.softmax:softmax_rows", lecture=True, takes_out=True, max_cols=2**16, max_numel=INT32),

@@ -6,6 +6,12 @@ with the reference computed in float64 from the same (rounded) input:
 
     rel_err = max |out - ref| / scale,   scale = max(op.error_scale(x, ref), tiny)
 
+Then the op's stress inputs (``ops.Stress``: large offsets and magnitudes,
+large logits, masked rows, saturating inputs, long reductions), where a
+fragile kernel breaks while passing on well-scaled numbers. A stress failure
+the variant declares in the catalog (``catalog.Limit``) is reported, not
+failed; any other fails the check, naming the input.
+
 The max-norm catches a single wrong element that a 2-norm would average away.
 The scale is max |ref| unless the op says otherwise (gelu: see ops/gelu.py).
 ``tiny``, the dtype's smallest normal number, is there because below it the
@@ -23,7 +29,7 @@ import torch
 
 from kernelscope import backends
 from kernelscope.catalog import Variant
-from kernelscope.ops import Op, Shape, numel, shape_str
+from kernelscope.ops import Op, Shape, Stress, numel, shape_str
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 
@@ -78,6 +84,8 @@ class ShapeResult:
     tolerance: float
     seed: int
     ok: bool
+    input: str = "random"  # or the name of the op's stress input
+    known: str = ""  # why, when a declared limit covers this failure
 
 
 @dataclass
@@ -91,6 +99,7 @@ class CheckResult:
     reason: str = ""
     device: str = ""
     not_run: str = ""  # shapes left out, and why
+    known: list[str] = field(default_factory=list)  # declared limits the stress inputs showed ("input dtype")
     shapes: list[ShapeResult] = field(default_factory=list)
 
     def as_dict(self) -> dict:
@@ -111,19 +120,27 @@ def run_once(variant: Variant, x: torch.Tensor) -> torch.Tensor:
     return variant(x)
 
 
-def check_case(variant: Variant, shape: Shape, dtype: str, device: str, seed: int) -> ShapeResult:
+def check_case(variant: Variant, shape: Shape, dtype: str, device: str, seed: int, stress: Stress | None = None
+               ) -> ShapeResult:
     op = variant.op_spec
-    x = op.make_input(shape, dtype, device, seed)
+    x = (stress.make if stress else op.make_input)(shape, dtype, device, seed)
     out = run_once(variant, x)
     if device == "cuda":
         torch.cuda.synchronize()
     err = error_against_reference(op, x, out)
     tol = op.tolerance[dtype]
-    return ShapeResult(shape_str(shape), dtype, err, tol, seed, bool(err <= tol))  # NaN compares False
+    return ShapeResult(shape_str(shape), dtype, err, tol, seed, bool(err <= tol),  # NaN compares False
+                       input=stress.name if stress else "random")
+
+
+# Under an interpreter, stress inputs larger than this are left to the GPU (a 4M-element
+# reduction is minutes of interpreted Python); they are listed as not run.
+STRESS_INTERPRETED_MAX_NUMEL = 2**19
 
 
 def check_variant(variant: Variant, device: str | None = None, dtypes: tuple[str, ...] | None = None,
-                  shapes: tuple[Shape, ...] | None = None, seed: int | None = None) -> CheckResult:
+                  shapes: tuple[Shape, ...] | None = None, seed: int | None = None, stress: bool = True
+                  ) -> CheckResult:
     device = device or backends.default_device()
     result = CheckResult(variant.op, variant.name, variant.backend, SKIP, device=device)
     why = variant.unavailable(device)
@@ -138,32 +155,54 @@ def check_variant(variant: Variant, device: str | None = None, dtypes: tuple[str
     base_seed = fresh_seed() if seed is None else seed
     failures, too_big = [], []
     backend = backends.BACKENDS[variant.backend]
-    cap = backend.interpreted_max_numel if backend.interpreted(device) else None
-    for i, shape in enumerate(shapes):
+    interpreted = backend.interpreted(device)
+    cap = backend.interpreted_max_numel if interpreted else None
+    cases = [(shape, None) for shape in shapes]
+    if stress:
+        cases += [(s.shape, s) for s in variant.op_spec.stress]
+    for i, (shape, st) in enumerate(cases):
         if variant.unsupported(shape, dtypes[0]):
             continue  # e.g. wider than the kernel's block: declared, and refused by validation
-        if cap is not None and numel(shape) > cap:
-            too_big.append(shape_str(shape))
+        limit = min(cap or STRESS_INTERPRETED_MAX_NUMEL, STRESS_INTERPRETED_MAX_NUMEL) if (st and interpreted) else cap
+        if limit is not None and numel(shape) > limit:
+            too_big.append(f"{st.name} {shape_str(shape)}" if st else shape_str(shape))
             continue
         for j, dtype in enumerate(dtypes):
             case_seed = (base_seed + 7919 * i + 104729 * j) % 2**31
+            what = f"stress input {st.name} ({st.what}) " if st else ""
             try:
-                res = check_case(variant, shape, dtype, device, case_seed)
+                res = check_case(variant, shape, dtype, device, case_seed, stress=st)
             except Exception as exc:  # a crash is a failure with its reason, not the end of the run
-                failures.append(f"{shape_str(shape)} {dtype}: {type(exc).__name__}: {exc}")
+                res = ShapeResult(shape_str(shape), dtype, float("nan"), variant.op_spec.tolerance[dtype], case_seed,
+                                  False, input=st.name if st else "random")
+                res.known = _known(variant, res)
+                if not res.known:
+                    failures.append(f"{what}{shape_str(shape)} {dtype}: {type(exc).__name__}: {exc}")
                 if os.environ.get("KERNELSCOPE_DEBUG"):
                     traceback.print_exc()
+                result.shapes.append(res)
                 continue
             result.shapes.append(res)
             if not res.ok:
-                failures.append(f"{res.shape} {dtype}: rel_err {res.rel_err:.3g} > {res.tolerance:g} (seed {res.seed})")
-    errs = [s.rel_err for s in result.shapes]
+                res.known = _known(variant, res)
+                if not res.known:
+                    failures.append(f"{what}{res.shape} {dtype}: rel_err {res.rel_err:.3g} > {res.tolerance:g} "
+                                    f"(seed {res.seed})")
+    result.known = [f"{s.input} {s.dtype}" for s in result.shapes if s.known]
+    counted = [s for s in result.shapes if not s.known]  # a declared limit is reported, not folded into the error
+    errs = [s.rel_err for s in counted]
     if errs:
         nan = any(e != e for e in errs)
         result.max_rel_err = float("nan") if nan else max(errs)
-        result.worst_margin = float("nan") if nan else max(s.rel_err / s.tolerance for s in result.shapes)
+        result.worst_margin = float("nan") if nan else max(s.rel_err / s.tolerance for s in counted)
     result.status = FAIL if failures else PASS
     if too_big:
-        result.not_run = f"not run under the {variant.backend} interpreter (over {cap} elements): {', '.join(too_big)}"
+        result.not_run = f"not run under the {variant.backend} interpreter (over {cap or STRESS_INTERPRETED_MAX_NUMEL} " \
+                         f"elements): {', '.join(too_big)}"
     result.reason = "; ".join(failures)
     return result
+
+
+def _known(variant: Variant, res: ShapeResult) -> str:
+    limit = variant.limit_for(res.input, res.dtype) if res.input != "random" else None
+    return limit.why if limit else ""

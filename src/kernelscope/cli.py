@@ -40,6 +40,7 @@ def cmd_list(args) -> int:
         records = [{
             "op": v.op, "variant": v.name, "backend": v.backend, "teaches": v.teaches, "dtypes": list(v.dtypes),
             "lecture": v.lecture, "needs": v.needs, "impl": v.impl, "max_cols": v.max_cols,
+            "limits": [{"input": lim.input, "dtypes": list(lim.dtypes), "why": lim.why} for lim in v.limits],
         } for v in variants]
         print(json.dumps({"ops": {name: op.summary for name, op in OPS.items()},
                           "backends": {b.name: b.summary for b in backends.BACKENDS.values()},
@@ -48,6 +49,12 @@ def cmd_list(args) -> int:
     rows = [[v.op, v.name, v.backend, ",".join(d.replace("float", "f") for d in v.dtypes),
              "yes" if v.lecture else "", v.teaches] for v in variants]
     print(_table(rows, ["op", "variant", "backend", "dtypes", "lecture", "what it teaches"]))
+    limited = [v for v in variants if v.limits]
+    if limited:
+        print("\nknown limits (stress inputs the check reports instead of failing):")
+        for v in limited:
+            for lim in v.limits:
+                print(f"  {v.name}: {lim}")
     return 0
 
 
@@ -83,14 +90,26 @@ def cmd_check(args) -> int:
         print(records)
     else:
         rows = [[r.op, r.variant, r.backend, r.status, _fmt_err(r.max_rel_err),
-                 "" if r.worst_margin is None else f"{r.worst_margin:.2f}",
-                 r.reason if r.status != PASS else f"{len(r.shapes)} cases" + (f"; {r.not_run}" if r.not_run else "")]
-                for r in results]
+                 "" if r.worst_margin is None else f"{r.worst_margin:.2f}", _detail(r)] for r in results]
         print(_table(rows, ["op", "variant", "backend", "status", "max_rel_err", "err/tol", "detail"]))
         counts = {s: sum(r.status == s for r in results) for s in ("PASS", "FAIL", "SKIP")}
         print(f"\n{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped on {device} "
               f"in {time.perf_counter() - start:.0f} s")
     return 1 if n_fail else 0
+
+
+def _detail(r) -> str:
+    from kernelscope.check import PASS
+
+    if r.status != PASS:
+        return r.reason
+    stress = sum(s.input != "random" for s in r.shapes)
+    parts = [f"{len(r.shapes)} cases" + (f" ({stress} on stress inputs)" if stress else "")]
+    if r.known:
+        parts.append("known limits: " + ", ".join(r.known))
+    if r.not_run:
+        parts.append(r.not_run)
+    return "; ".join(parts)
 
 
 def cmd_machine(args) -> int:
@@ -205,7 +224,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check", help="check variants against the float64 reference (exit 1 on any FAIL)",
                        description="Run every selected variant on fresh random inputs at edge shapes "
                                    "(1 element, primes, rows wider than one block), output poisoned "
-                                   "with NaN first, and compare with the float64 reference.")
+                                   "with NaN first, and compare with the float64 reference; then on the op's "
+                                   "stress inputs (large offsets and magnitudes, large logits, masked rows, "
+                                   "saturating inputs, long reductions). A stress failure the variant declares "
+                                   "as a known limit (kernelscope list) is reported, any other fails.")
     p.add_argument("--op", help="only this op")
     p.add_argument("--variant", help="only this variant (see `kernelscope list`)")
     p.add_argument("--backend", help="only this backend")

@@ -2,7 +2,9 @@
 
 Each op module defines ``OP``: how to make inputs, the float64 reference, the
 minimum bytes any implementation must move, the FLOPs, the tolerance per dtype,
-and the shapes used to check and to benchmark it.
+the shapes used to check and to benchmark it, and its stress inputs: the kinds
+of input real workloads produce on which a fragile kernel breaks while passing
+on well-scaled random numbers.
 """
 
 from __future__ import annotations
@@ -65,6 +67,26 @@ def normal(shape: Shape, dtype: str, device: str, seed: int, mean: float = 0.0) 
     return x.to(dtype_of(dtype))
 
 
+def scaled(shape: Shape, dtype: str, device: str, seed: int, scale: float = 1.0, offset: float = 0.0) -> torch.Tensor:
+    """``offset + scale * N(0, 1)``, drawn in float32 and rounded to ``dtype``."""
+    x = normal(shape, "float32", device, seed)
+    return (x * scale + offset).to(dtype_of(dtype))
+
+
+@dataclass(frozen=True)
+class Stress:
+    """An input of a kind real workloads produce, checked beside the random ones.
+
+    ``name`` is stable: the check's report and a variant's declared limits
+    (``catalog.Limit``) refer to it.
+    """
+
+    name: str
+    what: str  # one line: what it is and where workloads produce it
+    shape: Shape
+    make: Callable[[Shape, str, str, int], torch.Tensor]  # (shape, dtype, device, seed)
+
+
 @dataclass(frozen=True)
 class Op:
     name: str
@@ -81,6 +103,7 @@ class Op:
     reduces: bool = False  # the output is a scalar
     # What errors are measured against: (x, ref) in float64 -> a positive number
     error_scale: Callable[[torch.Tensor, torch.Tensor], float] = lambda x, ref: ref.abs().max().item()
+    stress: tuple[Stress, ...] = ()
 
     def out_shape(self, shape: Shape) -> Shape:
         return () if self.reduces else shape

@@ -4,8 +4,8 @@ import math
 
 import torch
 
-from kernelscope.ops import Op, normal, numel
-from kernelscope.ops.square import ELEMENTWISE_BENCH_SHAPES, ELEMENTWISE_CHECK_SHAPES
+from kernelscope.ops import Op, Stress, normal, numel, scaled
+from kernelscope.ops.square import ELEMENTWISE_BENCH_SHAPES, ELEMENTWISE_CHECK_SHAPES, STRESS_SHAPE
 
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
@@ -40,4 +40,8 @@ OP = Op(
     error_scale=error_scale,
     check_shapes=ELEMENTWISE_CHECK_SHAPES,
     bench_shapes=ELEMENTWISE_BENCH_SHAPES,
+    stress=(
+        Stress("saturating", "standard deviation 30: tails past +-100, where tanh saturates and x^3 is huge",
+               STRESS_SHAPE, lambda shape, dtype, device, seed: scaled(shape, dtype, device, seed, scale=30.0)),
+    ),
 )

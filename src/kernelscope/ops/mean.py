@@ -1,6 +1,6 @@
 """mean: the full reduction of a 1-D tensor to a scalar."""
 
-from kernelscope.ops import Op, normal, numel
+from kernelscope.ops import Op, Stress, normal, numel
 
 
 def make_input(shape, dtype, device, seed):
@@ -23,4 +23,9 @@ OP = Op(
     check_shapes=((1,), (7,), (1031,), (10007,)),  # 10007: a prime over several blocks
     bench_shapes=((2**12,), (2**16,), (2**20,), (2**24,), (2**28,)),
     reduces=True,
+    stress=(
+        Stress("offset", "65,536 values around 1000 (counts, un-normalized activations): their sum passes 65,504",
+               (2**16,), lambda shape, dtype, device, seed: normal(shape, dtype, device, seed, mean=1000.0)),
+        Stress("long", "a long reduction: 4 million values of mean 1", (2**22,), make_input),
+    ),
 )

@@ -2,7 +2,19 @@
 
 import torch
 
-from kernelscope.ops import Op, normal, numel
+from kernelscope.ops import Op, Stress, normal, numel, scaled
+
+STRESS_SHAPE = (64, 4099)
+
+
+def masked(shape, dtype, device, seed):
+    # About half the positions at -inf, as an attention mask leaves them; every row keeps a finite one.
+    x = normal(shape, dtype, device, seed)
+    gen = torch.Generator(device=device)
+    gen.manual_seed(seed + 1)
+    hidden = torch.rand(shape, generator=gen, device=device) < 0.5
+    hidden[:, 0] = False
+    return x.masked_fill(hidden, float("-inf"))
 
 OP = Op(
     name="softmax",
@@ -22,5 +34,15 @@ OP = Op(
         (16384, 1000),   # widths that are not powers of two
         (512, 50257),    # a GPT-2 vocabulary row
         (64, 262144),    # wider than one block of the row kernel
+    ),
+    stress=(
+        Stress("large-logits", "logits of standard deviation 100 (a sharp, un-tempered classifier)", STRESS_SHAPE,
+               lambda shape, dtype, device, seed: scaled(shape, dtype, device, seed, scale=100.0)),
+        Stress("offset", "every logit shifted by 1000: exp without the max subtracted overflows", STRESS_SHAPE,
+               lambda shape, dtype, device, seed: scaled(shape, dtype, device, seed, offset=1000.0)),
+        Stress("masked", "about half of each row at -inf, as an attention mask leaves it", STRESS_SHAPE, masked),
+        Stress("long-row", "rows of 131,072 near-equal logits (a large vocabulary early in training): "
+                           "the row's sum of exponentials passes 65,504", (2, 131072),
+               lambda shape, dtype, device, seed: scaled(shape, dtype, device, seed, scale=0.01)),
     ),
 )

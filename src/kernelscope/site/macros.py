@@ -14,6 +14,7 @@ yet" instead of a number.
     {{ sweep_chart("square", ["square-numba-lecture", "square-numba-coalesced"]) }}
     {{ stamp() }}                                       GPU, software, commit and date of the numbers
     {{ bytes_moved("softmax", "16384x16384") }}         the op's minimum bytes at that size: "2.15 GB"
+    {{ stress_table() }}                                 each op's stress inputs and the limits declared on them
 """
 
 from __future__ import annotations
@@ -119,6 +120,15 @@ class Macros:
             raise KeyError(f"unknown op {op!r}")
         return f"{OPS[op].bytes_for(parse_shape(self._size(op, size)), dtype) / 1e9:.3g} GB"
 
+    def stress_table(self) -> str:
+        """Every op's stress inputs, then the limits variants declare on them (from the ops and the catalog)."""
+        rows = [[op.name, f"`{st.name}`", "x".join(map(str, st.shape)), st.what]
+                for op in OPS.values() for st in op.stress]
+        limits = [f"- `{v.name}`, `{lim.input}` in {', '.join(lim.dtypes)}: {lim.why}"
+                  for v in VARIANTS.values() for lim in v.limits]
+        return (table(["op", "input", "shape", "what it is"], rows, ["l", "l", "l", "l"])
+                + "\n\nDeclared limits:\n\n" + ("\n".join(limits) or "- none"))
+
     def source(self, path: str, symbol: str | None = None, title: str | None = None) -> str:
         return source_ref(path, symbol).snippet(title=title)
 
@@ -141,5 +151,6 @@ class Macros:
 
     def namespace(self) -> dict:
         return {"stamp": self.stamp, "value": self.value, "ratio": self.ratio, "results_table": self.results_table,
-                "source": self.source, "sweep_chart": self.sweep_chart, "bytes_moved": self.bytes_moved, "machine": self.machine,
+                "source": self.source, "sweep_chart": self.sweep_chart, "bytes_moved": self.bytes_moved,
+                "stress_table": self.stress_table, "machine": self.machine,
                 "has_results": not self.data.empty, "ops": list(OPS), "variants": VARIANTS}

@@ -258,8 +258,12 @@ def _first_calls(data: SiteData, op: str) -> str:
 def _variants_table(data: SiteData, op: str) -> str:
     rows = [[f"`{v.name}`", BACKEND_TITLES[v.backend], "yes" if v.lecture else "", ", ".join(v.dtypes), v.teaches]
             for v in variants_of(op)]
+    limits = [f"- `{v.name}`, stress input `{lim.input}` in {', '.join(lim.dtypes)}: {lim.why}"
+              for v in variants_of(op) for lim in v.limits]
     return "## Variants\n\n" + table(["variant", "backend", "lecture", "dtypes", "what it shows"], rows,
-                                     ["l", "l", "c", "l", "l"])
+                                     ["l", "l", "c", "l", "l"]) + (
+        "\n\n**Known limits** (stress inputs the check reports instead of failing; "
+        "[the method](../concepts/method.md#stress-inputs)):\n\n" + "\n".join(limits) if limits else "")
 
 
 def _sources(op: str) -> str:
