@@ -129,7 +129,7 @@ def machine_ratios(rows: list[dict], machine_a: str, machine_b: str) -> list[dic
     """Per benchmark measured on both machines: time on A / time on B, beside copy-bandwidth B / A.
 
     ``rows`` are export rows already reduced to one per benchmark and machine
-    (the newest commit's, see ``history.snapshot``). A ratio above 1 means B is
+    (the newest commit's, see ``history.current``). A ratio above 1 means B is
     faster; a memory-bound kernel that scales with bandwidth sits near the
     bandwidth ratio.
     """
