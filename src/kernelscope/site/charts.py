@@ -83,7 +83,8 @@ def size_sweep(data_url: str, modes: list[str], machines: list[str], dtypes: lis
     """GB/s against size (log x), one line per variant, the copy bandwidth as a roof: the lecture's perf_report plot."""
     params, where = _switches(modes, machines, dtypes)
     y = {"field": "gbps", "type": "quantitative", "title": "GB/s (bytes the op must move / median time)"}
-    color = {"field": "variant", "type": "nominal", "legend": {"title": "variant", "symbolOpacity": 1}}
+    color = {"field": "variant", "type": "nominal", "scale": {"scheme": "tableau20"},
+             "legend": {"title": "variant", "symbolOpacity": 1}}
     return {
         "$schema": SCHEMA, "title": _title(title), "width": "container", "height": 380,
         "data": {"url": data_url}, "params": params,
@@ -106,7 +107,8 @@ def row_shapes(data_url: str, modes: list[str], machines: list[str], dtypes: lis
                title: str) -> dict:
     """GB/s per row shape at a similar element count: where one program per row runs out of rows."""
     params, where = _switches(modes, machines, dtypes)
-    color = {"field": "variant", "type": "nominal", "legend": {"title": "variant", "symbolOpacity": 1}}
+    color = {"field": "variant", "type": "nominal", "scale": {"scheme": "tableau20"},
+             "legend": {"title": "variant", "symbolOpacity": 1}}
     y = {"field": "gbps", "type": "quantitative", "title": "GB/s"}
     return {
         "$schema": SCHEMA, "title": _title(title), "width": "container", "height": 320,
@@ -203,7 +205,8 @@ def history(data_url: str, modes: list[str], machines: list[str], dtypes: list[s
          "axis": {"labelAngle": -40}}
     y = {"field": "time_us", "type": "quantitative", "scale": {"type": "log"},
          "title": "median time, µs (log scale)"}
-    color = {"field": "variant", "type": "nominal", "legend": {"title": "variant", "symbolOpacity": 1}}
+    color = {"field": "variant", "type": "nominal", "scale": {"scheme": "tableau20"},
+             "legend": {"title": "variant", "symbolOpacity": 1}}
     return {
         "$schema": SCHEMA, "title": _title(title, LEGEND_HINT + " Click a point to open its commit."),
         "width": "container", "height": 340,
@@ -232,7 +235,8 @@ def machine_ratio(data_url: str, modes: list[str], ops: list[str], machine_a: st
     """Per benchmark, time on A / time on B against size, beside the ratio of copy bandwidths."""
     params = [{"name": "mode", "value": modes[0], "bind": {"input": "radio", "options": modes, "name": "timing mode "}},
               {"name": "op", "value": ops[0], "bind": {"input": "select", "options": ops, "name": "op "}}]
-    color = {"field": "variant", "type": "nominal", "legend": {"title": "variant", "symbolOpacity": 1}}
+    color = {"field": "variant", "type": "nominal", "scale": {"scheme": "tableau20"},
+             "legend": {"title": "variant", "symbolOpacity": 1}}
     x = POW2_X
     return {
         "$schema": SCHEMA, "title": _title(f"{machine_b} against {machine_a}: speedup per benchmark"),
