@@ -53,6 +53,15 @@ def settle_clock(max_s: float = 0.3, chunk_s: float = 2e-3, near: float = 0.97) 
     return readings
 
 
+def in_fresh_process(script: str, *args: str) -> dict | None:
+    """``script --child ARGS`` in a new process, as asv runs each benchmark: its JSON, or None (stderr shown)."""
+    out = subprocess.run([sys.executable, script, "--child", *args], capture_output=True, text=True, timeout=300)
+    if out.returncode != 0:
+        print(out.stderr[-2000:], file=sys.stderr)
+        return None
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def child(op: str, variant: str, size: str, settle: bool) -> dict:
     t0 = time.perf_counter()
     import torch
@@ -108,12 +117,10 @@ def main() -> int:
         for settle in ("0", "1"):
             for _ in range(args.reps):
                 time.sleep(PAUSE_S)
-                out = subprocess.run([sys.executable, __file__, "--child", op, variant, size, settle],
-                                     capture_output=True, text=True, timeout=300)
-                if out.returncode != 0:
-                    print(out.stderr[-2000:], file=sys.stderr)
+                run = in_fresh_process(__file__, op, variant, size, settle)
+                if run is None:
                     continue
-                runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+                runs.append(run)
                 print(f"{variant} {size} settle={settle}: {runs[-1]['samples'][-1][1] * 1e6:.3f} us, "
                       f"clock {runs[-1]['samples'][0][2]:.0f} -> {runs[-1]['samples'][-1][2]:.0f} MHz", flush=True)
     for line in summarize(runs):

@@ -16,8 +16,6 @@ import argparse
 import json
 import random
 import statistics
-import subprocess
-import sys
 
 CASES = [("square", "square-torch", "64x64"), ("square", "square-triton-flat1024", "64x64"),
          ("softmax", "softmax-torch", "64x64"), ("softmax", "softmax-manual", "256x256")]
@@ -72,6 +70,8 @@ def child(op: str, variant: str, size: str) -> dict:
 
 
 def main() -> int:
+    from clock_probe import in_fresh_process  # beside this script
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     ap.add_argument("--procs", type=int, default=5)
@@ -84,12 +84,9 @@ def main() -> int:
     for op, variant, size in CASES:
         runs = []
         for _ in range(args.procs):
-            out = subprocess.run([sys.executable, __file__, "--child", op, variant, size], capture_output=True,
-                                 text=True, timeout=300)
-            if out.returncode != 0:
-                print(out.stderr[-1500:], file=sys.stderr)
-                continue
-            runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+            run = in_fresh_process(__file__, op, variant, size)
+            if run is not None:
+                runs.append(run)
         found += runs
         for r in runs:
             p = r["placements"]

@@ -14,27 +14,16 @@ from __future__ import annotations
 
 import argparse
 import json
+import inspect
 import statistics
-import subprocess
-import sys
-import textwrap
 
 CASES = [("square", "square-torch", "64x64"), ("square", "square-triton-flat1024", "64x64"),
          ("softmax", "softmax-torch", "64x64")]
 STREAMS = 4
 COPIES = 4
 SAMPLES = 9
-KERNEL = textwrap.dedent('''
-    import triton
-    import triton.language as tl
+HEADER = "import triton\nimport triton.language as tl\n\n"  # the project's flat square kernel, loaded anew per copy
 
-    @triton.jit
-    def copy_kernel(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr):
-        offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-        mask = offsets < n
-        x = tl.load(x_ptr + offsets, mask=mask).to(tl.float32)
-        tl.store(y_ptr + offsets, (x * x).to(y_ptr.dtype.element_ty), mask=mask)
-''')
 
 
 def child(op: str, variant: str, size: str) -> dict:
@@ -70,14 +59,17 @@ def child(op: str, variant: str, size: str) -> dict:
         y = torch.empty_like(case.x)
         n = case.x.numel()
         folder = tempfile.mkdtemp()
+        from kernelscope.backends.triton.square import square_flat_kernel
+
+        source = HEADER + inspect.getsource(square_flat_kernel.fn)
         for i in range(COPIES):  # the same source in separate modules: separately loaded code
             path = os.path.join(folder, f"copy{i}.py")
             with open(path, "w") as f:
-                f.write(KERNEL)
+                f.write(source)
             spec = importlib.util.spec_from_file_location(f"copy{i}", path)
             module = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(module)
-            kernel = module.copy_kernel
+            kernel = module.square_flat_kernel
             grid = (triton.cdiv(n, 1024),)
             found["copies"].append(median_of(lambda k=kernel: k[grid](case.x, y, n, BLOCK_SIZE=1024)))
     torch.cuda.synchronize()
@@ -85,6 +77,8 @@ def child(op: str, variant: str, size: str) -> dict:
 
 
 def main() -> int:
+    from clock_probe import in_fresh_process  # beside this script
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     ap.add_argument("--procs", type=int, default=5)
@@ -97,12 +91,9 @@ def main() -> int:
     us = lambda v: f"{v * 1e6:6.3f}"  # noqa: E731
     for case in CASES:
         for _ in range(args.procs):
-            out = subprocess.run([sys.executable, __file__, "--child", *case], capture_output=True, text=True,
-                                 timeout=300)
-            if out.returncode != 0:
-                print(out.stderr[-1500:], file=sys.stderr)
+            r = in_fresh_process(__file__, *case)
+            if r is None:
                 continue
-            r = json.loads(out.stdout.strip().splitlines()[-1])
             found.append(r)
             print(f"{r['case']:<28} default {us(r['default'])}  streams {' '.join(us(s) for s in r['streams'])}"
                   f"  graph {us(r['graph'])}" + (f"  copies {' '.join(us(c) for c in r['copies'])}"
