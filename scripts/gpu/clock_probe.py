@@ -62,6 +62,20 @@ def in_fresh_process(script: str, *args: str) -> dict | None:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def child_or_options(doc: str, child, nargs: int):
+    """The probes' command line: run ``child`` and return None under ``--child``, else the parsed options."""
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--child", nargs=nargs, help=argparse.SUPPRESS)
+    ap.add_argument("--procs", type=int, default=5, help="fresh processes per case (placement, process probes)")
+    ap.add_argument("--reps", type=int, default=4, help="fresh processes per case and setting (clock probe)")
+    ap.add_argument("--json", help="write every record here")
+    args = ap.parse_args()
+    if args.child:
+        print(json.dumps(child(*args.child)))
+        return None
+    return args
+
+
 def child(op: str, variant: str, size: str, settle: bool) -> dict:
     t0 = time.perf_counter()
     import torch
@@ -103,14 +117,8 @@ def summarize(runs: list[dict]) -> list[str]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
-    ap.add_argument("--json", help="write every sample here")
-    ap.add_argument("--reps", type=int, default=4)
-    args = ap.parse_args()
-    if args.child:
-        op, variant, size, settle = args.child
-        print(json.dumps(child(op, variant, size, settle == "1")))
+    args = child_or_options(__doc__, lambda op, variant, size, settle: child(op, variant, size, settle == "1"), 4)
+    if args is None:
         return 0
     runs = []
     for op, variant, size in CASES:

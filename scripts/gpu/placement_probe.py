@@ -12,7 +12,6 @@ Usage (on the GPU box):  python3 scripts/gpu/placement_probe.py [--procs N] [--j
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import statistics
@@ -70,15 +69,10 @@ def child(op: str, variant: str, size: str) -> dict:
 
 
 def main() -> int:
-    from clock_probe import in_fresh_process  # beside this script
+    from clock_probe import child_or_options, in_fresh_process  # beside this script
 
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
-    ap.add_argument("--procs", type=int, default=5)
-    ap.add_argument("--json")
-    args = ap.parse_args()
-    if args.child:
-        print(json.dumps(child(*args.child)))
+    args = child_or_options(__doc__, child, 3)
+    if args is None:
         return 0
     found = []
     for op, variant, size in CASES:
