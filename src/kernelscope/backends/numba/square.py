@@ -1,11 +1,21 @@
-"""Numba CUDA square kernels."""
+"""Numba CUDA square kernels.
+
+The two lecture kernels index a 2-D grid of 16x16 blocks, one element a thread.
+``square_flat`` is the tuned one: the array flattened to 1-D, a grid of a few
+resident blocks per SM, and each thread walking it in a grid-stride loop with
+``unroll`` independent loads in flight. It moves 8 bytes an element: x read
+once, y written once.
+"""
 
 import math
+from functools import cache
 
 import torch
-from numba import cuda
+from numba import cuda, float32
 
 from kernelscope.backends.numba import as_array, stream
+from kernelscope.backends.numba.common import (SIM_THREADS, SIMULATED, check_threads, grid_stride_blocks, jit_bounded,
+                                                resident_blocks_per_sm)
 
 BLOCK = (16, 16)
 
@@ -44,3 +54,59 @@ def square_coalesced(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.
     rows, cols = x.shape
     grid = (math.ceil(cols / BLOCK[0]), math.ceil(rows / BLOCK[1]))
     return _launch(square_coalesced_kernel, grid, x, out)
+
+
+# Launch defaults of square_flat: 8 blocks of 256 threads fill an SM's 2048
+# thread slots, and 4 loads a thread in flight cover DRAM latency at full
+# occupancy. scripts/gpu/tune_numba.py sweeps them.
+FLAT_THREADS = 256
+FLAT_BLOCKS_PER_SM = 8
+FLAT_UNROLL = 4
+
+
+@cache
+def square_flat_kernel(threads: int, blocks_per_sm: int, unroll: int):
+    """The grid-stride kernel for one launch shape (each shape compiles once)."""
+
+    # launch_bounds: ptxas keeps registers low enough for blocks_per_sm blocks an SM,
+    # so the whole grid is resident at once.
+    @jit_bounded(threads, blocks_per_sm)
+    def square_flat(x, y):
+        n = x.size
+        stride = cuda.gridsize(1)
+        i = cuda.grid(1)
+        v = cuda.local.array(unroll, float32)  # registers: unroll is a compile-time constant
+        # Full steps: all `unroll` elements of the thread are in range. Every load
+        # is issued before the first store, so they are in flight together.
+        while i + (unroll - 1) * stride < n:
+            for u in range(unroll):
+                v[u] = x[i + u * stride]
+            for u in range(unroll):
+                y[i + u * stride] = v[u] * v[u]
+            i += unroll * stride
+        while i < n:  # the tail, one element at a time
+            y[i] = x[i] * x[i]
+            i += stride
+
+    return square_flat
+
+
+def launch_square_flat(x: torch.Tensor, out: torch.Tensor | None = None, threads: int | None = None,
+                       blocks_per_sm: int | None = None, unroll: int | None = None) -> torch.Tensor:
+    """square_flat with an explicit launch shape (None: the module defaults)."""
+    threads = threads or (SIM_THREADS if SIMULATED else FLAT_THREADS)
+    blocks_per_sm = resident_blocks_per_sm(threads, blocks_per_sm or FLAT_BLOCKS_PER_SM)
+    unroll = unroll or (2 if SIMULATED else FLAT_UNROLL)
+    check_threads(threads)
+    y = torch.empty_like(x) if out is None else out
+    n = x.numel()
+    if n == 0:
+        return y
+    blocks = grid_stride_blocks(x.device, n, threads * unroll, blocks_per_sm)
+    kernel = square_flat_kernel(threads, blocks_per_sm, unroll)
+    kernel[blocks, threads, stream()](as_array(x.view(-1)), as_array(y.view(-1)))
+    return y
+
+
+def square_flat(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    return launch_square_flat(x, out)
