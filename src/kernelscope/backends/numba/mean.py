@@ -1,0 +1,99 @@
+"""Numba CUDA mean: a two-launch reduction.
+
+Launch 1 (``partial_sums``): a grid of a few resident blocks per SM walks the
+array in a grid-stride loop, ``unroll`` independent loads a thread in flight,
+each added to its own float32 accumulator (independent adds, and shorter sums:
+less rounding). The block then reduces its threads' sums with warp shuffles
+and one slot per warp of shared memory, and writes one partial sum.
+
+Launch 2 (``finish_mean``): one block sums the partials the same way and
+divides by n. The partials live in a small torch buffer on the same device,
+so a call makes no host round trip and can be captured in a CUDA graph.
+
+It moves 4 bytes an element (x read once) and writes one float.
+"""
+
+from functools import cache
+
+import numpy as np
+import torch
+from numba import cuda, float32, float64
+
+from kernelscope.backends.numba import as_array, stream
+from kernelscope.backends.numba.common import (SIM_THREADS, SIMULATED, ZERO, block_sum, check_threads, grid_stride_blocks,
+                                                jit_bounded, quick_barriers, resident_blocks_per_sm)
+
+# Launch defaults: 4 blocks of 512 threads fill an SM's 2048 thread slots; 8
+# loads a thread in flight (32 KiB an SM) cover DRAM latency. Fewer blocks
+# than square's also mean fewer partials for launch 2.
+THREADS = 512
+BLOCKS_PER_SM = 4
+UNROLL = 8
+FINISH_THREADS = 256
+
+
+@cache
+def partial_sums_kernel(threads: int, blocks_per_sm: int, unroll: int):
+    """Launch 1 for one launch shape (each shape compiles once)."""
+
+    @jit_bounded(threads, blocks_per_sm)
+    def partial_sums(x, partials):
+        n = x.size
+        stride = cuda.gridsize(1)
+        i = cuda.grid(1)
+        acc = cuda.local.array(unroll, float32)  # registers: unroll is a compile-time constant
+        for u in range(unroll):
+            acc[u] = ZERO
+        while i + (unroll - 1) * stride < n:
+            for u in range(unroll):
+                acc[u] += x[i + u * stride]
+            i += unroll * stride
+        while i < n:
+            acc[0] += x[i]
+            i += stride
+        total = ZERO
+        for u in range(unroll):
+            total += acc[u]
+        scratch = cuda.shared.array(32, float32)
+        total = block_sum(total, scratch)
+        if cuda.threadIdx.x == 0:
+            partials[cuda.blockIdx.x] = total
+
+    return partial_sums
+
+
+@jit_bounded(FINISH_THREADS)
+def finish_mean(partials, out, n):
+    """Launch 2, one block: sum the partials, divide by n."""
+    acc = ZERO
+    for j in range(cuda.threadIdx.x, partials.size, cuda.blockDim.x):
+        acc += partials[j]
+    scratch = cuda.shared.array(32, float32)
+    acc = block_sum(acc, scratch)
+    if cuda.threadIdx.x == 0:
+        # One division in one thread: float64 costs nothing here and rounds once.
+        out[0] = float32(float64(acc) / float64(n))
+
+
+def launch_mean(x: torch.Tensor, out: torch.Tensor | None = None, threads: int | None = None,
+                blocks_per_sm: int | None = None, unroll: int | None = None) -> torch.Tensor:
+    """mean with an explicit launch shape for launch 1 (None: the module defaults)."""
+    threads = threads or (SIM_THREADS if SIMULATED else THREADS)
+    blocks_per_sm = resident_blocks_per_sm(threads, blocks_per_sm or BLOCKS_PER_SM)
+    unroll = unroll or (2 if SIMULATED else UNROLL)
+    check_threads(threads)
+    y = torch.empty((), device=x.device, dtype=x.dtype) if out is None else out
+    n = x.numel()
+    blocks = grid_stride_blocks(x.device, n, threads * unroll, blocks_per_sm)
+    partials = torch.empty(blocks, device=x.device, dtype=torch.float32)
+    s = stream()
+    finish = SIM_THREADS if SIMULATED else FINISH_THREADS
+    with quick_barriers():
+        partial_sums_kernel(threads, blocks_per_sm, unroll)[blocks, threads, s](as_array(x.view(-1)),
+                                                                                as_array(partials))
+        finish_mean[1, finish, s](as_array(partials), as_array(y.view(1)), np.int64(n))
+    return y
+
+
+def mean(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    return launch_mean(x, out)
