@@ -1,0 +1,310 @@
+"""Numba CUDA row softmax over the last dimension of a 2-D tensor.
+
+Two launch plans, chosen per (rows, cols) on the host by ``plan_softmax``:
+
+* "row": one block per row, the row cached in dynamic shared memory. Pass 1
+  reads the row from DRAM into shared memory, keeping each thread's max;
+  a block max; pass 2 replaces each element by exp(x - max) in shared memory
+  and sums; a block sum; pass 3 writes e / sum. DRAM sees the row read once
+  and written once: 8 bytes an element. Each thread touches only its own
+  columns (j = t, t + threads, ...), so the passes need no barrier between
+  them beyond those inside the reductions.
+* "split": rows wider than a block's shared memory (or too few rows to fill
+  the GPU) are cut into chunks of ``chunk`` columns, one block a chunk, in two
+  launches. Launch 1 reads its chunk once, keeping a running max m and a sum
+  s of exp(x - m) that it rescales when m grows (online softmax), and writes
+  the chunk's (max, sum). Launch 2 combines its row's chunk statistics and
+  re-reads its chunk to write exp(x - M) / S. The rows go through in groups
+  that fit in half the L2 cache, launch 1 then launch 2 a group, so the
+  re-read mostly comes from L2.
+
+Every maximum is subtracted before exp, so logits around +1000 do not
+overflow; elements at -inf (masked) give exp(-inf) = 0, and a running
+maximum still at -inf is never subtracted from itself (no -inf - -inf = NaN).
+A row needs one finite element, as torch.softmax does.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+import torch
+from numba import cuda, float32
+
+from kernelscope.backends.numba import as_array, stream
+from kernelscope.backends.numba.common import (NEG_INF, SIM_THREADS, SIMULATED, ZERO, block_max, block_sum,
+                                                check_threads, jit_bounded, quick_barriers,
+                                                resident_blocks_per_sm, sm_count)
+
+ONE = np.float32(1.0)
+
+# Launch defaults; scripts/gpu/tune_numba.py sweeps them.
+MAX_THREADS = 1024  # row plan: the widest block, 16 columns a thread at 16384 columns
+COLS_PER_THREAD = 8  # row plan: a row's block gets about this many columns a thread (at least 32 threads)
+UNROLL = 4  # loads a thread has in flight in the DRAM passes
+CHUNK = 8192  # split plan: columns a block
+SPLIT_THREADS = 256  # split plan: 32 columns a thread; 8 blocks an SM, so a row group's chunks fit in one wave
+MAX_CACHED_COLS: int | None = None  # widest row the row plan caches (None: what shared memory holds)
+L2_SHARE = 0.5  # the split plan's row groups fill at most this share of L2
+
+# Under the simulator: tiny blocks and chunks, and the split plan from 17 columns
+# on, so the check shapes run both plans and their loops really loop.
+SIM_MAX_CACHED_COLS = 16
+SIM_CHUNK = 12  # 17 columns: a full chunk and a partial one
+SIM_UNROLL = 2
+SCRATCH_BYTES = 32 * 4  # the static shared memory of the reductions
+
+
+@cuda.jit(device=True)
+def online_update(m, s, v):
+    """(m, s) after element v: m the running max, s the sum of exp(x - m) so far."""
+    if v > m:  # a new maximum: rescale the sum to it (m = -inf: exp(-inf) = 0)
+        return v, s * math.exp(m - v) + ONE
+    if m > NEG_INF:
+        return m, s + math.exp(v - m)
+    return m, s  # v and m both -inf: masked so far, nothing to add
+
+
+@cache
+def softmax_row_kernel(threads: int, unroll: int):
+    """The "row" plan's kernel for one block size (each compiles once)."""
+
+    @jit_bounded(threads)
+    def softmax_row(x, y, cols):
+        row = cuda.shared.array(0, float32)  # dynamic: cols floats
+        scratch = cuda.shared.array(32, float32)
+        t = cuda.threadIdx.x
+        base = cuda.blockIdx.x * cols
+        v = cuda.local.array(unroll, float32)  # registers: unroll is a compile-time constant
+        # Pass 1: DRAM -> shared memory, `unroll` loads in flight a thread.
+        m = NEG_INF
+        j = t
+        while j + (unroll - 1) * threads < cols:
+            for u in range(unroll):
+                v[u] = x[base + j + u * threads]
+            for u in range(unroll):
+                row[j + u * threads] = v[u]
+                m = max(m, v[u])
+            j += unroll * threads
+        while j < cols:
+            e = x[base + j]
+            row[j] = e
+            m = max(m, e)
+            j += threads
+        m = block_max(m, scratch)
+        # Pass 2: exponentials in place, and their sum.
+        s = ZERO
+        for j in range(t, cols, threads):
+            e = math.exp(row[j] - m)
+            row[j] = e
+            s += e
+        inv = ONE / block_sum(s, scratch)
+        # Pass 3: shared memory -> DRAM.
+        for j in range(t, cols, threads):
+            y[base + j] = row[j] * inv
+
+    return softmax_row
+
+
+@cache
+def chunk_stats_kernel(threads: int, unroll: int):
+    """Launch 1 of the "split" plan: (max, sum of exp(x - max)) of each chunk."""
+
+    @jit_bounded(threads, resident_blocks_per_sm(threads, 64))  # a full SM of blocks: fewer waves
+    def chunk_stats(x, stats_max, stats_sum, cols, chunk, row0):
+        scratch = cuda.shared.array(32, float32)
+        t = cuda.threadIdx.x
+        r = cuda.blockIdx.x  # the row within the group; the grid's y is the chunk
+        c = cuda.blockIdx.y
+        base = (row0 + r) * cols
+        stop = min(cols, (c + 1) * chunk)
+        v = cuda.local.array(unroll, float32)
+        m = NEG_INF
+        s = ZERO
+        j = c * chunk + t
+        while j + (unroll - 1) * threads < stop:
+            for u in range(unroll):
+                v[u] = x[base + j + u * threads]
+            for u in range(unroll):
+                m, s = online_update(m, s, v[u])
+            j += unroll * threads
+        while j < stop:
+            m, s = online_update(m, s, x[base + j])
+            j += threads
+        chunk_max = block_max(m, scratch)
+        # Each thread's sum, rescaled to the chunk's max (a thread that saw only -inf adds 0).
+        s = s * math.exp(m - chunk_max) if m > NEG_INF else ZERO
+        s = block_sum(s, scratch)
+        if t == 0:
+            stats_max[r * cuda.gridDim.y + c] = chunk_max
+            stats_sum[r * cuda.gridDim.y + c] = s
+
+    return chunk_stats
+
+
+@cache
+def chunk_write_kernel(threads: int, unroll: int):
+    """Launch 2 of the "split" plan: combine the row's chunk statistics, write the chunk."""
+
+    @jit_bounded(threads, resident_blocks_per_sm(threads, 64))
+    def chunk_write(x, y, stats_max, stats_sum, cols, chunk, row0):
+        scratch = cuda.shared.array(32, float32)
+        t = cuda.threadIdx.x
+        r = cuda.blockIdx.x
+        c = cuda.blockIdx.y
+        chunks = cuda.gridDim.y
+        m = NEG_INF
+        for k in range(t, chunks, threads):
+            m = max(m, stats_max[r * chunks + k])
+        row_max = block_max(m, scratch)
+        s = ZERO
+        for k in range(t, chunks, threads):
+            chunk_max = stats_max[r * chunks + k]
+            if chunk_max > NEG_INF:
+                s += stats_sum[r * chunks + k] * math.exp(chunk_max - row_max)
+        inv = ONE / block_sum(s, scratch)
+        base = (row0 + r) * cols
+        stop = min(cols, (c + 1) * chunk)
+        v = cuda.local.array(unroll, float32)
+        j = c * chunk + t
+        while j + (unroll - 1) * threads < stop:
+            for u in range(unroll):
+                v[u] = x[base + j + u * threads]
+            for u in range(unroll):
+                y[base + j + u * threads] = math.exp(v[u] - row_max) * inv
+            j += unroll * threads
+        while j < stop:
+            y[base + j] = math.exp(x[base + j] - row_max) * inv
+            j += threads
+
+    return chunk_write
+
+
+# --- host side ----------------------------------------------------------------------------------
+
+@cache
+def _device_limits(index: int) -> tuple[int, int]:
+    """(dynamic shared memory a block may opt in to, L2 bytes) of a GPU."""
+    props = torch.cuda.get_device_properties(index)
+    optin = getattr(props, "shared_memory_per_block_optin", 48 * 1024)
+    return optin - SCRATCH_BYTES, getattr(props, "L2_cache_size", 50 * 2**20)
+
+
+_OPTED_IN: dict[int, bool] = {}
+
+
+def _allow_large_shared(kernel, args, nbytes: int) -> bool:
+    """Let ``kernel`` (compiled for ``args``) take ``nbytes`` of dynamic shared memory; False if it cannot.
+
+    Over 48 KiB a kernel must opt in (cuFuncSetAttribute), which Numba's launch
+    does not do. Done once a kernel, to the device's maximum, through Numba's
+    driver wrapper; if this Numba lacks it, the caller falls back to the split plan.
+    """
+    if nbytes <= 48 * 1024:
+        return True
+    key = id(kernel)
+    if key not in _OPTED_IN:
+        try:
+            from numba import typeof
+            from numba.cuda.cudadrv.driver import binding, driver
+
+            cufunc = kernel.compile(tuple(typeof(a) for a in args))._codelibrary.get_cufunc()
+            attr = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+            limit = _device_limits(cufunc.device.id)[0]
+            driver.cuKernelSetAttribute(attr, limit, cufunc.handle, cufunc.device.id)
+            try:  # the L1/shared split: this kernel wants all of it as shared memory
+                cufunc.set_shared_memory_carveout(100)
+            except Exception:  # a hint only
+                pass
+            _OPTED_IN[key] = True
+        except Exception:
+            _OPTED_IN[key] = False
+    return _OPTED_IN[key]
+
+
+@dataclass(frozen=True)
+class Plan:
+    path: str  # "row" or "split"
+    threads: int
+    unroll: int
+    chunk: int = 0  # split: columns a block
+    group_rows: int = 0  # split: rows a launch pair
+
+    def __str__(self) -> str:
+        extra = f" chunk={self.chunk} group={self.group_rows}" if self.path == "split" else ""
+        return f"{self.path} threads={self.threads} unroll={self.unroll}{extra}"
+
+
+def _pow2_at_least(n: int) -> int:
+    return 1 << max(0, n - 1).bit_length()
+
+
+def plan_softmax(rows: int, cols: int, device: torch.device, max_threads: int | None = None,
+                 cols_per_thread: int | None = None, unroll: int | None = None, chunk: int | None = None,
+                 split_threads: int | None = None, max_cached_cols: int | None = None,
+                 path: str | None = None) -> Plan:
+    """The launch plan for a (rows, cols) input; None: the module defaults; path forces a plan."""
+    unroll = unroll or (SIM_UNROLL if SIMULATED else UNROLL)
+    if SIMULATED:
+        max_threads = split_threads = SIM_THREADS
+        cached, chunk, sms, l2 = SIM_MAX_CACHED_COLS, chunk or SIM_CHUNK, 1, 2**20
+    else:
+        shared, l2 = _device_limits(device.index or 0)
+        cached = min(shared // 4, max_cached_cols or MAX_CACHED_COLS or shared // 4)
+        chunk, sms = chunk or CHUNK, sm_count(device.index or 0)
+    if path is None:
+        # Split a row that does not fit, or a few wide rows that would leave SMs idle.
+        few_wide = rows < sms and cols >= 2 * chunk
+        path = "split" if cols > cached or few_wide else "row"
+    if path == "row":
+        per_thread = cols_per_thread or COLS_PER_THREAD
+        threads = min(max_threads or MAX_THREADS, max(32, _pow2_at_least(-(-cols // per_thread))))
+        return Plan("row", threads, unroll)
+    chunk = min(chunk, cols)
+    threads = min(split_threads or SPLIT_THREADS, max(32, _pow2_at_least(chunk)))
+    group = max(1, min(rows, int(L2_SHARE * l2) // (cols * 4)))
+    return Plan("split", threads, unroll, chunk, group)
+
+
+def launch_softmax(x: torch.Tensor, out: torch.Tensor | None = None, plan: Plan | None = None,
+                   **overrides) -> torch.Tensor:
+    """Softmax with an explicit plan, or the plan ``plan_softmax(**overrides)`` picks."""
+    rows, cols = x.shape
+    y = torch.empty_like(x) if out is None else out
+    if x.numel() == 0:
+        return y
+    plan = plan or plan_softmax(rows, cols, x.device, **overrides)
+    check_threads(plan.threads)
+    with quick_barriers():
+        return _launch(x, y, plan, overrides)
+
+
+def _launch(x: torch.Tensor, y: torch.Tensor, plan: Plan, overrides: dict) -> torch.Tensor:
+    rows, cols = x.shape
+    xa, ya, s = as_array(x.view(-1)), as_array(y.view(-1)), stream()
+    if plan.path == "row":
+        kernel = softmax_row_kernel(plan.threads, plan.unroll)
+        args = (xa, ya, np.int64(cols))
+        if SIMULATED or _allow_large_shared(kernel, args, cols * 4):
+            kernel[rows, plan.threads, s, cols * 4](*args)
+            return y
+        plan = plan_softmax(rows, cols, x.device, **{**overrides, "path": "split"})
+    chunks = -(-cols // plan.chunk)
+    stats = torch.empty((2, plan.group_rows * chunks), device=x.device, dtype=torch.float32)
+    stats_max, stats_sum = as_array(stats[0]), as_array(stats[1])
+    stats_kernel = chunk_stats_kernel(plan.threads, plan.unroll)
+    write_kernel = chunk_write_kernel(plan.threads, plan.unroll)
+    for row0 in range(0, rows, plan.group_rows):
+        grid = (min(plan.group_rows, rows - row0), chunks)
+        stats_kernel[grid, plan.threads, s](xa, stats_max, stats_sum, np.int64(cols), np.int64(plan.chunk),
+                                            np.int64(row0))
+        write_kernel[grid, plan.threads, s](xa, ya, stats_max, stats_sum, np.int64(cols), np.int64(plan.chunk),
+                                            np.int64(row0))
+    return y
+
+
+def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    return launch_softmax(x, out)
