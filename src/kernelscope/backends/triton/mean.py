@@ -1,4 +1,4 @@
-"""Triton mean kernels: the lecture's element-by-element loop, and a tuned reduction."""
+"""Triton mean kernels: the lecture's element-by-element loop, and a tuned one-launch reduction."""
 
 from functools import cache
 
@@ -32,41 +32,83 @@ def mean_lecture(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tens
     return out.copy_(result)
 
 
-TUNED_BLOCK = 4096  # elements per program per iteration: 16 per thread with 8 warps
+TUNED_BLOCK = 4096  # elements per program per loop step: 16 per thread with 8 warps
+TUNED_WARPS = 8
+PROGRAMS_PER_SM = 4  # the grid: at most this many programs per SM, each looping over its share
 
 
 @triton.jit
-def partial_sums_kernel(x_ptr, partial_ptr, n, BLOCK: tl.constexpr):
-    # Grid-stride loop: a fixed number of programs walks the whole array with
-    # wide vector loads, each keeping BLOCK running float32 sums.
+def mean_one_pass_kernel(x_ptr, partial_ptr, arrived_ptr, out_ptr, n, BLOCK: tl.constexpr,
+                         PARTIALS_BLOCK: tl.constexpr):
+    """The whole mean in one launch: partial sums, and the last program to finish adds them up.
+
+    Reads every element of x once (grid-stride, BLOCK-wide vector loads into
+    float32 running sums); each program writes one partial and bumps the
+    ``arrived`` counter. The program that finds every other one already
+    counted reads the partials back (a few KB from L2), writes the mean and
+    resets the counter for the next call. No program ever waits for another,
+    so it cannot deadlock, under the interpreter (programs one after another)
+    or on a GPU too full to run them all at once.
+    """
     pid = tl.program_id(0)
-    step = tl.num_programs(0) * BLOCK
+    programs = tl.num_programs(0)
     acc = tl.zeros([BLOCK], dtype=tl.float32)
-    for start in range(pid * BLOCK, n, step):
+    for start in range(pid * BLOCK, n, programs * BLOCK):
         offsets = start + tl.arange(0, BLOCK)
         acc += tl.load(x_ptr + offsets, mask=offsets < n, other=0.0).to(tl.float32)
     tl.store(partial_ptr + pid, tl.sum(acc, axis=0))
-
-
-@triton.jit
-def finish_mean_kernel(partial_ptr, out_ptr, n_partials, n, BLOCK: tl.constexpr):
-    offsets = tl.arange(0, BLOCK)
-    partials = tl.load(partial_ptr + offsets, mask=offsets < n_partials, other=0.0)
-    tl.store(out_ptr, (tl.sum(partials, axis=0) / n).to(out_ptr.dtype.element_ty))
+    # The barrier orders every thread's part of the work before the counter;
+    # acq_rel makes the partial visible to whoever reads the count after us,
+    # and (acquire) shows the last program every partial counted before it.
+    tl.debug_barrier()
+    arrived = tl.atomic_add(arrived_ptr, 1, sem="acq_rel")
+    if arrived == programs - 1:
+        offsets = tl.arange(0, PARTIALS_BLOCK)
+        # .cg: read from L2, where the other SMs' partials are, never a stale L1 line.
+        partials = tl.load(partial_ptr + offsets, mask=offsets < programs, other=0.0, cache_modifier=".cg")
+        tl.store(out_ptr, (tl.sum(partials, axis=0) / n).to(out_ptr.dtype.element_ty))
+        tl.atomic_xchg(arrived_ptr, 0)  # ready for the next call (the next launch starts after this one ends)
 
 
 @cache
-def _max_programs(device: torch.device) -> int:
+def arrival_counter(device: torch.device) -> torch.Tensor:
+    """One int32 per device, zero between calls: allocated once, so calls (and graph replays) allocate nothing.
+
+    Shared by every call on the device: two calls on two streams at once would
+    mix their counts (the suite, like a training step, runs one stream).
+    """
+    return torch.zeros(1, device=device, dtype=torch.int32)
+
+
+@cache
+def _max_programs(device: torch.device, programs_per_sm: int) -> int:
     if device.type != "cuda":
         return 2  # the interpreter: few programs, so the grid-stride loop really loops
-    return 4 * torch.cuda.get_device_properties(device).multi_processor_count
+    return programs_per_sm * torch.cuda.get_device_properties(device).multi_processor_count
+
+
+def mean_programs(n: int, block: int, max_programs: int) -> int:
+    """Programs for n elements: at most max_programs, each making the same number of loop steps.
+
+    2^24 elements in 4096-wide steps on 528 programs would leave some with 8
+    steps and some with 7; 512 programs of exactly 8 steps finish together.
+    """
+    steps = triton.cdiv(n, block * max_programs)
+    return triton.cdiv(n, block * steps)
+
+
+def mean_one_pass(x: torch.Tensor, out: torch.Tensor | None = None, block: int = TUNED_BLOCK,
+                  programs_per_sm: int = PROGRAMS_PER_SM, num_warps: int = TUNED_WARPS) -> torch.Tensor:
+    """mean(x) in one launch, with the launch shape as parameters (the tuning script sweeps them)."""
+    n = x.numel()
+    programs = mean_programs(n, block, _max_programs(x.device, programs_per_sm))
+    # Fresh partials each call: the caching allocator makes this cheap, and graph capture safe.
+    partials = torch.empty(programs, device=x.device, dtype=torch.float32)
+    y = torch.empty((), device=x.device, dtype=x.dtype) if out is None else out
+    mean_one_pass_kernel[(programs,)](x, partials, arrival_counter(x.device), y, n, BLOCK=block,
+                                      PARTIALS_BLOCK=triton.next_power_of_2(programs), num_warps=num_warps)
+    return y
 
 
 def mean_tuned(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    n = x.numel()
-    programs = min(triton.cdiv(n, TUNED_BLOCK), _max_programs(x.device))
-    partials = torch.empty(programs, device=x.device, dtype=torch.float32)
-    y = torch.empty((), device=x.device, dtype=x.dtype) if out is None else out
-    partial_sums_kernel[(programs,)](x, partials, n, BLOCK=TUNED_BLOCK, num_warps=8)
-    finish_mean_kernel[(1,)](partials, y, programs, n, BLOCK=triton.next_power_of_2(programs))
-    return y
+    return mean_one_pass(x, out)

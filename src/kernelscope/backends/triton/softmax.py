@@ -1,10 +1,13 @@
-"""Triton row softmax: the lecture's one-block-per-row kernel, and an online variant."""
+"""Triton row softmax: the lecture's one-block-per-row kernel, an online variant, and a tuned one."""
+
+from dataclasses import dataclass
+from functools import cache
 
 import torch
 import triton
 import triton.language as tl
 
-from kernelscope.backends.triton import launch_per_row
+from kernelscope.backends.triton import launch_per_row, next_power_of_2
 
 
 @triton.jit
@@ -59,3 +62,208 @@ def softmax_online_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, n_cols, BLOC
 
 def softmax_online(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     return launch_per_row(softmax_online_kernel, x, out, max_block=ONLINE_BLOCK)
+
+
+# --- the tuned softmax ----------------------------------------------------------
+#
+# Three launch shapes, chosen per (rows, cols) on the host by ``softmax_plan``:
+#
+# * "row":    one program per row, the whole row in registers (the lecture's
+#             kernel, num_warps scaled to the row). One read, one write.
+# * "narrow": the same, several short rows per program, so a program moves
+#             enough bytes to be worth its launch and its reductions.
+# * "split":  rows too wide for one program's registers (512x50257, 64x262144:
+#             few rows, each 100 KB-1 MB) cut into chunks, one program per
+#             chunk, so every SM has work, in two passes:
+#             pass 1 writes each chunk's (max, sum of exp), pass 2 combines its
+#             row's chunk statistics and re-reads its chunk to write it. The
+#             rows go through in groups that fit in L2, pass 1 then pass 2 per
+#             group, so the re-read comes from L2 and DRAM still sees one read
+#             and one write.
+
+NARROW_COLS = 1024  # rows up to this block are packed several to a program
+NARROW_ELEMS = 4096  # ... up to this many elements per program
+MAX_ROW_BLOCK = 16384  # widest row held whole in one program's registers (float32 after loading)
+SPLIT_CHUNK = 4096  # columns per program in the split path
+GROUP_BYTES = 24 << 20  # input bytes per split group: about half the H100's 50 MB L2
+ELEMS_PER_THREAD = 8  # num_warps = block / (32 * this): 16 warps at 4096 columns, as the lecture
+MAX_WARPS = 16
+
+
+@dataclass(frozen=True)
+class SoftmaxPlan:
+    """How ``softmax_tuned`` launches for one shape: see ``softmax_plan``."""
+
+    strategy: str  # "row", "narrow" or "split"
+    block: int  # columns one program loads: the row's next power of two, or the split's chunk
+    num_warps: int
+    rows_per_program: int = 1  # row / narrow
+    chunks: int = 1  # split: programs per row
+    group_rows: int = 0  # split: rows per (pass 1, pass 2) pair of launches
+    l2_hints: bool = True  # split: L2 eviction hints (keep x for pass 2, stream the re-read and y)
+
+    def launches(self, rows: int) -> int:
+        return 2 * triton.cdiv(rows, self.group_rows) if self.strategy == "split" else 1
+
+    def predict(self, rows: int, cols: int, itemsize: int) -> dict:
+        """Predicted traffic: DRAM bytes if every pass-2 re-read hits L2, the L2 bytes re-read, launches."""
+        io = rows * cols * itemsize
+        l2 = io if self.strategy == "split" else 0
+        return {"dram_bytes": 2 * io, "l2_reread_bytes": l2, "launches": self.launches(rows),
+                "group_bytes": self.group_rows * cols * itemsize if self.strategy == "split" else 0}
+
+
+def _warps(elements: int, elems_per_thread: int, max_warps: int) -> int:
+    # A power of two between 1 and max_warps, giving each thread about elems_per_thread values.
+    return max(1, min(max_warps, next_power_of_2(max(1, elements // (32 * elems_per_thread)))))
+
+
+def _floor_power_of_2(n: int) -> int:
+    return 1 << (max(1, n).bit_length() - 1)
+
+
+def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_cols: int = NARROW_COLS,
+                 narrow_elems: int = NARROW_ELEMS, max_row_block: int = MAX_ROW_BLOCK, chunk: int = SPLIT_CHUNK,
+                 group_bytes: int = GROUP_BYTES, elems_per_thread: int = ELEMS_PER_THREAD,
+                 max_warps: int = MAX_WARPS, split_warps: int | None = None, l2_hints: bool = True) -> SoftmaxPlan:
+    """The launch shape for a (rows, cols) softmax: pure Python, the thresholds are parameters.
+
+    Rows up to ``max_row_block`` columns stay whole in one program (packed
+    several to a program up to ``narrow_elems`` elements when they are at most
+    ``narrow_cols`` wide, while leaving about a program per SM). Wider rows are
+    split into ``chunk``-column programs, in groups of about ``group_bytes`` of
+    input, so that pass 2's re-read of the group hits L2.
+    """
+    block = next_power_of_2(cols)
+    if block <= max_row_block:
+        rows_per_program = 1
+        if block <= narrow_cols:
+            # Pack short rows, but not so many that SMs go idle.
+            rows_per_program = _floor_power_of_2(min(narrow_elems // block, max(1, rows // sm_count)))
+        return SoftmaxPlan("narrow" if rows_per_program > 1 else "row", block,
+                           _warps(rows_per_program * block, elems_per_thread, max_warps), rows_per_program)
+    chunks = triton.cdiv(cols, chunk)
+    group_rows = max(1, min(rows, group_bytes // (cols * itemsize)))
+    group_rows = triton.cdiv(rows, triton.cdiv(rows, group_rows))  # even groups: 64 rows as 22+21+21, not 24+24+16
+    return SoftmaxPlan("split", chunk, split_warps or _warps(chunk, elems_per_thread, max_warps),
+                       chunks=chunks, group_rows=group_rows, l2_hints=l2_hints)
+
+
+@cache
+def sm_count(device: torch.device) -> int:
+    if device.type != "cuda":
+        return 4  # the interpreter: a small stand-in, so that short check shapes pack rows
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+@triton.jit
+def softmax_rows_tuned_kernel(x_ptr, y_ptr, n_rows, n_cols, x_row_stride, y_row_stride,
+                              ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    """ROWS whole rows per program, held in registers: reads each element once, writes it once.
+
+    The lecture's kernel with a [ROWS, BLOCK] tile; ROWS = 1 is the row path.
+    """
+    rows = tl.program_id(0) * ROWS + tl.arange(0, ROWS)
+    cols = tl.arange(0, BLOCK)
+    # The last program's rows past the end re-read the last row (no NaN from an
+    # empty row) and store nothing.
+    x_rows = tl.minimum(rows, n_rows - 1)
+    x = tl.load(x_ptr + x_rows[:, None] * x_row_stride + cols[None, :], mask=cols[None, :] < n_cols,
+                other=-float("inf"))
+    x = x.to(tl.float32)
+    numerator = tl.exp(x - tl.max(x, axis=1)[:, None])
+    # One reciprocal per row, then a multiply per element (a divide costs several instructions).
+    y = numerator * (1.0 / tl.sum(numerator, axis=1))[:, None]
+    mask = (rows[:, None] < n_rows) & (cols[None, :] < n_cols)
+    tl.store(y_ptr + rows[:, None] * y_row_stride + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def softmax_chunk_stats_kernel(x_ptr, max_ptr, sum_ptr, row0, n_cols, x_row_stride, n_chunks,
+                               CHUNK: tl.constexpr, KEEP: tl.constexpr):
+    """Split pass 1: one program per chunk of a row, writes the chunk's max and sum of exp(x - max).
+
+    Reads its CHUNK elements of x once (from DRAM) and writes two floats.
+    KEEP is the L2 eviction policy of the read: "evict_last" asks L2 to keep
+    the chunk for pass 2 ("" leaves the default).
+    """
+    pid = tl.program_id(0)
+    row = pid // n_chunks
+    chunk = pid % n_chunks
+    cols = chunk * CHUNK + tl.arange(0, CHUNK)
+    x = tl.load(x_ptr + (row0 + row) * x_row_stride + cols, mask=cols < n_cols, other=-float("inf"),
+                eviction_policy=KEEP)
+    x = x.to(tl.float32)
+    chunk_max = tl.max(x, axis=0)
+    # A chunk entirely at -inf (a masked span) has sum 0: subtract a finite
+    # stand-in so that no -inf - (-inf) = NaN is formed.
+    shift = tl.where(chunk_max == -float("inf"), 0.0, chunk_max)
+    tl.store(max_ptr + pid, chunk_max)
+    tl.store(sum_ptr + pid, tl.sum(tl.exp(x - shift), axis=0))
+
+
+@triton.jit
+def softmax_chunk_write_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, row0, n_group_rows, n_cols,
+                               x_row_stride, y_row_stride, n_chunks, CHUNK: tl.constexpr,
+                               CHUNKS_BLOCK: tl.constexpr, LAST_USE: tl.constexpr):
+    """Split pass 2: combine the row's chunk statistics, re-read the chunk, write exp(x - max) / sum.
+
+    Reads n_chunks pairs of floats and CHUNK elements of x (from L2, pass 1
+    just read them), writes CHUNK elements of y. LAST_USE is the L2 eviction
+    policy of the re-read and of the write: "evict_first" lets neither push
+    out the chunks still to be re-read.
+    """
+    # Walk the group backwards: the chunks pass 1 read last are the likeliest
+    # to be still in L2 if the group turns out larger than the cache.
+    pid = n_group_rows * n_chunks - 1 - tl.program_id(0)
+    row = pid // n_chunks
+    chunk = pid % n_chunks
+    c = tl.arange(0, CHUNKS_BLOCK)
+    stats = row * n_chunks + c
+    chunk_max = tl.load(max_ptr + stats, mask=c < n_chunks, other=-float("inf"))
+    chunk_sum = tl.load(sum_ptr + stats, mask=c < n_chunks, other=0.0)
+    row_max = tl.max(chunk_max, axis=0)
+    # Rescale each chunk's sum from its own max to the row's (0 for an all -inf chunk).
+    row_sum = tl.sum(chunk_sum * tl.exp(chunk_max - row_max), axis=0)
+    cols = chunk * CHUNK + tl.arange(0, CHUNK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + (row0 + row) * x_row_stride + cols, mask=mask, other=0.0, eviction_policy=LAST_USE)
+    y = tl.exp(x.to(tl.float32) - row_max) * (1.0 / row_sum)
+    tl.store(y_ptr + (row0 + row) * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=mask,
+             eviction_policy=LAST_USE)
+
+
+def softmax_planned(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torch.Tensor:
+    """Run ``plan`` on a 2-D ``x`` into ``y`` (same shape, contiguous rows)."""
+    rows, cols = x.shape
+    if plan.strategy != "split":
+        grid = (triton.cdiv(rows, plan.rows_per_program),)
+        softmax_rows_tuned_kernel[grid](x, y, rows, cols, x.stride(0), y.stride(0), ROWS=plan.rows_per_program,
+                                        BLOCK=plan.block, num_warps=plan.num_warps)
+        return y
+    # One (max, sum) pair per chunk of the group's rows, reused by every group:
+    # the stream runs group g's pass 2 before group g + 1's pass 1 overwrites it.
+    stats = torch.empty((2, plan.group_rows * plan.chunks), device=x.device, dtype=torch.float32)
+    keep, last_use = ("evict_last", "evict_first") if plan.l2_hints else ("", "")
+    for row0 in range(0, rows, plan.group_rows):
+        group_rows = min(plan.group_rows, rows - row0)
+        grid = (group_rows * plan.chunks,)
+        softmax_chunk_stats_kernel[grid](x, stats[0], stats[1], row0, cols, x.stride(0), plan.chunks,
+                                         CHUNK=plan.block, KEEP=keep, num_warps=plan.num_warps)
+        softmax_chunk_write_kernel[grid](x, y, stats[0], stats[1], row0, group_rows, cols, x.stride(0),
+                                         y.stride(0), plan.chunks, CHUNK=plan.block,
+                                         CHUNKS_BLOCK=next_power_of_2(plan.chunks), LAST_USE=last_use,
+                                         num_warps=plan.num_warps)
+    return y
+
+
+@cache
+def default_plan(rows: int, cols: int, itemsize: int, device: torch.device) -> SoftmaxPlan:
+    return softmax_plan(rows, cols, itemsize, sm_count(device))
+
+
+def softmax_tuned(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """Row softmax with the launch shape ``softmax_plan`` picks for this width."""
+    y = torch.empty_like(x) if out is None else out
+    rows, cols = x.shape
+    return softmax_planned(x, y, default_plan(rows, cols, x.element_size(), x.device))

@@ -1,0 +1,155 @@
+"""The tuned Triton kernels' own logic: softmax's launch plan and each of its paths, mean's one-launch finish.
+
+On a machine without a GPU the kernels run under the Triton interpreter, so
+the shapes stay small; the plan's thresholds are parameters, which lets a
+3x5000 softmax take the split path the GPU takes at 512x50257.
+"""
+
+import pytest
+import torch
+
+from kernelscope import backends
+from kernelscope.check import error_against_reference
+from kernelscope.ops import scaled
+from kernelscope.ops import softmax as softmax_op
+from kernelscope.ops import mean as mean_op
+
+backends.configure_interpreters()  # before the kernel modules import triton's decorators
+
+from kernelscope.backends.triton import mean as tmean  # noqa: E402
+from kernelscope.backends.triton import softmax as tsoftmax  # noqa: E402
+from kernelscope.backends.triton.softmax import softmax_plan  # noqa: E402
+
+DEVICE = backends.default_device()
+H100_SMS = 132
+
+
+# --- softmax: the plan ----------------------------------------------------------
+
+def _io(rows, cols, itemsize):
+    return rows * cols * itemsize
+
+
+@pytest.mark.parametrize("itemsize", [4, 2])
+def test_plan_keeps_moderate_rows_whole(itemsize):
+    for rows, cols in [(4096, 4096), (8192, 8192), (16384, 16384), (256, 256)]:
+        plan = softmax_plan(rows, cols, itemsize, H100_SMS)
+        assert plan.strategy == "row", (rows, cols, plan)
+        assert plan.block == triton_next_pow2(cols) and plan.rows_per_program == 1
+        assert plan.predict(rows, cols, itemsize) == {"dram_bytes": 2 * _io(rows, cols, itemsize),
+                                                     "l2_reread_bytes": 0, "launches": 1, "group_bytes": 0}
+    # num_warps grows with the row, within Triton's powers of two
+    warps = [softmax_plan(4096, c, itemsize, H100_SMS).num_warps for c in (2048, 4096, 16384)]
+    assert warps == sorted(warps) and all(w in (1, 2, 4, 8, 16) for w in warps)
+
+
+def test_plan_packs_narrow_rows_but_leaves_a_program_per_sm():
+    plan = softmax_plan(16384, 1000, 4, H100_SMS)
+    assert (plan.strategy, plan.block, plan.rows_per_program) == ("narrow", 1024, 4)
+    # 64 or 256 rows cannot fill 132 SMs even one to a program: no packing
+    assert softmax_plan(64, 64, 4, H100_SMS).rows_per_program == 1
+    assert softmax_plan(256, 256, 4, H100_SMS).rows_per_program == 1
+    # packing is capped at narrow_elems per program, in powers of two
+    plan = softmax_plan(1 << 20, 64, 4, H100_SMS)
+    assert plan.rows_per_program * plan.block == tsoftmax.NARROW_ELEMS
+    assert softmax_plan(1 << 20, 64, 4, H100_SMS, narrow_cols=32).rows_per_program == 1
+
+
+@pytest.mark.parametrize("rows,cols,itemsize", [(512, 50257, 4), (512, 50257, 2), (64, 262144, 4),
+                                                (64, 262144, 2)])
+def test_plan_splits_wide_rows_in_groups_that_fit_l2(rows, cols, itemsize):
+    plan = softmax_plan(rows, cols, itemsize, H100_SMS)
+    assert plan.strategy == "split"
+    assert plan.chunks == -(-cols // plan.block) and plan.block == tsoftmax.SPLIT_CHUNK
+    groups = -(-rows // plan.group_rows)
+    assert plan.group_rows * cols * itemsize <= tsoftmax.GROUP_BYTES
+    # even groups: none is less than one row short of the others
+    assert rows - (groups - 1) * plan.group_rows >= plan.group_rows - groups
+    p = plan.predict(rows, cols, itemsize)
+    assert p["launches"] == 2 * groups and p["l2_reread_bytes"] == _io(rows, cols, itemsize)
+    assert p["dram_bytes"] == 2 * _io(rows, cols, itemsize)
+
+
+def test_plan_thresholds_are_parameters():
+    plan = softmax_plan(3, 5000, 4, 4, max_row_block=1024, chunk=1024, group_bytes=2 * 5000 * 4)
+    assert (plan.strategy, plan.chunks, plan.group_rows, plan.launches(3)) == ("split", 5, 2, 4)
+    assert softmax_plan(3, 5000, 4, 4).strategy == "row"
+    # a group is never less than a row, whatever the budget
+    assert softmax_plan(3, 5000, 4, 4, max_row_block=1024, group_bytes=1).group_rows == 1
+    assert softmax_plan(3, 5000, 4, 4, max_row_block=1024, split_warps=2).num_warps == 2
+
+
+def triton_next_pow2(n):
+    return 1 << (n - 1).bit_length()
+
+
+# --- softmax: each path against the float64 reference ------------------------------
+
+# Forced plans on small shapes, one per path: (shape, plan arguments, expected strategy).
+PATHS = {
+    "narrow": ((13, 100), dict(sm_count=2), "narrow"),  # 4 rows a program, the last program part empty
+    "row": ((5, 3000), dict(sm_count=4), "row"),
+    # 3 rows in groups of 2 (so the stats buffer is reused), 5 chunks a row, the last one part full
+    "split": ((3, 5000), dict(sm_count=4, max_row_block=1024, chunk=1024, group_bytes=2 * 5000 * 4), "split"),
+}
+
+
+def _input(kind, shape, dtype, seed=0):
+    if kind == "masked":  # about half of each row at -inf
+        return softmax_op.masked(shape, dtype, DEVICE, seed)
+    if kind == "offset":  # exp without the max subtracted overflows
+        return scaled(shape, dtype, DEVICE, seed, offset=1000.0)
+    if kind == "large":
+        return scaled(shape, dtype, DEVICE, seed, scale=100.0)
+    if kind == "masked-chunk":  # a whole chunk of the split at -inf: its sum is 0, not NaN
+        x = scaled(shape, dtype, DEVICE, seed)
+        x[:, 1024:2048] = float("-inf")
+        return x
+    return scaled(shape, dtype, DEVICE, seed)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("kind", ["normal", "masked", "offset", "large", "masked-chunk"])
+@pytest.mark.parametrize("path", list(PATHS))
+def test_softmax_path_matches_reference(path, kind, dtype):
+    shape, kwargs, strategy = PATHS[path]
+    x = _input(kind, shape, dtype)
+    kwargs = dict(kwargs)
+    if "group_bytes" in kwargs:
+        kwargs["group_bytes"] = 2 * shape[1] * x.element_size()
+    plan = softmax_plan(*shape, x.element_size(), **kwargs)
+    assert plan.strategy == strategy
+    out = torch.full_like(x, float("nan"))  # an element never written stays NaN and fails
+    tsoftmax.softmax_planned(x, out, plan)
+    assert torch.isfinite(out).all()
+    err = error_against_reference(softmax_op.OP, x, out)
+    assert err <= softmax_op.OP.tolerance[dtype], (path, kind, dtype, err)
+
+
+def test_softmax_tuned_allocates_its_output():
+    x = _input("normal", (31, 1031), "float32")
+    torch.testing.assert_close(tsoftmax.softmax_tuned(x), torch.softmax(x, dim=-1))
+
+
+# --- mean: one launch, the last program finishes -------------------------------------
+
+def test_mean_programs_make_equal_steps():
+    n, block = 2**24, 4096
+    programs = tmean.mean_programs(n, block, 4 * H100_SMS)
+    assert programs == 512  # 8 steps each, not 528 programs of 7 or 8
+    for n in (1, 4095, 4097, 2**24 + 1, 2**28):
+        p = tmean.mean_programs(n, block, 528)
+        steps = -(-n // (block * p))
+        assert p <= 528 and (p - 1) * block * steps < n <= p * block * steps
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_mean_one_launch_resets_its_counter_and_calls_again(dtype):
+    counter = tmean.arrival_counter(torch.device(DEVICE))
+    for seed, n in [(1, 10007), (2, 10007), (3, 5000)]:  # several programs each (the loop loops on the CPU)
+        x = mean_op.make_input((n,), dtype, DEVICE, seed)
+        out = torch.full((), float("nan"), device=DEVICE, dtype=x.dtype)
+        tmean.mean_tuned(x, out)
+        # a finish that never ran, or ran on a stale count, leaves NaN or the last call's mean
+        assert error_against_reference(mean_op.OP, x, out) <= mean_op.OP.tolerance[dtype], (seed, n)
+        assert counter.item() == 0
