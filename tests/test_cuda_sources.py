@@ -1,4 +1,10 @@
-"""CUDA C++ sources compile with plain nvcc (the CPU path's check of the CUDA backend)."""
+"""CUDA C++ sources compile with plain nvcc (the CPU path's check of the CUDA backend).
+
+Beyond compiling, the PTX and ptxas's report check what the tuned kernels rely
+on for speed: 16-byte loads and stores for float32 and bfloat16, the cluster
+barrier and distributed shared memory in softmax, no register spills, and the
+register counts the launch shapes in kernels.py assume.
+"""
 
 import re
 import shutil
@@ -11,6 +17,49 @@ from kernelscope.backends.cuda import build
 NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if shutil.os.path.exists("/usr/local/cuda/bin/nvcc") else None)
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not found (install the CUDA toolkit to compile-check .cu files)")
 
+# What torch.utils.cpp_extension passes nvcc besides -O3 (load_inline builds all .cu files as one).
+TORCH_NVCC_FLAGS = ["-std=c++17", "--expt-relaxed-constexpr", "-D__CUDA_NO_HALF_OPERATORS__",
+                    "-D__CUDA_NO_HALF_CONVERSIONS__", "-D__CUDA_NO_BFLOAT16_CONVERSIONS__",
+                    "-D__CUDA_NO_HALF2_OPERATORS__"]
+
+
+def nvcc(*args) -> subprocess.CompletedProcess:
+    proc = subprocess.run([NVCC, "-arch=sm_90", "-O3", *map(str, args)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    """source -> (PTX text, {kernel: (registers, spill bytes)} from ptxas -v), each built once."""
+    cache = {}
+
+    def get(source: str):
+        if source not in cache:
+            tmp = tmp_path_factory.mktemp(source.replace(".", "_"))
+            path = build.HERE / source
+            nvcc("-ptx", path, "-o", tmp / "k.ptx")
+            report = nvcc("-c", path, "-o", tmp / "k.o", "-Xptxas", "-v").stderr
+            kernels, current = {}, None
+            for line in report.splitlines():
+                if m := re.search(r"Compiling entry function '(\w+)'", line):
+                    current = m.group(1)
+                elif m := re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line):
+                    spill = int(m.group(1)) + int(m.group(2))
+                elif (m := re.search(r"Used (\d+) registers", line)) and current:
+                    kernels[current] = (int(m.group(1)), spill)
+                    current = None
+            cache[source] = ((tmp / "k.ptx").read_text(), kernels)
+        return cache[source]
+
+    return get
+
+
+def entries(ptx: str) -> dict[str, str]:
+    """Mangled kernel name -> its PTX body."""
+    parts = re.split(r"\.visible \.entry (\w+)", ptx)
+    return dict(zip(parts[1::2], parts[2::2]))
+
 
 @needs_nvcc
 @pytest.mark.parametrize("source", build.CU_SOURCES)
@@ -18,19 +67,108 @@ def test_cu_file_compiles_to_object_and_ptx(source, tmp_path):
     path = build.HERE / source
     for flag, suffix in (("-c", ".o"), ("-ptx", ".ptx")):
         out = tmp_path / (path.stem + suffix)
-        proc = subprocess.run([NVCC, "-arch=sm_90", "-O3", flag, str(path), "-o", str(out)],
-                              capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stderr
+        nvcc(flag, path, "-o", out)
         assert out.stat().st_size > 0
     ptx = (tmp_path / (path.stem + ".ptx")).read_text()
     assert ".visible .entry" in ptx
 
 
 @needs_nvcc
-def test_vectorized_square_uses_16_byte_loads(tmp_path):
-    out = tmp_path / "square.ptx"
-    subprocess.run([NVCC, "-arch=sm_90", "-O3", "-ptx", str(build.HERE / "square.cu"), "-o", str(out)], check=True)
-    assert "ld.global.nc.v4.f32" in out.read_text() or "ld.global.v4.f32" in out.read_text()
+def test_all_sources_compile_as_the_one_file_load_inline_builds(tmp_path):
+    # build.extension() concatenates the .cu files: names must not collide, and
+    # torch's flags (no implicit bfloat16 conversions) must be accepted.
+    combined = tmp_path / "combined.cu"
+    combined.write_text(build.sources()[1])
+    report = nvcc("-c", combined, "-o", tmp_path / "combined.o", f"-I{build.HERE}", *TORCH_NVCC_FLAGS,
+                  "-Xptxas", "-v").stderr
+    spills = re.findall(r"(\d+) bytes spill stores, (\d+) bytes spill loads", report)
+    assert spills and all(a == b == "0" for a, b in spills), "a kernel spills registers with torch's flags"
+
+
+VECTOR_LOAD = re.compile(r"ld\.global\.nc(\.L1::\w+)?(\.L2::\w+)?\.v4\.(f32|u32|b32)")
+VECTOR_STORE = re.compile(r"st\.global(\.wb|\.cs|\.cg)?(\.L1::\w+)?\.v4\.(f32|u32|b32)")
+
+
+@needs_nvcc
+@pytest.mark.parametrize("source, kernel", [("square.cu", "square_vec4_kernel"), ("gelu.cu", "gelu_vec4_kernel"),
+                                            ("softmax.cu", "softmax_warp_kernel"),
+                                            ("softmax.cu", "softmax_block_kernel"),
+                                            ("softmax.cu", "softmax_loop_kernel")])
+def test_tuned_kernels_use_16_byte_loads_and_stores_for_both_dtypes(compiled, source, kernel):
+    ptx, _ = compiled(source)
+    bodies = {name: body for name, body in entries(ptx).items() if kernel in name}
+    dtypes = {"bfloat16" if "nv_bfloat16" in name else "float32" for name in bodies}
+    assert dtypes == {"float32", "bfloat16"}, sorted(bodies)
+    for name, body in bodies.items():
+        assert VECTOR_LOAD.search(body), f"{name}: no 16-byte global load"
+        assert VECTOR_STORE.search(body), f"{name}: no 16-byte global store"
+
+
+@needs_nvcc
+def test_vectorized_square_keeps_four_loads_in_flight(compiled):
+    ptx, _ = compiled("square.cu")
+    body = next(b for name, b in entries(ptx).items() if "square_vec4_kernel" in name and "IfLi4E" in name)
+    # the unrolled loop issues its four loads before the first store
+    first_store = VECTOR_STORE.search(body).start()
+    assert len(VECTOR_LOAD.findall(body[:first_store])) >= 4
+
+
+@needs_nvcc
+def test_softmax_splits_rows_across_a_cluster_through_distributed_shared_memory(compiled):
+    ptx, _ = compiled("softmax.cu")
+    bodies = entries(ptx)
+    for name, body in bodies.items():
+        if "softmax_block_kernel" in name or "softmax_loop_kernel" in name:
+            assert "mapa" in body, f"{name}: no mapa (address in another block's shared memory)"
+            assert "barrier.cluster.arrive" in body and "barrier.cluster.wait" in body, name
+            assert "%cluster_nctarank" in body, f"{name}: the cluster size is read at run time"
+        if "softmax_warp_kernel" in name:
+            assert "bar.sync" not in body and "barrier.sync" not in body, f"{name}: a warp per row needs no block barrier"
+
+
+@needs_nvcc
+def test_gelu_keeps_float32_precision(compiled):
+    # tanh.approx.f32 is off by ~5e-4, far outside the float32 tolerance of 1e-5
+    ptx, _ = compiled("gelu.cu")
+    assert "tanh.approx" not in ptx
+
+
+@needs_nvcc
+@pytest.mark.parametrize("source", build.CU_SOURCES)
+def test_kernels_do_not_spill_registers(compiled, source):
+    _, kernels = compiled(source)
+    assert kernels
+    spilled = {name: spill for name, (_, spill) in kernels.items() if spill}
+    assert not spilled
+
+
+@needs_nvcc
+def test_register_counts_allow_the_launch_shapes_kernels_py_assumes(compiled):
+    from kernelscope.backends.cuda import kernels as K
+
+    # elementwise: ELEMENTWISE_BLOCKS_PER_SM x ELEMENTWISE_THREADS = 2048 threads an SM fit in 65536 registers
+    regs_per_thread = 65536 // (K.ELEMENTWISE_BLOCKS_PER_SM * K.ELEMENTWISE_THREADS)
+    for source in ("square.cu", "gelu.cu"):
+        _, kernels = compiled(source)
+        tuned = {name: regs for name, (regs, _) in kernels.items()
+                 if "vec4_kernel" in name and f"Li{K.ELEMENTWISE_UNROLL}E" in name}
+        assert len(tuned) == 2 and all(r <= regs_per_thread for r in tuned.values()), tuned
+    # softmax_block_kernel at <= 32 elements a thread: 64 registers, so 1024 threads (or 2 x 512) fit an SM
+    _, kernels = compiled("softmax.cu")
+    for name, (regs, _) in kernels.items():
+        if m := re.search(r"softmax_block_kernel\w*?Li(\d+)E", name):
+            assert regs <= (64 if int(m.group(1)) <= 32 else 128), (name, regs)
+
+
+def test_softmax_instantiates_the_register_sizes_kernels_py_plans_for():
+    from kernelscope.backends.cuda import kernels as K
+
+    text = (build.HERE / "softmax.cu").read_text()
+    block = {int(n) for n in re.findall(r"softmax_block_kernel<T, (\d+)>", text)}
+    warp = {int(n) for n in re.findall(r"softmax_warp_kernel<T, (\d+)>", text)}
+    assert max(block) == K.register_capacity(512) and 32 in block and K.register_capacity(1024) == 32
+    assert max(warp) == 32  # the warp strategy's 1024 columns: 32 lanes x 32
+    assert K.SOFTMAX_WARP_MAX_COLS <= 32 * max(warp)
 
 
 def test_bindings_declare_exactly_the_launchers_the_cu_files_define():
@@ -40,3 +178,11 @@ def test_bindings_declare_exactly_the_launchers_the_cu_files_define():
     assert declared and declared == defined
     for fn in build.FUNCTIONS:
         assert re.search(rf"^torch::Tensor {fn}\(", cpp, re.M), fn
+
+
+def test_build_hashes_the_headers_the_sources_include():
+    included = set()
+    for name in build.CU_SOURCES:
+        included |= set(re.findall(r'^#include "([\w.]+)"', (build.HERE / name).read_text(), re.M))
+    assert included == set(build.HEADERS)
+    assert "HEADERS" in (build.HERE / "build.py").read_text().split("def extension", 1)[1]

@@ -5,8 +5,13 @@
 #include <cuda_runtime_api.h>
 
 cudaError_t launch_square_lecture(const float* x, float* y, int rows, int cols, cudaStream_t stream);
-cudaError_t launch_square_vec4(const float* x, float* y, int64_t n, int sm_count, cudaStream_t stream);
+cudaError_t launch_square_vec4(const void* x, void* y, int64_t n, bool bf16, int threads, int blocks_per_sm, int unroll,
+                               int sm_count, cudaStream_t stream);
 cudaError_t launch_gelu_lecture(const float* x, float* y, int n, cudaStream_t stream);
+cudaError_t launch_gelu_vec4(const void* x, void* y, int64_t n, bool bf16, int threads, int blocks_per_sm, int unroll,
+                             int sm_count, cudaStream_t stream);
+cudaError_t launch_softmax(const void* x, void* y, int rows, int cols, bool bf16, int strategy, int threads, int cluster,
+                           cudaStream_t stream);
 int mean_partial_count(int64_t n, int sm_count);
 cudaError_t launch_mean(const float* x, float* partials, float* out, int64_t n, int sm_count, cudaStream_t stream);
 
@@ -16,6 +21,21 @@ static void check_f32_cuda(const torch::Tensor& t, const char* what) {
     TORCH_CHECK(t.is_cuda(), what, " must be a CUDA tensor");
     TORCH_CHECK(t.scalar_type() == torch::kFloat32, what, " must be float32");
     TORCH_CHECK(t.is_contiguous(), what, " must be contiguous");
+}
+
+// float32 or bfloat16, the same for x and out, same shape: the tuned kernels' inputs.
+static bool check_f32_bf16_pair(const torch::Tensor& x, const torch::Tensor& out) {
+    TORCH_CHECK(x.is_cuda() && out.is_cuda(), "x and out must be CUDA tensors");
+    TORCH_CHECK(x.is_contiguous() && out.is_contiguous(), "x and out must be contiguous");
+    auto dtype = x.scalar_type();
+    TORCH_CHECK(dtype == torch::kFloat32 || dtype == torch::kBFloat16, "x must be float32 or bfloat16");
+    TORCH_CHECK(out.scalar_type() == dtype, "out must have x's dtype");
+    TORCH_CHECK(out.sizes() == x.sizes(), "out must have x's shape");
+    return dtype == torch::kBFloat16;
+}
+
+static void check_threads(int64_t threads) {
+    TORCH_CHECK(threads >= 32 && threads <= 1024 && threads % 32 == 0, "threads must be a multiple of 32 in [32, 1024]");
 }
 
 static void check_launch(cudaError_t err, const char* kernel) {
@@ -39,12 +59,15 @@ torch::Tensor square_lecture(torch::Tensor x, torch::Tensor out) {
     return out;
 }
 
-torch::Tensor square_vec4(torch::Tensor x, torch::Tensor out) {
-    check_f32_cuda(x, "x");
-    check_f32_cuda(out, "out");
+// threads, blocks_per_sm (grid = SMs x blocks_per_sm at most) and unroll (16-byte
+// loads in flight a thread: 1, 2, 4 or 8) come from kernels.py.
+torch::Tensor square_vec4(torch::Tensor x, torch::Tensor out, int64_t threads, int64_t blocks_per_sm, int64_t unroll) {
+    bool bf16 = check_f32_bf16_pair(x, out);
+    check_threads(threads);
+    TORCH_CHECK(blocks_per_sm >= 1, "blocks_per_sm must be positive");
     auto stream = c10::cuda::getCurrentCUDAStream(x.get_device()).stream();
-    check_launch(launch_square_vec4(x.data_ptr<float>(), out.data_ptr<float>(), x.numel(), sm_count(x), stream),
-                 "square_vec4");
+    check_launch(launch_square_vec4(x.data_ptr(), out.data_ptr(), x.numel(), bf16, (int)threads, (int)blocks_per_sm,
+                                    (int)unroll, sm_count(x), stream), "square_vec4");
     return out;
 }
 
@@ -54,6 +77,31 @@ torch::Tensor gelu_lecture(torch::Tensor x, torch::Tensor out) {
     auto stream = c10::cuda::getCurrentCUDAStream(x.get_device()).stream();
     check_launch(launch_gelu_lecture(x.data_ptr<float>(), out.data_ptr<float>(), (int)x.numel(), stream),
                  "gelu_lecture");
+    return out;
+}
+
+torch::Tensor gelu_vec4(torch::Tensor x, torch::Tensor out, int64_t threads, int64_t blocks_per_sm, int64_t unroll) {
+    bool bf16 = check_f32_bf16_pair(x, out);
+    check_threads(threads);
+    TORCH_CHECK(blocks_per_sm >= 1, "blocks_per_sm must be positive");
+    auto stream = c10::cuda::getCurrentCUDAStream(x.get_device()).stream();
+    check_launch(launch_gelu_vec4(x.data_ptr(), out.data_ptr(), x.numel(), bf16, (int)threads, (int)blocks_per_sm,
+                                  (int)unroll, sm_count(x), stream), "gelu_vec4");
+    return out;
+}
+
+// strategy (0 warp per row, 1 block or cluster per row, 2 loop), threads and
+// cluster come from kernels.softmax_plan (sm_90 for cluster > 1).
+torch::Tensor softmax(torch::Tensor x, torch::Tensor out, int64_t strategy, int64_t threads, int64_t cluster) {
+    bool bf16 = check_f32_bf16_pair(x, out);
+    TORCH_CHECK(x.dim() == 2, "x must be 2-D");
+    TORCH_CHECK(x.size(0) <= INT32_MAX && x.size(1) <= INT32_MAX, "softmax: rows and columns must fit in int32");
+    check_threads(threads);
+    auto stream = c10::cuda::getCurrentCUDAStream(x.get_device()).stream();
+    cudaError_t err = launch_softmax(x.data_ptr(), out.data_ptr(), (int)x.size(0), (int)x.size(1), bf16, (int)strategy,
+                                     (int)threads, (int)cluster, stream);
+    TORCH_CHECK(err == cudaSuccess, "softmax launch failed (strategy ", strategy, ", threads ", threads, ", cluster ",
+                cluster, ", shape ", x.sizes(), "): ", cudaGetErrorString(err));
     return out;
 }
 

@@ -17,9 +17,10 @@ from functools import cache
 from pathlib import Path
 
 HERE = Path(__file__).parent
-CU_SOURCES = ("square.cu", "mean.cu", "gelu.cu")
+CU_SOURCES = ("square.cu", "mean.cu", "gelu.cu", "softmax.cu")
+HEADERS = ("pack16.cuh",)  # included by the .cu files (found through extra_include_paths)
 BINDINGS = "bindings.cpp"
-FUNCTIONS = ("square_lecture", "square_vec4", "gelu_lecture", "mean")
+FUNCTIONS = ("square_lecture", "square_vec4", "gelu_lecture", "gelu_vec4", "mean", "softmax")
 
 BUILD_TIMES: dict[str, float] = {}  # extension name -> seconds the build (or cache load) took
 
@@ -39,7 +40,9 @@ def extension():
     from torch.utils.cpp_extension import load_inline
 
     cpp, cuda = sources()
-    key = hashlib.sha256("\0".join([cpp, cuda, torch.__version__, str(torch.version.cuda)]).encode()).hexdigest()[:12]
+    headers = [(HERE / name).read_text() for name in HEADERS]
+    key = hashlib.sha256("\0".join([cpp, cuda, *headers, torch.__version__, str(torch.version.cuda)]).encode()
+                         ).hexdigest()[:12]
     name = f"kernelscope_cuda_{key}"
     build_dir = cache_root() / "torch_extensions" / name
     build_dir.mkdir(parents=True, exist_ok=True)
@@ -49,7 +52,7 @@ def extension():
               file=sys.stderr, flush=True)
     start = time.perf_counter()
     module = load_inline(name=name, cpp_sources=cpp, cuda_sources=cuda, functions=list(FUNCTIONS),
-                         extra_cuda_cflags=["-O3"],
+                         extra_cuda_cflags=["-O3"], extra_include_paths=[str(HERE)],
                          build_directory=str(build_dir), verbose=False)
     BUILD_TIMES[name] = time.perf_counter() - start
     if fresh:

@@ -1,8 +1,89 @@
-"""Python entry points of the CUDA C++ variants (validated by the catalog first)."""
+"""Python entry points of the CUDA C++ variants (validated by the catalog first).
+
+The tuned kernels take their launch shapes as arguments; the defaults are the
+constants below, so scripts/gpu/tune_cuda.py sweeps them without rebuilding.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import NamedTuple
 
 import torch
 
 from kernelscope.backends.cuda.build import extension
+
+# square_vec4, gelu_vec4: a grid-stride loop over 16-byte vectors, one resident wave.
+ELEMENTWISE_THREADS = 256
+ELEMENTWISE_BLOCKS_PER_SM = 8  # 8 x 256 = 2048 threads, an SM's limit (the kernels fit in 32 registers)
+ELEMENTWISE_UNROLL = 4  # 16-byte loads in flight a thread: 128 KiB a SM
+
+# softmax: the launch shape from the row count and width (softmax_plan).
+SOFTMAX_WARP_MAX_COLS = 1024  # rows up to this wide: one warp a row
+SOFTMAX_WARP_THREADS = 128  # warp strategy: 4 rows a block
+SOFTMAX_BLOCK_EPT = 32  # block strategy: elements a thread holds (threads = slice / this, 128 to 1024)
+SOFTMAX_BLOCK_MAX_COLS = 16384  # wider rows are split across a cluster (a block: 64 KiB of float32 registers)
+SOFTMAX_CLUSTER_FILL = 2  # few rows: split across a cluster until rows x cluster >= this x SMs ...
+SOFTMAX_MIN_SLICE = 2048  # ... as long as each block keeps this many elements
+SOFTMAX_MAX_CLUSTER = 16  # H100 allows 16 (non-portable); 8 is portable
+SOFTMAX_LOOP_THREADS = 1024  # rows wider than 16 blocks hold in registers
+SOFTMAX_STRATEGIES = {"warp": 0, "block": 1, "cluster": 1, "loop": 2}  # the codes launch_softmax takes
+
+
+class SoftmaxPlan(NamedTuple):
+    strategy: str  # "warp", "block", "cluster" or "loop"
+    threads: int  # a block's threads (warp: rows a block = threads / 32)
+    cluster: int  # blocks a row is split across (1: no cluster)
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(0, n - 1).bit_length()
+
+
+def floats_per_thread(cols: int, itemsize: int, lanes: int, cluster: int = 1) -> int:
+    """Elements a thread of the register-held kernels holds; launch_softmax rounds the same way."""
+    per_pack = 16 // itemsize
+    vectors_per_block = -(-(cols // per_pack) // cluster)
+    return -(-vectors_per_block // lanes) * per_pack
+
+
+def register_capacity(threads: int) -> int:
+    """The most elements a thread of softmax_block_kernel holds: 64 registers a thread at 1024 threads, 128 at 512."""
+    return 32 if threads > 512 else 64
+
+
+def softmax_plan(rows: int, cols: int, sm_count: int, itemsize: int = 4) -> SoftmaxPlan:
+    """Strategy, threads and cluster size of softmax-cuda for a (rows, cols) input.
+
+    Narrow rows: a warp each. Otherwise a block each (threads chosen so a thread
+    holds about SOFTMAX_BLOCK_EPT elements), split across a cluster of 2 to 16
+    blocks when a row is wider than one block holds or when there are too few
+    rows to give every SM SOFTMAX_CLUSTER_FILL blocks. Rows wider than 16 blocks
+    hold in registers loop over memory instead.
+    """
+    if cols <= SOFTMAX_WARP_MAX_COLS:
+        return SoftmaxPlan("warp", SOFTMAX_WARP_THREADS, 1)
+    cluster = 1
+    while cluster < SOFTMAX_MAX_CLUSTER and (
+            cols > cluster * SOFTMAX_BLOCK_MAX_COLS
+            or (rows * cluster < SOFTMAX_CLUSTER_FILL * sm_count and cols >= 2 * cluster * SOFTMAX_MIN_SLICE)):
+        cluster *= 2
+    slice_cols = -(-cols // cluster)
+    threads = min(1024, max(128, _next_pow2(-(-slice_cols // SOFTMAX_BLOCK_EPT))))
+    if floats_per_thread(cols, itemsize, threads, cluster) > register_capacity(threads):
+        return SoftmaxPlan("loop", SOFTMAX_LOOP_THREADS, cluster)
+    return SoftmaxPlan("cluster" if cluster > 1 else "block", threads, cluster)
+
+
+@lru_cache(maxsize=None)
+def _sm_count(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+@lru_cache(maxsize=1024)
+def _softmax_launch(rows: int, cols: int, itemsize: int, device_index: int) -> tuple[int, int, int]:
+    plan = softmax_plan(rows, cols, _sm_count(device_index), itemsize)
+    return SOFTMAX_STRATEGIES[plan.strategy], plan.threads, plan.cluster
 
 
 def _out(x, out):
@@ -13,12 +94,28 @@ def square_lecture(x, out=None):
     return extension().square_lecture(x, _out(x, out))
 
 
-def square_vec4(x, out=None):
-    return extension().square_vec4(x, _out(x, out))
+def square_vec4(x, out=None, threads=ELEMENTWISE_THREADS, blocks_per_sm=ELEMENTWISE_BLOCKS_PER_SM,
+                unroll=ELEMENTWISE_UNROLL):
+    return extension().square_vec4(x, _out(x, out), threads, blocks_per_sm, unroll)
 
 
 def gelu_lecture(x, out=None):
     return extension().gelu_lecture(x, _out(x, out))
+
+
+def gelu_vec4(x, out=None, threads=ELEMENTWISE_THREADS, blocks_per_sm=ELEMENTWISE_BLOCKS_PER_SM,
+              unroll=ELEMENTWISE_UNROLL):
+    return extension().gelu_vec4(x, _out(x, out), threads, blocks_per_sm, unroll)
+
+
+def softmax(x, out=None, plan: SoftmaxPlan | None = None):
+    """Row softmax; plan (strategy, threads, cluster) overrides softmax_plan's choice."""
+    rows, cols = x.shape
+    if plan is None:
+        strategy, threads, cluster = _softmax_launch(rows, cols, x.element_size(), x.device.index)
+    else:
+        strategy, threads, cluster = SOFTMAX_STRATEGIES[plan[0]], plan[1], plan[2]
+    return extension().softmax(x, _out(x, out), strategy, threads, cluster)
 
 
 def mean(x, out=None):

@@ -1,0 +1,377 @@
+// softmax over the last dimension of a 2-D tensor. Plain CUDA C++ for sm_90
+// (thread-block clusters), compile-checked alone by nvcc.
+//
+// Bytes moved: each row read from DRAM once and written once, 2 x rows x cols x
+// element size, the least a softmax can move. A row's max, its sum of exps and
+// the normalization are three passes over the row; the row stays in registers
+// between them, so the three passes cost one pass over memory. Math in float32
+// for float32 and bfloat16 alike; exps of x - max, so +1000 offsets and x100
+// logits do not overflow, and -inf (masked) entries give 0. __expf (ex2.approx)
+// errs by about 1e-6 relative or less on the exps that matter (x - max in
+// [-20, 0]), far inside the float32 tolerance of 1e-5 of the largest probability.
+//
+// The host (kernels.softmax_plan in Python) picks one of four launch shapes from
+// the row count and width:
+//   warp per row     narrow rows (<= ~1024): 32 lanes hold a row, reductions are
+//                    warp shuffles, no shared memory, a few rows a block.
+//   block per row    many wide rows: reductions through shuffles and 32 floats
+//                    of shared memory, two blocks or more resident an SM.
+//   cluster per row  few rows, or rows too wide for one block's registers: the
+//                    row is split across the C blocks of a thread-block cluster,
+//                    so rows x C blocks fill the 132 SMs. Each block reduces its
+//                    slice to (max, sum of exp), pushes that pair into the shared
+//                    memory of every block of its cluster (distributed shared
+//                    memory), one cluster barrier, then each block rescales its
+//                    own exps and writes its slice.
+//   loop             rows wider than a 16-block cluster holds in registers
+//                    (> 512K elements): the same split, each block loops over its
+//                    slice twice (online max and sum, then write): 3 passes over memory.
+#include <cuda_runtime.h>
+#include <cooperative_groups.h>
+#include <stdint.h>
+
+#include "pack16.cuh"
+
+namespace cg = cooperative_groups;
+
+constexpr int SOFTMAX_MAX_CLUSTER = 16;  // 8 is portable; 16 needs the non-portable attribute (H100 allows it)
+
+__device__ __forceinline__ float softmax_warp_max(float v) {
+    for (int offset = 16; offset > 0; offset >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffff, v, offset));
+    return v;
+}
+
+__device__ __forceinline__ float softmax_warp_sum(float v) {
+    for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffff, v, offset);
+    return v;
+}
+
+// Block-wide max or sum, returned to every thread. `scratch` holds 32 floats
+// and is used by one reduction only (no barrier needed before the next one).
+template <bool MAX>
+__device__ __forceinline__ float softmax_block_reduce(float v, float* scratch) {
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    v = MAX ? softmax_warp_max(v) : softmax_warp_sum(v);
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    v = lane < (int)blockDim.x / 32 ? scratch[lane] : (MAX ? -INFINITY : 0.0f);
+    return MAX ? softmax_warp_max(v) : softmax_warp_sum(v);
+}
+
+// A row cut for 16-byte access: `head` scalars until the row's address in x is
+// 16-byte aligned, `nvec` vectors of Pack16<T>::N elements, `tail` scalars.
+struct RowSplit {
+    int head, nvec, tail;
+};
+
+template <typename T>
+__device__ __forceinline__ RowSplit split_row(const T* row, int cols) {
+    constexpr int N = Pack16<T>::N;
+    int head = (int)(((16 - (reinterpret_cast<uintptr_t>(row) & 15)) & 15) / sizeof(T));
+    head = head < cols ? head : cols;
+    int nvec = (cols - head) / N;
+    return {head, nvec, cols - head - nvec * N};
+}
+
+// v[i * N .. i * N + N) = vector (first + i * step) of the row, for i < NV and
+// that vector < end; -inf elsewhere (it adds nothing to the max or the sum).
+// All NV loads are issued before any is used.
+template <typename T, int NV>
+__device__ __forceinline__ void load_vectors(const T* vecs, int first, int step, int end, float* v) {
+    constexpr int N = Pack16<T>::N;
+    uint4 r[NV];
+#pragma unroll
+    for (int i = 0; i < NV; ++i)
+        if (first + i * step < end) r[i] = load16(vecs + (int64_t)(first + i * step) * N);
+#pragma unroll
+    for (int i = 0; i < NV; ++i) {
+        if (first + i * step < end) {
+            Pack16<T>::unpack(r[i], v + i * N);
+        } else {
+#pragma unroll
+            for (int j = 0; j < N; ++j) v[i * N + j] = -INFINITY;
+        }
+    }
+}
+
+// Writes v * scale back to the vectors load_vectors read. out_aligned: y's row
+// has x's alignment, so the vectors are 16-byte aligned in y too (else scalar stores).
+template <typename T, int NV>
+__device__ __forceinline__ void store_vectors(T* vecs, int first, int step, int end, const float* v, float scale,
+                                              bool out_aligned) {
+    constexpr int N = Pack16<T>::N;
+#pragma unroll
+    for (int i = 0; i < NV; ++i) {
+        if (first + i * step < end) {
+            float o[N];
+#pragma unroll
+            for (int j = 0; j < N; ++j) o[j] = v[i * N + j] * scale;
+            T* p = vecs + (int64_t)(first + i * step) * N;
+            if (out_aligned) {
+                store16(p, Pack16<T>::pack(o));
+            } else {
+#pragma unroll
+                for (int j = 0; j < N; ++j) p[j] = Pack16<T>::from_float(o[j]);
+            }
+        }
+    }
+}
+
+// exp(v - max) in place; returns their sum. A max of -inf (an empty or fully
+// masked slice) shifts by 0 instead, so the exps are 0, not NaN, and the sum 0.
+template <int E>
+__device__ __forceinline__ float exp_in_place(float* v, float max) {
+    const float shift = max == -INFINITY ? 0.0f : max;
+    float sum = 0.0f;
+#pragma unroll
+    for (int i = 0; i < E; ++i) {
+        v[i] = __expf(v[i] - shift);
+        sum += v[i];
+    }
+    return sum;
+}
+
+// The row's (max, sum of exp(x - max)) from each block's own (max, sum): the
+// pairs go into every block's `partials` through distributed shared memory, one
+// cluster barrier, then each block combines them locally. After the barrier no
+// block touches another's shared memory, so blocks may exit on their own.
+// The caller arrived on the cluster barrier at its start (see the kernels): a
+// block's shared memory may be written only once that block runs.
+__device__ __forceinline__ float2 cluster_combine(float2 mine, float2* partials) {
+    cg::cluster_group cluster = cg::this_cluster();
+    const int csize = (int)cluster.num_blocks(), rank = (int)cluster.block_rank();
+    cluster.barrier_wait();  // every block of the cluster has started
+    if ((int)threadIdx.x < csize) cluster.map_shared_rank(partials, (int)threadIdx.x)[rank] = mine;
+    cluster.sync();
+    float m = -INFINITY, s = 0.0f;
+    for (int r = 0; r < csize; ++r) m = fmaxf(m, partials[r].x);
+    for (int r = 0; r < csize; ++r) s += partials[r].y * __expf(partials[r].x - m);  // exp(-inf) = 0
+    return make_float2(m, s);
+}
+
+// Warp per row: warp w of block b takes row b * (blockDim.x / 32) + w; lane l
+// holds vectors l, l + 32, ... (EPT floats: EPT / N vectors). Shuffles only.
+template <typename T, int EPT> __launch_bounds__(1024) __global__ void softmax_warp_kernel(
+    const T* __restrict__ x, T* __restrict__ y, int rows, int cols) {
+    using P = Pack16<T>;
+    constexpr int NV = EPT / P::N;
+    const int lane = threadIdx.x % 32;
+    const int64_t row = (int64_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (row >= rows) return;  // whole warps leave: no block barrier below
+    const T* xr = x + row * cols;
+    T* yr = y + row * cols;
+    const RowSplit s = split_row(xr, cols);
+    const bool out_aligned = (((uintptr_t)xr ^ (uintptr_t)yr) & 15) == 0;
+
+    float v[EPT];
+    load_vectors<T, NV>(xr + s.head, lane, 32, s.nvec, v);
+    float hv = lane < s.head ? P::to_float(xr[lane]) : -INFINITY;  // unaligned ends, < N each
+    float tv = lane < s.tail ? P::to_float(xr[cols - s.tail + lane]) : -INFINITY;
+
+    float m = fmaxf(hv, tv);
+#pragma unroll
+    for (int i = 0; i < EPT; ++i) m = fmaxf(m, v[i]);
+    m = softmax_warp_max(m);
+    float sum = exp_in_place<EPT>(v, m);
+    hv = __expf(hv - m);
+    tv = __expf(tv - m);
+    sum = softmax_warp_sum(sum + hv + tv);
+    const float scale = 1.0f / sum;
+
+    store_vectors<T, NV>(yr + s.head, lane, 32, s.nvec, v, scale, out_aligned);
+    if (lane < s.head) yr[lane] = P::from_float(hv * scale);
+    if (lane < s.tail) yr[cols - s.tail + lane] = P::from_float(tv * scale);
+}
+
+// Block per row (cluster size 1) and cluster per row (C > 1, grid = rows x C,
+// block rank r of a cluster takes vectors [nvec r / C, nvec (r + 1) / C) of the
+// row, rank 0 also the unaligned ends). Thread t holds vectors t, t + blockDim.x,
+// ... of the slice: EPT floats in registers, at most 32 with 1024 threads (64
+// registers a thread) and 64 with 512.
+template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 1024 : 512) __global__ void softmax_block_kernel(
+    const T* __restrict__ x, T* __restrict__ y, int cols) {
+    using P = Pack16<T>;
+    constexpr int NV = EPT / P::N;
+    __shared__ float scratch_max[32], scratch_sum[32];
+    __shared__ float2 partials[SOFTMAX_MAX_CLUSTER];
+    cg::cluster_group cluster = cg::this_cluster();
+    const int csize = (int)cluster.num_blocks(), rank = (int)cluster.block_rank();
+    if (csize > 1) cluster.barrier_arrive();  // "started"; waited on in cluster_combine, loads in between
+
+    const int64_t row = blockIdx.x / csize;
+    const T* xr = x + row * cols;
+    T* yr = y + row * cols;
+    const RowSplit s = split_row(xr, cols);
+    const bool out_aligned = (((uintptr_t)xr ^ (uintptr_t)yr) & 15) == 0;
+    const int first = (int)((int64_t)s.nvec * rank / csize), end = (int)((int64_t)s.nvec * (rank + 1) / csize);
+    const int t = threadIdx.x;
+
+    float v[EPT];
+    load_vectors<T, NV>(xr + s.head, first + t, blockDim.x, end, v);
+    float hv = rank == 0 && t < s.head ? P::to_float(xr[t]) : -INFINITY;
+    float tv = rank == 0 && t < s.tail ? P::to_float(xr[cols - s.tail + t]) : -INFINITY;
+
+    float m = fmaxf(hv, tv);
+#pragma unroll
+    for (int i = 0; i < EPT; ++i) m = fmaxf(m, v[i]);
+    m = softmax_block_reduce<true>(m, scratch_max);
+    float sum = exp_in_place<EPT>(v, m);
+    const float shift = m == -INFINITY ? 0.0f : m;
+    hv = __expf(hv - shift);
+    tv = __expf(tv - shift);
+    sum = softmax_block_reduce<false>(sum + hv + tv, scratch_sum);
+
+    float scale;  // this block's exps were taken against its own max m
+    if (csize > 1) {
+        const float2 row_stats = cluster_combine(make_float2(m, sum), partials);
+        scale = __expf(m - row_stats.x) / row_stats.y;
+    } else {
+        scale = 1.0f / sum;
+    }
+
+    store_vectors<T, NV>(yr + s.head, first + t, blockDim.x, end, v, scale, out_aligned);
+    if (rank == 0 && t < s.head) yr[t] = P::from_float(hv * scale);
+    if (rank == 0 && t < s.tail) yr[cols - s.tail + t] = P::from_float(tv * scale);
+}
+
+// Any width: the cluster split of softmax_block_kernel, but each block loops
+// over its slice, one vector a thread at a time, twice: first a running (max,
+// sum of exp) per thread, rescaled when the max grows; then, with the row's
+// (max, sum), exp and write. Reads the row twice: 3 passes over memory.
+template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kernel(
+    const T* __restrict__ x, T* __restrict__ y, int cols) {
+    using P = Pack16<T>;
+    __shared__ float scratch_max[32], scratch_sum[32];
+    __shared__ float2 partials[SOFTMAX_MAX_CLUSTER];
+    cg::cluster_group cluster = cg::this_cluster();
+    const int csize = (int)cluster.num_blocks(), rank = (int)cluster.block_rank();
+    if (csize > 1) cluster.barrier_arrive();
+
+    const int64_t row = blockIdx.x / csize;
+    const T* xr = x + row * cols;
+    T* yr = y + row * cols;
+    const RowSplit s = split_row(xr, cols);
+    const bool out_aligned = (((uintptr_t)xr ^ (uintptr_t)yr) & 15) == 0;
+    const int first = (int)((int64_t)s.nvec * rank / csize), end = (int)((int64_t)s.nvec * (rank + 1) / csize);
+    const int t = threadIdx.x;
+
+    float m = -INFINITY, sum = 0.0f;  // this thread's running max and sum of exp(x - m)
+    auto add = [&](const float* v, int n) {
+        float vm = m;
+        for (int j = 0; j < n; ++j) vm = fmaxf(vm, v[j]);
+        if (vm == -INFINITY) return;  // nothing finite yet
+        sum *= __expf(m - vm);
+        for (int j = 0; j < n; ++j) sum += __expf(v[j] - vm);
+        m = vm;
+    };
+    float v[P::N];
+#pragma unroll 4
+    for (int k = first + t; k < end; k += blockDim.x) {
+        P::unpack(load16(xr + s.head + (int64_t)k * P::N), v);
+        add(v, P::N);
+    }
+    if (rank == 0 && t < s.head) { v[0] = P::to_float(xr[t]); add(v, 1); }
+    if (rank == 0 && t < s.tail) { v[0] = P::to_float(xr[cols - s.tail + t]); add(v, 1); }
+
+    const float block_m = softmax_block_reduce<true>(m, scratch_max);
+    const float shift = block_m == -INFINITY ? 0.0f : block_m;
+    float block_sum = softmax_block_reduce<false>(sum * __expf(m - shift), scratch_sum);  // m = -inf: sum 0, exp 0
+    float2 row_stats = make_float2(block_m, block_sum);
+    if (csize > 1) row_stats = cluster_combine(row_stats, partials);
+    const float row_m = row_stats.x, inv = 1.0f / row_stats.y;
+
+#pragma unroll 4
+    for (int k = first + t; k < end; k += blockDim.x) {
+        P::unpack(load16(xr + s.head + (int64_t)k * P::N), v);
+#pragma unroll
+        for (int j = 0; j < P::N; ++j) v[j] = __expf(v[j] - row_m) * inv;
+        T* p = yr + s.head + (int64_t)k * P::N;
+        if (out_aligned) {
+            store16(p, P::pack(v));
+        } else {
+#pragma unroll
+            for (int j = 0; j < P::N; ++j) p[j] = P::from_float(v[j]);
+        }
+    }
+    if (rank == 0 && t < s.head) yr[t] = P::from_float(__expf(P::to_float(xr[t]) - row_m) * inv);
+    if (rank == 0 && t < s.tail) {
+        const int64_t i = cols - s.tail + t;
+        yr[i] = P::from_float(__expf(P::to_float(xr[i]) - row_m) * inv);
+    }
+}
+
+// ---- host side -------------------------------------------------------------
+
+enum SoftmaxStrategy { SOFTMAX_WARP = 0, SOFTMAX_BLOCK = 1, SOFTMAX_LOOP = 2 };
+
+// Launches `grid` blocks of Kernel as clusters of `cluster` (1: a plain launch).
+template <auto Kernel, typename... Args>
+static cudaError_t launch_clustered(int grid, int threads, int cluster, cudaStream_t stream, Args... args) {
+    if (cluster == 1) {
+        Kernel<<<grid, threads, 0, stream>>>(args...);
+        return cudaGetLastError();
+    }
+    if (cluster > 8) {  // clusters of 9 to 16 blocks are non-portable: allowed once per kernel
+        static const cudaError_t allowed =
+            cudaFuncSetAttribute(Kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+        if (allowed != cudaSuccess) return allowed;
+    }
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(grid);
+    config.blockDim = dim3(threads);
+    config.dynamicSmemBytes = 0;
+    config.stream = stream;
+    cudaLaunchAttribute attribute;
+    attribute.id = cudaLaunchAttributeClusterDimension;
+    attribute.val.clusterDim.x = cluster;
+    attribute.val.clusterDim.y = 1;
+    attribute.val.clusterDim.z = 1;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    return cudaLaunchKernelEx(&config, Kernel, args...);
+}
+
+// The register-held kernels come in a few sizes: the smallest EPT (floats a
+// thread holds) that covers the slice is launched.
+template <typename T>
+static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols, int strategy, int threads,
+                                    int cluster, cudaStream_t stream) {
+    const T* x = static_cast<const T*>(xv);
+    T* y = static_cast<T*>(yv);
+    constexpr int N = Pack16<T>::N;
+    if (threads < 32 || threads > 1024 || threads % 32 != 0) return cudaErrorInvalidValue;
+    if (cluster < 1 || cluster > SOFTMAX_MAX_CLUSTER) return cudaErrorInvalidValue;
+    const int64_t grid = (int64_t)rows * cluster;
+    const int lanes = strategy == SOFTMAX_WARP ? 32 : threads;
+    const int64_t slice = ((int64_t)(cols / N) + cluster - 1) / cluster;      // vectors a block (or warp) holds
+    const int64_t need = ((slice + lanes - 1) / lanes) * N;                    // floats a thread holds
+    if (strategy == SOFTMAX_WARP) {
+        if (cluster != 1) return cudaErrorInvalidValue;
+        const int warps = threads / 32, blocks = (rows + warps - 1) / warps;
+        if (need <= 8) return launch_clustered<softmax_warp_kernel<T, 8>>(blocks, threads, 1, stream, x, y, rows, cols);
+        if (need <= 16) return launch_clustered<softmax_warp_kernel<T, 16>>(blocks, threads, 1, stream, x, y, rows, cols);
+        if (need <= 32) return launch_clustered<softmax_warp_kernel<T, 32>>(blocks, threads, 1, stream, x, y, rows, cols);
+        return cudaErrorInvalidValue;  // row too wide for a warp
+    }
+    if (grid > 0x7fffffff) return cudaErrorInvalidValue;
+    if (strategy == SOFTMAX_BLOCK) {
+        if (need <= 8) return launch_clustered<softmax_block_kernel<T, 8>>((int)grid, threads, cluster, stream, x, y, cols);
+        if (need <= 16) return launch_clustered<softmax_block_kernel<T, 16>>((int)grid, threads, cluster, stream, x, y, cols);
+        if (need <= 32) return launch_clustered<softmax_block_kernel<T, 32>>((int)grid, threads, cluster, stream, x, y, cols);
+        if (need <= 64 && threads <= 512)
+            return launch_clustered<softmax_block_kernel<T, 64>>((int)grid, threads, cluster, stream, x, y, cols);
+        return cudaErrorInvalidValue;  // slice too wide for the block's registers: more threads, a larger cluster, or LOOP
+    }
+    if (strategy == SOFTMAX_LOOP) return launch_clustered<softmax_loop_kernel<T>>((int)grid, threads, cluster, stream, x, y, cols);
+    return cudaErrorInvalidValue;
+}
+
+// strategy: 0 warp per row, 1 block (cluster == 1) or cluster per row, 2 loop.
+// threads: a block's threads (warp: rows a block = threads / 32). All three come
+// from kernels.softmax_plan, or a tuning script.
+cudaError_t launch_softmax(const void* x, void* y, int rows, int cols, bool bf16, int strategy, int threads,
+                           int cluster, cudaStream_t stream) {
+    if (rows == 0 || cols == 0) return cudaSuccess;
+    return bf16 ? launch_softmax_t<__nv_bfloat16>(x, y, rows, cols, strategy, threads, cluster, stream)
+                : launch_softmax_t<float>(x, y, rows, cols, strategy, threads, cluster, stream);
+}

@@ -1,0 +1,128 @@
+"""The host side of the CUDA C++ kernels, on the CPU: softmax's launch plan and the arguments the wrappers pass.
+
+The plan must always be launchable (launch_softmax refuses a slice wider than a
+thread's registers) and must pick the strategy the kernels were written for:
+warps for narrow rows, a block for many wide rows, a cluster for few or very
+wide rows. The extension itself is replaced by a recorder: no GPU, no nvcc.
+"""
+
+import pytest
+import torch
+
+from kernelscope.backends.cuda import kernels as K
+from kernelscope.catalog import OPS
+
+H100_SMS = 132
+SOFTMAX = OPS["softmax"]
+SHAPES = sorted({*SOFTMAX.bench_shapes, *SOFTMAX.check_shapes, *(s.shape for s in SOFTMAX.stress),
+                 (8192, 8192), (1000, 1025), (3, 16385), (100000, 20000), (1, 2**20), (2, 2**24), (7, 1)})
+
+
+@pytest.mark.parametrize("itemsize", [4, 2])
+@pytest.mark.parametrize("sms", [H100_SMS, 78, 16])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_every_softmax_plan_is_launchable(shape, sms, itemsize):
+    rows, cols = shape
+    plan = K.softmax_plan(rows, cols, sms, itemsize)
+    assert plan.strategy in K.SOFTMAX_STRATEGIES
+    assert 32 <= plan.threads <= 1024 and plan.threads % 32 == 0
+    assert plan.cluster in (1, 2, 4, 8, 16)
+    assert plan.strategy == "loop" or (plan.strategy == "cluster") == (plan.cluster > 1)
+    if plan.strategy == "warp":
+        assert plan.cluster == 1 and K.floats_per_thread(cols, itemsize, 32) <= 32
+    elif plan.strategy in ("block", "cluster"):
+        assert K.floats_per_thread(cols, itemsize, plan.threads, plan.cluster) <= K.register_capacity(plan.threads)
+    assert rows * plan.cluster < 2**31  # grid.x
+
+
+@pytest.mark.parametrize("shape", [(64, 64), (256, 256), (1024, 1024), (16384, 1000), (13, 17), (1, 1)])
+def test_narrow_rows_take_a_warp_each(shape):
+    assert K.softmax_plan(*shape, H100_SMS).strategy == "warp"
+
+
+@pytest.mark.parametrize("shape", [(4096, 4096), (8192, 8192), (16384, 16384)])
+def test_many_wide_rows_take_a_block_each_with_the_row_in_registers(shape):
+    rows, cols = shape
+    plan = K.softmax_plan(rows, cols, H100_SMS)
+    assert plan == K.SoftmaxPlan("block", plan.threads, 1)
+    assert K.floats_per_thread(cols, 4, plan.threads) <= 32  # two blocks or more resident an SM
+
+
+@pytest.mark.parametrize("shape", [(512, 50257), (64, 262144), (2, 131072), (2, 9001)])
+def test_few_or_very_wide_rows_split_across_a_cluster(shape):
+    rows, cols = shape
+    for itemsize in (4, 2):
+        plan = K.softmax_plan(rows, cols, H100_SMS, itemsize)
+        assert plan.strategy == "cluster" and plan.cluster >= 2
+        # each block's slice fits its registers, and a wide row is never left to one block
+        assert -(-cols // plan.cluster) <= K.SOFTMAX_BLOCK_MAX_COLS
+
+
+def test_the_target_shapes_fill_the_h100():
+    for rows, cols in [(512, 50257), (64, 262144)]:
+        plan = K.softmax_plan(rows, cols, H100_SMS)
+        assert rows * plan.cluster >= 2 * H100_SMS, (rows, cols, plan)
+
+
+def test_rows_wider_than_a_16_block_cluster_holds_loop_over_memory():
+    assert K.softmax_plan(1, 2**20, H100_SMS) == K.SoftmaxPlan("loop", K.SOFTMAX_LOOP_THREADS, 16)
+    assert K.softmax_plan(64, 262144, H100_SMS).strategy == "cluster"  # 16 x 16384 still fits
+
+
+def test_floats_per_thread_rounds_like_launch_softmax():
+    # 50257 float32 columns over 4 blocks: 12564 vectors of 4 -> 3141 a block -> 7 vectors a thread at 512
+    assert K.floats_per_thread(50257, 4, 512, 4) == 28
+    assert K.floats_per_thread(50257, 2, 512, 4) == 32  # 6282 vectors of 8 -> 1571 a block -> 4 a thread
+    assert K.floats_per_thread(1024, 4, 32) == 32 and K.floats_per_thread(1024, 2, 32) == 32
+    assert K.floats_per_thread(3, 4, 32) == 0  # all in the unaligned ends
+
+
+def test_elementwise_defaults_fill_an_sm_in_one_wave():
+    assert K.ELEMENTWISE_THREADS % 32 == 0
+    assert K.ELEMENTWISE_THREADS * K.ELEMENTWISE_BLOCKS_PER_SM == 2048
+    assert K.ELEMENTWISE_UNROLL in (1, 2, 4, 8)
+
+
+class Recorder:
+    def __init__(self):
+        self.calls = []
+
+    def __getattr__(self, name):
+        def call(x, out, *args):
+            self.calls.append((name, tuple(out.shape), args))
+            return out
+        return call
+
+
+@pytest.fixture
+def ext(monkeypatch):
+    recorder = Recorder()
+    monkeypatch.setattr(K, "extension", lambda: recorder)
+    monkeypatch.setattr(K, "_sm_count", lambda device_index: H100_SMS)
+    K._softmax_launch.cache_clear()
+    yield recorder
+    K._softmax_launch.cache_clear()
+
+
+def test_softmax_passes_the_plan_as_launch_arguments(ext):
+    x = torch.empty(512, 50257)
+    out = K.softmax(x)
+    plan = K.softmax_plan(512, 50257, H100_SMS)
+    assert out.shape == x.shape
+    assert ext.calls[-1] == ("softmax", (512, 50257), (K.SOFTMAX_STRATEGIES[plan.strategy], plan.threads, plan.cluster))
+    K.softmax(torch.empty(64, 64), torch.empty(64, 64))
+    assert ext.calls[-1] == ("softmax", (64, 64), (0, K.SOFTMAX_WARP_THREADS, 1))
+    K.softmax(x, plan=K.SoftmaxPlan("loop", 256, 8))
+    assert ext.calls[-1][2] == (2, 256, 8)
+    bf16 = torch.empty(512, 50257, dtype=torch.bfloat16)
+    K.softmax(bf16)
+    plan = K.softmax_plan(512, 50257, H100_SMS, 2)
+    assert ext.calls[-1][2] == (K.SOFTMAX_STRATEGIES[plan.strategy], plan.threads, plan.cluster)
+
+
+def test_elementwise_wrappers_pass_their_launch_shape(ext):
+    x = torch.empty(8, 8)
+    K.square_vec4(x)
+    K.gelu_vec4(x, torch.empty_like(x), threads=512, blocks_per_sm=4, unroll=2)
+    defaults = (K.ELEMENTWISE_THREADS, K.ELEMENTWISE_BLOCKS_PER_SM, K.ELEMENTWISE_UNROLL)
+    assert ext.calls == [("square_vec4", (8, 8), defaults), ("gelu_vec4", (8, 8), (512, 4, 2))]
