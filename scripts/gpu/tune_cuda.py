@@ -1,0 +1,266 @@
+"""Tune the CUDA C++ kernels on the GPU box: softmax-cuda, gelu-cuda-vec4, square-cuda-vec4.
+
+For each op, shape and dtype: the suite's own cases (kernelscope.timing.cases,
+checked against the float64 reference) for the torch variant and for the CUDA
+variant at its defaults: the rows the asv suite will store. Then, at the target
+shapes, a sweep of launch shapes (square/gelu: threads, blocks per SM, 16-byte
+loads in flight; softmax: strategy, threads, cluster size), each configuration
+checked once against the same reference (softmax with few rows also on masked,
+offset and large-logit rows) before it is timed. Ends with the targets, met or
+missed, and the best configuration found where it beats the default.
+
+    python3 scripts/gpu/tune_cuda.py --json $OUT/tune_cuda.json [--quick]
+
+The extension build comes first (a minute or two with a cold cache) and is not
+counted; the rest takes about two minutes on an H100. Exits 1 if any output was
+wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from tune import Table, args  # noqa: E402  (tune puts src/ on sys.path)
+
+import torch  # noqa: E402
+
+from kernelscope.backends.cuda import build  # noqa: E402
+from kernelscope.backends.cuda import kernels as K  # noqa: E402
+from kernelscope.catalog import OPS  # noqa: E402
+from kernelscope.check import relative_error  # noqa: E402
+from kernelscope.ops import shape_str  # noqa: E402
+from kernelscope.timing import cases  # noqa: E402
+
+DTYPES = ("float32", "bfloat16")
+ITEMSIZE = {"float32": 4, "bfloat16": 2}
+
+SOFTMAX_SHAPES = [(64, 64), (256, 256), (1024, 1024), (4096, 4096), (8192, 8192), (16384, 16384),
+                  (16384, 1000), (512, 50257), (64, 262144)]
+SOFTMAX_SWEEP = [(16384, 16384), (512, 50257), (64, 262144), (8192, 8192), (4096, 4096), (16384, 1000), (1024, 1024)]
+SOFTMAX_SWEEP_QUICK = [(16384, 16384), (512, 50257), (64, 262144)]
+
+ELEMENTWISE_SHAPES = [(64, 64), (256, 256), (1024, 1024), (4096, 4096), (8192, 8192), (16384, 16384)]
+ELEMENTWISE_SWEEP = [(8192, 8192), (16384, 16384)]  # 2^26 and 2^28 elements
+# (threads, blocks_per_sm, unroll): unroll 1 is the old kernel's one load in flight; (256, 16, 4) runs two waves
+ELEMENTWISE_CONFIGS = [(256, 8, 4), (256, 8, 1), (256, 8, 2), (256, 4, 8), (128, 16, 4), (512, 4, 4), (1024, 2, 4),
+                       (256, 4, 4), (256, 16, 4)]
+ELEMENTWISE_CONFIGS_QUICK = ELEMENTWISE_CONFIGS[:3]
+
+FAILURES: list[str] = []
+SUITE: dict[tuple, dict] = {}  # (op, variant, shape, dtype) -> the suite case's row
+SWEEPS: dict[tuple, list[dict]] = {}  # (op, shape, dtype) -> swept rows
+
+
+def reference(op, x):
+    """float64 reference and the error scale, as kernelscope.check computes them."""
+    x64 = x.to(torch.float64)
+    ref = op.reference(x64)
+    return ref, max(op.error_scale(x64, ref), torch.finfo(x.dtype).tiny)
+
+
+def matches(what: str, op, out, ref, scale, dtype) -> bool:
+    err = relative_error(out, ref, scale)
+    if err <= op.tolerance[dtype]:
+        return True
+    FAILURES.append(f"{what}: rel_err {err:.3g} > {op.tolerance[dtype]:g}")
+    print(f"  WRONG {what}: rel_err {err:.3g} > {op.tolerance[dtype]:g}", flush=True)
+    return False
+
+
+def suite_row(table: Table, op: str, variant: str, shape, dtype: str, label: str) -> None:
+    """The suite's own case (checked by prepare), timed as asv times it: out allocated by each call."""
+    size = shape_str(shape)
+    try:
+        case = cases.prepare(op, variant, size, dtype)
+    except NotImplementedError as e:
+        print(f"{size:>14} {dtype:>8} {label:<40} skipped: {e}", flush=True)
+        return
+    except RuntimeError as e:  # a wrong answer
+        FAILURES.append(str(e))
+        print(f"  WRONG {e}", flush=True)
+        return
+    SUITE[(op, variant, size, dtype)] = table.add(label, case.call, case.bytes, size, dtype)
+
+
+def sweep_row(table: Table, op, label: str, run, x, out, ref, scale, shape, dtype: str, stress=()) -> None:
+    """run(x, out) at one launch configuration: checked (also on the stress inputs), then timed."""
+    size = shape_str(shape)
+    try:
+        run(x, out)
+        torch.cuda.synchronize()
+    except RuntimeError as e:  # a configuration the GPU refuses (cluster too large for the resources, ...)
+        print(f"{size:>14} {dtype:>8} {label:<40} refused: {str(e).splitlines()[0]}", flush=True)
+        return
+    ok = matches(f"{op.name} {label} {size} {dtype}", op, out, ref, scale, dtype)
+    for name, sx, sout, sref, sscale in stress:
+        run(sx, sout)
+        ok &= matches(f"{op.name} {label} {size} {dtype} ({name} input)", op, sout, sref, sscale, dtype)
+    if ok:
+        row = table.add(label, lambda: run(x, out), op.bytes_for(shape, dtype), size, dtype)
+        SWEEPS.setdefault((op.name, size, dtype), []).append(row)
+
+
+def plan_label(plan) -> str:
+    return f"{plan[0]} threads={plan[1]} cluster={plan[2]}"
+
+
+def softmax_candidates(shape, dtype: str, quick: bool) -> list[K.SoftmaxPlan]:
+    rows, cols = shape
+    item = ITEMSIZE[dtype]
+    if cols <= 1024:
+        plans = [("warp", t, 1) for t in (64, 128, 256, 512)] + [("block", t, 1) for t in (128, 256)]
+    elif rows >= 2048:  # many wide rows: a block each, or 2 or 4 smaller blocks (more of them resident an SM)
+        plans = [("block", t, 1) for t in (128, 256, 512, 1024)] + \
+                [("cluster", t, c) for c in (2, 4) for t in (128, 256, 512)]
+    else:  # few wide rows: clusters of 2 to 16, and the loop kernel
+        plans = [("cluster", t, c) for c in (2, 4, 8, 16) for t in (256, 512, 1024)] + \
+                [("loop", 1024, c) for c in (8, 16)]
+    plans = [K.SoftmaxPlan(*p) for p in plans]
+
+    def launchable(p: K.SoftmaxPlan) -> bool:
+        if p.strategy == "warp":
+            return K.floats_per_thread(cols, item, 32) <= 32
+        if p.strategy == "loop":
+            return True
+        return K.floats_per_thread(cols, item, p.threads, p.cluster) <= K.register_capacity(p.threads)
+
+    plans = [p for p in plans if launchable(p)]
+    if quick:
+        plans = plans[::3]
+    default = K.softmax_plan(rows, cols, torch.cuda.get_device_properties(0).multi_processor_count, item)
+    return [default] + [p for p in plans if p != default]
+
+
+def tune_softmax(table: Table, quick: bool) -> None:
+    op = OPS["softmax"]
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for shape in SOFTMAX_SHAPES:
+        for dtype in DTYPES:
+            plan = K.softmax_plan(*shape, sms, ITEMSIZE[dtype])
+            suite_row(table, "softmax", "softmax-torch", shape, dtype, "softmax-torch (suite)")
+            suite_row(table, "softmax", "softmax-cuda", shape, dtype, f"softmax-cuda (suite) {plan_label(plan)}")
+        cases._CASES.clear()  # the suite's cases keep their inputs: free them shape by shape
+    for shape in SOFTMAX_SWEEP_QUICK if quick else SOFTMAX_SWEEP:
+        for dtype in DTYPES:
+            x = op.make_input(shape, dtype, "cuda", 1)
+            out = torch.empty_like(x)
+            ref, scale = reference(op, x)
+            stress = []
+            if shape[0] < 2048:  # the cluster and loop kernels: masked, offset and large-logit rows too
+                for s in op.stress:
+                    if s.name in ("masked", "offset", "large-logits"):
+                        sx = s.make(shape, dtype, "cuda", 2)
+                        stress.append((s.name, sx, torch.empty_like(sx), *reference(op, sx)))
+            for i, plan in enumerate(softmax_candidates(shape, dtype, quick)):
+                label = plan_label(plan) + (" (default)" if i == 0 else "")
+                sweep_row(table, op, label, lambda a, b, p=plan: K.softmax(a, b, plan=p), x, out, ref, scale,
+                          shape, dtype, stress)
+            del x, out, ref, stress
+            torch.cuda.empty_cache()
+
+
+def tune_elementwise(table: Table, op_name: str, fn, quick: bool) -> None:
+    op = OPS[op_name]
+    default = (K.ELEMENTWISE_THREADS, K.ELEMENTWISE_BLOCKS_PER_SM, K.ELEMENTWISE_UNROLL)
+    for shape in ELEMENTWISE_SHAPES:
+        for dtype in DTYPES:
+            suite_row(table, op_name, f"{op_name}-torch", shape, dtype, f"{op_name}-torch (suite)")
+            suite_row(table, op_name, f"{op_name}-cuda-vec4", shape, dtype,
+                      f"{op_name}-cuda-vec4 (suite) threads={default[0]} bps={default[1]} unroll={default[2]}")
+        cases._CASES.clear()
+    configs = ELEMENTWISE_CONFIGS_QUICK if quick else ELEMENTWISE_CONFIGS
+    configs = [default] + [c for c in configs if c != default]
+    for shape in ELEMENTWISE_SWEEP:
+        for dtype in DTYPES:
+            x = op.make_input(shape, dtype, "cuda", 1)
+            out = torch.empty_like(x)
+            ref, scale = reference(op, x)
+            for i, (threads, bps, unroll) in enumerate(configs):
+                label = f"threads={threads} bps={bps} unroll={unroll}" + (" (default)" if i == 0 else "")
+                sweep_row(table, op, label, lambda a, b, t=threads, s=bps, u=unroll: fn(a, b, t, s, u),
+                          x, out, ref, scale, shape, dtype)
+            del x, out, ref
+            torch.cuda.empty_cache()
+
+
+def summary() -> list[dict]:
+    """The targets, met or missed, from the suite's rows; the best swept configuration where it beats the default."""
+    records = []
+
+    def record(target: str, ok: bool | None, value: str) -> None:
+        status = "n/a " if ok is None else ("MET " if ok else "MISS")
+        print(f"  {status} {target:<62} {value}", flush=True)
+        records.append({"title": "summary", "target": target, "met": ok, "value": value})
+
+    def suite(op, variant, shape, dtype):
+        return SUITE.get((op, variant, shape_str(shape), dtype))
+
+    print("\n== targets (suite rows: the call asv times)", flush=True)
+    for op in ("square", "gelu"):
+        for shape in ELEMENTWISE_SWEEP:
+            for dtype in DTYPES:
+                row = suite(op, f"{op}-cuda-vec4", shape, dtype)
+                record(f"{op}-cuda-vec4 {shape_str(shape)} {dtype} >= 95% of copy", row and row["pct_copy"] >= 95,
+                       f"{row['pct_copy']:.1f}%" if row else "no row")
+    for shape in SOFTMAX_SHAPES:
+        for dtype in DTYPES:
+            mine, torch_row = suite("softmax", "softmax-cuda", shape, dtype), suite("softmax", "softmax-torch", shape,
+                                                                                    dtype)
+            if not (mine and torch_row):
+                record(f"softmax-cuda {shape_str(shape)} {dtype} as fast as torch", None, "no row")
+                continue
+            speedup = torch_row["time_us"] / mine["time_us"]
+            need = 1.10 if (shape == (16384, 16384) and dtype == "float32") else 1.0
+            record(f"softmax-cuda {shape_str(shape)} {dtype} >= {need:.2f}x torch", speedup >= need,
+                   f"{speedup:.3f}x ({mine['time_us']:.1f} vs {torch_row['time_us']:.1f} us, "
+                   f"{mine['pct_copy']:.1f}% vs {torch_row['pct_copy']:.1f}% of copy)")
+            if shape in ((512, 50257), (64, 262144)):
+                record(f"softmax-cuda {shape_str(shape)} {dtype} >= 85% of copy", mine["pct_copy"] >= 85,
+                       f"{mine['pct_copy']:.1f}%")
+    print("\n== best swept configuration (out given) where it beats the default by 1% or more", flush=True)
+    for (op, size, dtype), rows in SWEEPS.items():
+        default = next((r for r in rows if r["config"].endswith("(default)")), None)
+        best = max(rows, key=lambda r: r["pct_copy"])
+        if default and best["pct_copy"] > default["pct_copy"] * 1.01:
+            line = (f"{op} {size} {dtype}: {best['config']} {best['pct_copy']:.1f}% vs default "
+                    f"{default['pct_copy']:.1f}%")
+            print("  " + line, flush=True)
+            records.append({"title": "best", "op": op, "shape": size, "dtype": dtype, "config": best["config"],
+                            "pct_copy": best["pct_copy"], "default_pct_copy": default["pct_copy"]})
+    return records
+
+
+def main() -> int:
+    opts = args("sweep the launch shapes of the CUDA C++ softmax, gelu and square kernels")
+    start = time.perf_counter()
+    build.extension()
+    print(f"extension ready in {time.perf_counter() - start:.1f} s ({torch.cuda.get_device_name()}, "
+          f"torch {torch.__version__}, CUDA {torch.version.cuda})", flush=True)
+    start = time.perf_counter()
+
+    softmax = Table("softmax-cuda")
+    tune_softmax(softmax, opts.quick)
+    gelu = Table("gelu-cuda-vec4", copy_gbps=softmax.copy_gbps)
+    tune_elementwise(gelu, "gelu", lambda x, out, t, s, u: K.gelu_vec4(x, out, t, s, u), opts.quick)
+    square = Table("square-cuda-vec4", copy_gbps=softmax.copy_gbps)
+    tune_elementwise(square, "square", lambda x, out, t, s, u: K.square_vec4(x, out, t, s, u), opts.quick)
+
+    records = summary()
+    for table in (softmax, gelu, square):
+        table.dump(opts.json)
+    if opts.json:
+        path = Path(opts.json)
+        path.write_text(json.dumps(json.loads(path.read_text()) + records, indent=1))
+    print(f"\n{len(FAILURES)} wrong outputs; {time.perf_counter() - start:.0f} s after the build", flush=True)
+    for failure in FAILURES:
+        print("  " + failure)
+    return 1 if FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
