@@ -7,6 +7,7 @@ import json
 import math
 import sys
 import time
+from pathlib import Path
 
 EPILOG = """\
 examples:
@@ -18,6 +19,9 @@ examples:
                                         per-benchmark speedups beside the copy-bandwidth ratio
   kernelscope machine                   name this machine for asv, record GPU and versions
   kernelscope compare-runs A/ B/        two runs of one commit, asv's statistics
+  kernelscope profile --op square       torch.profiler and compiled code per variant, into profiles/<machine>/
+  kernelscope profile --ncu --demos     also Nsight Compute metrics and the lecture's demos (GPU box)
+  kernelscope profile --cross-check     ncu's kernel time against the suite's warm time, per variant
 
 Without a GPU, Triton runs under TRITON_INTERPRET=1 and Numba under
 NUMBA_ENABLE_CUDASIM=1 (set automatically); CUDA C++ variants are skipped with
@@ -210,6 +214,48 @@ def cmd_compare_runs(args) -> int:
     return 0
 
 
+def cmd_profile(args) -> int:
+    from kernelscope.profiling import capture, crosscheck
+
+    if args.cross_check:
+        return crosscheck.main(args.profiles_dir, args.results_dir, as_json=args.json)
+    if args.shape:
+        from kernelscope.ops import parse_shape
+
+        try:
+            parse_shape(args.shape)
+        except ValueError as exc:
+            print(f"kernelscope: {exc}", file=sys.stderr)
+            return 2
+    opts = capture.Options(op=args.op, variant=args.variant, backend=args.backend, shape=args.shape, dtype=args.dtype,
+                           ncu=args.ncu, demos=args.demos, out=args.out, json=args.json,
+                           command=" ".join(["kernelscope", *args.argv]))
+    return capture.run(opts)
+
+
+PROFILE_EPILOG = """\
+what each part writes, under profiles/<machine>/<variant>/ (machine: asv's name, as `kernelscope machine`):
+  profile.json        everything below as data (kernelscope.profiling.artifacts), skips and errors with reasons
+  torch_profiler.txt  torch.profiler's key_averages table of the active steps (wait 1, warmup 1, active 3)
+  trace.json.gz       the chrome trace of those steps: open it in https://ui.perfetto.dev or chrome://tracing
+  ncu.txt.gz          --ncu: Nsight Compute's printout of the variant's kernels (--clock-control none)
+  <kernel>.ptx/.sass  Triton and Numba (GPU only), CUDA C++ (nvcc -ptx, cuobjdump: no GPU needed)
+  <kernel>.ptxas.txt  CUDA C++: ptxas's registers, shared memory and spills per kernel
+  inductor.py         torch.compile: the module Inductor generated (Triton on a GPU, C++ on the CPU)
+and profiles/<machine>/manifest.json (machine, GPU, commit, versions, this command), demos.json (--demos).
+
+Each variant is checked against the float64 reference on fresh random input first; a wrong one is not
+profiled. A missing tool (no GPU, no ncu, no nvcc) skips that part with the reason; a failed part is
+recorded and the run goes on; the exit status is 1 if any part failed.
+
+examples:
+  kernelscope profile --variant square-cuda-vec4       one variant (on the CPU: its PTX and ptxas report)
+  kernelscope profile --op softmax --shape 4096x4096   one op, every variant at one shape
+  kernelscope profile --ncu --demos --json             everything, one JSON record per variant on stdout
+  kernelscope profile --cross-check --json             ncu time vs the suite's warm median, within 3%?
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kernelscope", description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -279,11 +325,41 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--all", action="store_true", help="list every benchmark, not only flagged ones")
     p.add_argument("--json", action="store_true", help="summary and rows as JSON")
     p.set_defaults(func=cmd_compare_runs)
+
+    p = sub.add_parser("profile", help="profile variants: torch.profiler, Nsight Compute, compiled code, demos",
+                       description="Capture what the lecture teaches to look at, for every selected variant, as\n"
+                                   "data: torch.profiler's table and trace, the compiled code (PTX, SASS, ptxas\n"
+                                   "report, Inductor's output); with --ncu, Nsight Compute's metrics and rule hints;\n"
+                                   "with --demos, the lecture's demonstrations measured. Default input: the op's\n"
+                                   "largest benchmark shape, float32.",
+                       epilog=PROFILE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--op", help="only this op")
+    p.add_argument("--variant", help="only this variant (see `kernelscope list`)")
+    p.add_argument("--backend", help="only this backend (torch, torch-compile, triton, cuda, numba)")
+    p.add_argument("--shape", help="input shape for every variant, e.g. 4096x4096 (default: the op's largest "
+                                   "benchmark shape the variant takes; small ones on the CPU)")
+    p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"],
+                   help="input dtype (default float32)")
+    p.add_argument("--ncu", action="store_true",
+                   help="also run Nsight Compute over all selected variants in one process at the end")
+    p.add_argument("--demos", action="store_true", help="also measure the lecture's demos into demos.json")
+    p.add_argument("--out", type=Path, metavar="DIR", help="the machine's folder (default: profiles/<machine>)")
+    p.add_argument("--json", action="store_true",
+                   help="one JSON summary record per variant on stdout (with --cross-check: the table as JSON)")
+    p.add_argument("--cross-check", action="store_true",
+                   help="do not profile: compare the ncu kernel time in existing profiles with the suite's "
+                        "warm-mode median for the same machine, size and dtype (within 3%% at 100 us or more?)")
+    p.add_argument("--profiles-dir", default="profiles",
+                   help="--cross-check: the profiles folder, or one machine's folder in it (default: profiles)")
+    p.add_argument("--results-dir", default="results", help="--cross-check: asv's results folder (default: results)")
+    p.set_defaults(func=cmd_profile)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
+    args.argv = argv  # the command line, for the artifacts' manifest
     try:
         return args.func(args)
     except KeyError as exc:  # unknown op / variant / backend: the message lists the known names

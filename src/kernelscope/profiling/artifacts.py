@@ -7,7 +7,9 @@ One folder per machine, beside ``results/`` (the machine name is asv's)::
     profiles/<machine>/<variant>/torch_profiler.txt  key_averages table of the active steps
     profiles/<machine>/<variant>/trace.json.gz       chrome trace (Perfetto, chrome://tracing)
     profiles/<machine>/<variant>/ncu.txt.gz          Nsight Compute's own printout (details page)
-    profiles/<machine>/<variant>/<kernel>.<kind>     compiled code: ptx, sass, ptxas.txt, inductor.py
+    profiles/<machine>/<variant>/<kernel>.<kind>     compiled code: ptx, sass, ptxas.txt; inductor.py (one
+                                                     generated module, every kernel of it; CodeArtifact.kernel
+                                                     lists their names)
     profiles/<machine>/demos.json                    Demos: the lecture's demonstrations, measured
 
 Paths inside the JSON are relative to the variant's folder (demos: to the
@@ -70,7 +72,7 @@ class CodeArtifact:
     language: str  # for syntax highlighting: "ptx", "nasm" (SASS), "text", "python", "cpp"
     registers: int | None = None
     shared_bytes: int | None = None
-    spills: int | None = None
+    spills: int | None = None  # as its tool counts them: ptxas spill-store bytes, Triton's n_spills, Numba's local bytes
     source: str = ""  # how it was obtained, e.g. "triton CompiledKernel.asm", "nvcc -ptx", "numba inspect_asm"
 
 
@@ -97,8 +99,17 @@ class VariantProfile:
     ncu: list[KernelMetrics] | None = None  # None: not run (see skipped)
     ncu_text_file: str | None = None
     code: list[CodeArtifact] = field(default_factory=list)
+    # Parts, as keys of skipped and errors: "variant" (not run at all: dtype, shape), "check", "torch"
+    # (torch.profiler), "code", "sass", "code:<kernel>", "ptxas:<kernel>", "ncu", "capture" (anything else).
     skipped: dict[str, str] = field(default_factory=dict)  # part ("ncu", "sass", ...) -> why it was not captured
     errors: dict[str, str] = field(default_factory=dict)  # part -> what went wrong (the rest continued)
+    # Added after format 1's first readers (all optional): the commit the variant was captured at (a folder
+    # refreshed for one variant mixes commits), the input's seed, the check's rel_err on it before profiling,
+    # and seconds per part ("check", "torch", "code", "ncu": its share of the one ncu process).
+    commit: str = ""
+    seed: int | None = None
+    rel_err: float | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -120,6 +131,7 @@ class HostClockDemo:
     variant: str
     shape: str
     calls: int
+    # All three per call (the reading over ``calls``):
     host_no_sync_us: float  # time.perf_counter around the calls, no synchronize: the wrong number
     host_sync_us: float  # the same, with torch.cuda.synchronize() before the second reading
     events_us: float  # CUDA events around the same calls
@@ -143,6 +155,7 @@ class FixedBlockRow:
     time_us: float
     reported_gbps: float  # what the lecture's plot would show: all bytes of the tensor over the time
     copy_gbps: float  # the machine's measured copy bandwidth, the real ceiling
+    rows: int = 0  # the tensor's rows (the same for every width)
 
 
 @dataclass
@@ -153,7 +166,8 @@ class Demos:
     squares: list[SquareDemo] = field(default_factory=list)
     fixed_block: list[FixedBlockRow] = field(default_factory=list)  # the lecture's BLOCK_SIZE=1024 row kernel
     legacy_autograd_table: str | None = None  # torch.autograd.profiler.profile(use_device="cuda"), key_averages
-    skipped: dict[str, str] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)  # demo ("host_clock", "fixed_block", ...) -> why not run
+    errors: dict[str, str] = field(default_factory=dict)  # demo -> what went wrong (added after format 1)
 
 
 # --- reading and writing -------------------------------------------------------

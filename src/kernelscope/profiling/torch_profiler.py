@@ -39,6 +39,9 @@ class Profile:
     ops: dict[str, int]  # event name -> calls recorded in the active steps
     kernels: dict[str, int] = field(default_factory=dict)  # GPU kernel name -> launches (empty on the CPU)
     trace: Path | None = None  # chrome trace of the active steps: open in Perfetto or chrome://tracing
+    active: int = 0  # steps recorded
+    self_device_us: float | None = None  # the kernels' self time, per step (None on the CPU)
+    self_cpu_us: float | None = None  # the CPU events' self time, per step
 
 
 def profile_call(fn, name: str, wait: int = 1, warmup: int = 1, active: int = 3, trace: str | Path | None = None,
@@ -66,9 +69,18 @@ def profile_call(fn, name: str, wait: int = 1, warmup: int = 1, active: int = 3,
     # On the GPU the named range also appears as a CUDA-side annotation: not a kernel.
     kernels = {e.key: e.count for e in averages
                if cuda and e.device_type == torch.autograd.DeviceType.CUDA and e.key != name}
+    device_rows = [e for e in averages if cuda and e.device_type == torch.autograd.DeviceType.CUDA and e.key != name]
+    cpu_rows = [e for e in averages if e.device_type == torch.autograd.DeviceType.CPU]
     return Profile(table=averages.table(sort_by=sort_by, row_limit=row_limit),
                    ops={e.key: e.count for e in averages}, kernels=kernels,
-                   trace=Path(trace) if trace is not None else None)
+                   trace=Path(trace) if trace is not None else None, active=active,
+                   self_device_us=sum(_self_device_us(e) for e in device_rows) / active if cuda else None,
+                   self_cpu_us=sum(e.self_cpu_time_total for e in cpu_rows) / active)
+
+
+def _self_device_us(event) -> float:
+    # torch 2.4 renamed self_cuda_time_total to self_device_time_total
+    return getattr(event, "self_device_time_total", None) or getattr(event, "self_cuda_time_total", 0.0)
 
 
 def profile_variant(variant, x: torch.Tensor, **kwargs) -> Profile:

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Profiling artifacts of every GPU variant (issue #8), on the offline GPU box: torch.profiler, the compiled
+# code, Nsight Compute over all variants in one process, and the lecture's demos, into profiles/<machine>/;
+# then the folder as one tarball in $OUT (the device tool brings back at most 8 files).
+#
+#   source scripts/gpu/setup.sh && bash scripts/gpu/profile.sh [ROOT]   ROOT: profiles folder (default: profiles)
+#
+# $OUT gets profile.jsonl (one record per variant), profile.log (progress, errors), crosscheck.txt
+# (ncu's kernel time against the newest warm results in results/) and profiles-<machine>.tgz. Back here:
+#   tar xzf profiles-<machine>.tgz -C profiles && kernelscope profile --cross-check
+set -u
+export PYTHONUNBUFFERED=1
+OUT=${OUT:-$PWD/gpu-out}
+ROOT=${1:-profiles}
+mkdir -p "$OUT" "$ROOT"
+# The machine as asv names it (kernelscope machine), so profiles/<machine> sits beside results/<machine>.
+M=${KERNELSCOPE_MACHINE:-$(kernelscope machine --dry-run --no-bandwidth --json |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["machine"])')}
+export KERNELSCOPE_MACHINE=$M
+command -v ncu >/dev/null || export PATH=$PATH:/usr/local/cuda/bin
+t0=$(date +%s)
+kernelscope profile --ncu --demos --out "$ROOT/$M" --json > "$OUT/profile.jsonl" 2> "$OUT/profile.log"
+rc=$?
+echo "kernelscope profile: rc=$rc in $(( $(date +%s) - t0 )) s"
+grep -v '^USDT' "$OUT/profile.log" | tail -n 12
+kernelscope profile --cross-check --profiles-dir "$ROOT/$M" > "$OUT/crosscheck.txt" 2>&1
+tail -n 3 "$OUT/crosscheck.txt"
+tar czf "$OUT/profiles-$M.tgz" -C "$ROOT" "$M"
+ls -l "$OUT"
+exit $rc
