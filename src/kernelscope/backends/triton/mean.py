@@ -35,11 +35,12 @@ def mean_lecture(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tens
 TUNED_BLOCK = 4096  # elements per program per loop step: 16 per thread with 8 warps
 TUNED_WARPS = 8
 PROGRAMS_PER_SM = 4  # the grid: at most this many programs per SM, each looping over its share
+FINISH_BLOCK = 1024  # partials the last program adds per step (a loop: any grid, one compiled kernel)
 
 
 @triton.jit
 def mean_one_pass_kernel(x_ptr, partial_ptr, arrived_ptr, out_ptr, n, BLOCK: tl.constexpr,
-                         PARTIALS_BLOCK: tl.constexpr):
+                         FINISH_BLOCK: tl.constexpr):
     """The whole mean in one launch: partial sums, and the last program to finish adds them up.
 
     Reads every element of x once (grid-stride, BLOCK-wide vector loads into
@@ -63,10 +64,12 @@ def mean_one_pass_kernel(x_ptr, partial_ptr, arrived_ptr, out_ptr, n, BLOCK: tl.
     tl.debug_barrier()
     arrived = tl.atomic_add(arrived_ptr, 1, sem="acq_rel")
     if arrived == programs - 1:
-        offsets = tl.arange(0, PARTIALS_BLOCK)
-        # .cg: read from L2, where the other SMs' partials are, never a stale L1 line.
-        partials = tl.load(partial_ptr + offsets, mask=offsets < programs, other=0.0, cache_modifier=".cg")
-        tl.store(out_ptr, (tl.sum(partials, axis=0) / n).to(out_ptr.dtype.element_ty))
+        total = tl.zeros([FINISH_BLOCK], dtype=tl.float32)
+        for start in range(0, programs, FINISH_BLOCK):
+            offsets = start + tl.arange(0, FINISH_BLOCK)
+            # .cg: read from L2, where the other SMs' partials are, never a stale L1 line.
+            total += tl.load(partial_ptr + offsets, mask=offsets < programs, other=0.0, cache_modifier=".cg")
+        tl.store(out_ptr, (tl.sum(total, axis=0) / n).to(out_ptr.dtype.element_ty))
         tl.atomic_xchg(arrived_ptr, 0)  # ready for the next call (the next launch starts after this one ends)
 
 
@@ -106,7 +109,7 @@ def mean_one_pass(x: torch.Tensor, out: torch.Tensor | None = None, block: int =
     partials = torch.empty(programs, device=x.device, dtype=torch.float32)
     y = torch.empty((), device=x.device, dtype=x.dtype) if out is None else out
     mean_one_pass_kernel[(programs,)](x, partials, arrival_counter(x.device), y, n, BLOCK=block,
-                                      PARTIALS_BLOCK=triton.next_power_of_2(programs), num_warps=num_warps)
+                                      FINISH_BLOCK=FINISH_BLOCK, num_warps=num_warps)
     return y
 
 

@@ -178,7 +178,9 @@ def softmax_rows_tuned_kernel(x_ptr, y_ptr, n_rows, n_cols, x_row_stride, y_row_
     tl.store(y_ptr + rows[:, None] * y_row_stride + cols[None, :], y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
-@triton.jit
+# row0 (and the group's row count) change from group to group: one compiled
+# kernel for all of them, not one per value's divisibility.
+@triton.jit(do_not_specialize=["row0"])
 def softmax_chunk_stats_kernel(x_ptr, max_ptr, sum_ptr, row0, n_cols, x_row_stride, n_chunks,
                                CHUNK: tl.constexpr, KEEP: tl.constexpr):
     """Split pass 1: one program per chunk of a row, writes the chunk's max and sum of exp(x - max).
@@ -202,7 +204,7 @@ def softmax_chunk_stats_kernel(x_ptr, max_ptr, sum_ptr, row0, n_cols, x_row_stri
     tl.store(sum_ptr + pid, tl.sum(tl.exp(x - shift), axis=0))
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["row0", "n_group_rows"])
 def softmax_chunk_write_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, row0, n_group_rows, n_cols,
                                x_row_stride, y_row_stride, n_chunks, CHUNK: tl.constexpr,
                                CHUNKS_BLOCK: tl.constexpr, LAST_USE: tl.constexpr):
@@ -243,14 +245,14 @@ def softmax_planned(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torc
         return y
     # One (max, sum) pair per chunk of the group's rows, reused by every group:
     # the stream runs group g's pass 2 before group g + 1's pass 1 overwrites it.
-    stats = torch.empty((2, plan.group_rows * plan.chunks), device=x.device, dtype=torch.float32)
+    chunk_max, chunk_sum = torch.empty((2, plan.group_rows * plan.chunks), device=x.device, dtype=torch.float32)
     keep, last_use = ("evict_last", "evict_first") if plan.l2_hints else ("", "")
     for row0 in range(0, rows, plan.group_rows):
         group_rows = min(plan.group_rows, rows - row0)
         grid = (group_rows * plan.chunks,)
-        softmax_chunk_stats_kernel[grid](x, stats[0], stats[1], row0, cols, x.stride(0), plan.chunks,
+        softmax_chunk_stats_kernel[grid](x, chunk_max, chunk_sum, row0, cols, x.stride(0), plan.chunks,
                                          CHUNK=plan.block, KEEP=keep, num_warps=plan.num_warps)
-        softmax_chunk_write_kernel[grid](x, y, stats[0], stats[1], row0, group_rows, cols, x.stride(0),
+        softmax_chunk_write_kernel[grid](x, y, chunk_max, chunk_sum, row0, group_rows, cols, x.stride(0),
                                          y.stride(0), plan.chunks, CHUNK=plan.block,
                                          CHUNKS_BLOCK=next_power_of_2(plan.chunks), LAST_USE=last_use,
                                          num_warps=plan.num_warps)
