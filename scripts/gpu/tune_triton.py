@@ -8,7 +8,7 @@ up to 2^26 elements replayed in a CUDA graph), one for torch.softmax, then
 overrides of ``softmax_plan`` (group bytes, L2 hints, chunk, num_warps, rows
 per program) run through ``softmax_planned``. Each row prints the plan and its
 prediction: DRAM bytes if pass 2's re-read hits L2, the bytes re-read from
-L2, launches. mean-triton-tuned at 2^24 (and 2^28): torch.mean, the
+L2, launches. mean-triton-tuned at 2^24 (and 2^26, 2^28): torch.mean, the
 torch.compile'd mean, then BLOCK / num_warps / programs per SM.
 
 Every configuration's output is checked once against the float64 reference
@@ -61,7 +61,7 @@ ROW_SWEEP = {
 QUICK_SHAPES = [(16384, 16384), (512, 50257), (64, 262144)]
 QUICK_SPLIT = 3  # the first of SPLIT_SWEEP under --quick
 
-MEAN_SHAPES = [(2**24,), (2**28,)]
+MEAN_SHAPES = [(2**24,), (2**26,), (2**28,)]  # the sweep at the first; the suite's largest sizes
 # (BLOCK, num_warps), each at several programs per SM; the default first.
 MEAN_CONFIGS = [(tmean.TUNED_BLOCK, tmean.TUNED_WARPS), (2048, 4), (4096, 4), (4096, 16), (8192, 8), (8192, 16),
                 (16384, 16)]
