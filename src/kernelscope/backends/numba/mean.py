@@ -20,8 +20,9 @@ import torch
 from numba import cuda, float32, float64
 
 from kernelscope.backends.numba import as_array, stream
-from kernelscope.backends.numba.common import (SIM_THREADS, SIMULATED, ZERO, block_sum, check_threads, grid_stride_blocks,
-                                                jit_bounded, quick_barriers, resident_blocks_per_sm)
+from kernelscope.backends.numba.common import (SIM_THREADS, SIMULATED, ZERO, block_sum, check_threads,
+                                                grid_stride_blocks, jit_bounded, quick_barriers,
+                                                resident_blocks_per_sm)
 
 # Launch defaults: 4 blocks of 512 threads fill an SM's 2048 thread slots; 8
 # loads a thread in flight (32 KiB an SM) cover DRAM latency. Fewer blocks

@@ -27,6 +27,7 @@ A row needs one finite element, as torch.softmax does.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from functools import cache
 
@@ -42,7 +43,8 @@ from kernelscope.backends.numba.common import (NEG_INF, SIM_THREADS, SIMULATED, 
 ONE = np.float32(1.0)
 
 # Launch defaults; scripts/gpu/tune_numba.py sweeps them.
-MAX_THREADS = 1024  # row plan: the widest block, 16 columns a thread at 16384 columns
+MAX_THREADS = 512  # row plan: the widest block; at 4096-16384 columns 3-4 blocks an SM overlap their passes
+LONE_BLOCK_THREADS = 1024  # row plan, a row filling an SM's shared memory: a lone block keeps the loads in flight
 COLS_PER_THREAD = 8  # row plan: a row's block gets about this many columns a thread (at least 32 threads)
 UNROLL = 4  # loads a thread has in flight in the DRAM passes
 CHUNK = 8192  # split plan: columns a block
@@ -161,10 +163,8 @@ def chunk_write_kernel(threads: int, unroll: int):
             m = max(m, stats_max[r * chunks + k])
         row_max = block_max(m, scratch)
         s = ZERO
-        for k in range(t, chunks, threads):
-            chunk_max = stats_max[r * chunks + k]
-            if chunk_max > NEG_INF:
-                s += stats_sum[r * chunks + k] * math.exp(chunk_max - row_max)
+        for k in range(t, chunks, threads):  # a chunk all -inf: sum 0, times exp(-inf) = 0
+            s += stats_sum[r * chunks + k] * math.exp(stats_max[r * chunks + k] - row_max)
         inv = ONE / block_sum(s, scratch)
         base = (row0 + r) * cols
         stop = min(cols, (c + 1) * chunk)
@@ -220,8 +220,10 @@ def _allow_large_shared(kernel, args, nbytes: int) -> bool:
             except Exception:  # a hint only
                 pass
             _OPTED_IN[key] = True
-        except Exception:
+        except Exception as exc:
             _OPTED_IN[key] = False
+            warnings.warn(f"softmax-numba: no opt-in to more than 48 KiB of shared memory ({exc!r}); "
+                          "rows over 12,288 columns take the split plan", RuntimeWarning, stacklevel=3)
     return _OPTED_IN[key]
 
 
@@ -245,27 +247,32 @@ def _pow2_at_least(n: int) -> int:
 def plan_softmax(rows: int, cols: int, device: torch.device, max_threads: int | None = None,
                  cols_per_thread: int | None = None, unroll: int | None = None, chunk: int | None = None,
                  split_threads: int | None = None, max_cached_cols: int | None = None,
-                 path: str | None = None) -> Plan:
+                 l2_share: float | None = None, path: str | None = None) -> Plan:
     """The launch plan for a (rows, cols) input; None: the module defaults; path forces a plan."""
     unroll = unroll or (SIM_UNROLL if SIMULATED else UNROLL)
     if SIMULATED:
-        max_threads = split_threads = SIM_THREADS
-        cached, chunk, sms, l2 = SIM_MAX_CACHED_COLS, chunk or SIM_CHUNK, 1, 2**20
+        max_threads, split_threads = max_threads or SIM_THREADS, split_threads or SIM_THREADS
+        cached, chunk, sms, l2 = max_cached_cols or SIM_MAX_CACHED_COLS, chunk or SIM_CHUNK, 1, 2**20
     else:
         shared, l2 = _device_limits(device.index or 0)
         cached = min(shared // 4, max_cached_cols or MAX_CACHED_COLS or shared // 4)
         chunk, sms = chunk or CHUNK, sm_count(device.index or 0)
+        lone = cols * 4 > shared // 2  # one block a row fills an SM's shared memory
+        max_threads = max_threads or (LONE_BLOCK_THREADS if lone else MAX_THREADS)
     if path is None:
         # Split a row that does not fit, or a few wide rows that would leave SMs idle.
         few_wide = rows < sms and cols >= 2 * chunk
         path = "split" if cols > cached or few_wide else "row"
     if path == "row":
+        if not SIMULATED and cols > shared // 4:
+            raise ValueError(f"softmax-numba: a row of {cols} columns does not fit in shared memory "
+                             f"(at most {shared // 4}); take the split plan")
         per_thread = cols_per_thread or COLS_PER_THREAD
-        threads = min(max_threads or MAX_THREADS, max(32, _pow2_at_least(-(-cols // per_thread))))
+        threads = min(max_threads, max(32, _pow2_at_least(-(-cols // per_thread))))
         return Plan("row", threads, unroll)
     chunk = min(chunk, cols)
     threads = min(split_threads or SPLIT_THREADS, max(32, _pow2_at_least(chunk)))
-    group = max(1, min(rows, int(L2_SHARE * l2) // (cols * 4)))
+    group = max(1, min(rows, int((l2_share or L2_SHARE) * l2) // (cols * 4)))
     return Plan("split", threads, unroll, chunk, group)
 
 

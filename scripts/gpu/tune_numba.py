@@ -1,0 +1,169 @@
+"""Launch shapes of the tuned Numba kernels (issue #9), on the GPU box.
+
+    python3 scripts/gpu/tune_numba.py --json $OUT/tune_numba.json [--quick]
+
+For square-numba-flat, gelu-numba, mean-numba and softmax-numba: at the sizes
+of the targets (2^26 and 2^28 elements; mean also 2^24, softmax also the
+suite's odd widths), one row for the catalog variant as the suite calls it
+(warm, and replayed in a CUDA graph: Numba's launches must be capturable), one
+for the torch op beside it, then a sweep of launch shapes through the
+package's own launchers. Every configuration's output is checked against the
+float64 reference once, with the suite's error measure and tolerance, before
+it is timed. Each new launch shape JIT-compiles (a second or two); the whole
+run takes about a minute, --quick about a third of that.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from tune import Table, args  # noqa: E402  (tune puts src/ on the path)
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+from kernelscope.catalog import OPS, get  # noqa: E402
+from kernelscope.check import error_against_reference  # noqa: E402
+from kernelscope.ops import shape_str  # noqa: E402
+
+from kernelscope.backends.numba import gelu as nb_gelu  # noqa: E402
+from kernelscope.backends.numba import mean as nb_mean  # noqa: E402
+from kernelscope.backends.numba import softmax as nb_softmax  # noqa: E402
+from kernelscope.backends.numba import square as nb_square  # noqa: E402
+
+DTYPE = "float32"
+DEVICE = "cuda"
+# (threads, blocks per SM, unroll), the default first; --quick runs the first two.
+ELEMENTWISE_CONFIGS = [(256, 8, 4), (256, 8, 2), (512, 4, 4), (256, 4, 8), (1024, 2, 4)]
+ELEMENTWISE_SHAPES = [(8192, 8192), (16384, 16384)]  # --quick: the last
+MEAN_CONFIGS = [(512, 4, 8), (512, 4, 4), (256, 8, 8), (256, 8, 4), (1024, 2, 8)]
+MEAN_SHAPES = [(2**24,), (2**26,), (2**28,)]  # --quick: the first and the last
+
+
+def checked(op_name: str, x: torch.Tensor, fn, label: str):
+    """fn after one call whose output is within the op's float32 tolerance of the float64 reference."""
+    out = fn()
+    if x.is_cuda:
+        torch.cuda.synchronize()
+    op = OPS[op_name]
+    err = error_against_reference(op, x, out)
+    tol = op.tolerance[DTYPE]
+    assert err <= tol, f"{op_name} {shape_str(tuple(x.shape))} {label}: rel_err {err:.3g} > {tol:g}"
+    return fn
+
+
+def references(table: Table, op_name: str, variant: str, torch_label: str, torch_fn, x: torch.Tensor,
+               out: torch.Tensor) -> None:
+    """The catalog variant as the suite calls it, and the torch op beside it.
+
+    Up to 2^26 elements the variant is also replayed in a CUDA graph: its
+    launches (and its torch.empty buffers) must be capturable.
+    """
+    nbytes, shape = OPS[op_name].bytes_for(tuple(x.shape), DTYPE), shape_str(tuple(x.shape))
+    v = get(variant)
+    table.add(f"{variant} (catalog default)", checked(op_name, x, lambda: v(x, out), "catalog"), nbytes, shape,
+              graph=x.numel() <= 2**26)
+    table.add(f"torch ({torch_label})", checked(op_name, x, lambda: torch_fn(x), "torch"), nbytes, shape)
+
+
+def sweep_elementwise(copy_gbps: float, quick: bool, op_name: str, variant: str, launcher, torch_label: str,
+                      torch_fn) -> Table:
+    table = Table(f"{variant}: threads / blocks per SM / unroll", copy_gbps)
+    configs = ELEMENTWISE_CONFIGS[:2] if quick else ELEMENTWISE_CONFIGS
+    for shape in ELEMENTWISE_SHAPES[-1:] if quick else ELEMENTWISE_SHAPES:
+        x = OPS[op_name].make_input(shape, DTYPE, DEVICE, 0)
+        y = torch.empty_like(x)
+        references(table, op_name, variant, torch_label, torch_fn, x, y)
+        nbytes = OPS[op_name].bytes_for(shape, DTYPE)
+        for threads, blocks_per_sm, unroll in configs:
+            label = f"threads={threads} blocks/SM={blocks_per_sm} unroll={unroll}"
+            fn = checked(op_name, x, lambda t=threads, b=blocks_per_sm, u=unroll: launcher(x, y, t, b, u), label)
+            table.add(label, fn, nbytes, shape_str(shape))
+        del x, y
+    return table
+
+
+def sweep_mean(copy_gbps: float, quick: bool) -> Table:
+    table = Table("mean-numba: threads / blocks per SM / unroll (launch 1)", copy_gbps)
+    configs = MEAN_CONFIGS[:2] if quick else MEAN_CONFIGS
+    for shape in [MEAN_SHAPES[0], MEAN_SHAPES[-1]] if quick else MEAN_SHAPES:
+        x = OPS["mean"].make_input(shape, DTYPE, DEVICE, 0)
+        y = torch.empty((), device=DEVICE)
+        references(table, "mean", "mean-numba", "torch.mean", torch.mean, x, y)
+        nbytes = OPS["mean"].bytes_for(shape, DTYPE)
+        for threads, blocks_per_sm, unroll in configs:
+            label = f"threads={threads} blocks/SM={blocks_per_sm} unroll={unroll}"
+            fn = checked("mean", x, lambda t=threads, b=blocks_per_sm, u=unroll: nb_mean.launch_mean(x, y, t, b, u),
+                         label)
+            table.add(label, fn, nbytes, shape_str(shape))
+        del x
+    return table
+
+
+# Overrides of plan_softmax per shape: the default plan first, then alternatives.
+SOFTMAX_SWEEP = {
+    (16384, 16384): [{}, {"max_threads": 1024}, {"max_threads": 256}, {"unroll": 8}, {"unroll": 2},
+                     {"max_threads": 1024, "unroll": 8}],
+    (8192, 8192): [{}, {"max_threads": 1024}, {"max_threads": 256}, {"unroll": 8}],
+    (4096, 4096): [{}, {"max_threads": 256}, {"cols_per_thread": 16}, {"unroll": 8}],
+    (16384, 1000): [{}, {"cols_per_thread": 4}, {"cols_per_thread": 16}],
+    (512, 50257): [{}, {"max_threads": 512}, {"unroll": 8}, {"max_cached_cols": 16384},
+                   {"max_cached_cols": 16384, "chunk": 4096}],
+    (64, 262144): [{}, {"chunk": 4096}, {"chunk": 16384}, {"split_threads": 512}, {"l2_share": 100.0},
+                   {"l2_share": 0.25}],
+}
+SOFTMAX_QUICK = {(16384, 16384): 3, (512, 50257): 4, (64, 262144): 2}  # how many of each sweep --quick runs
+SOFTMAX_SMALL = [(64, 64), (256, 256), (1024, 1024)]  # the rest of the suite's sweep: catalog and torch only
+
+
+def sweep_softmax(copy_gbps: float, quick: bool) -> Table:
+    table = Table("softmax-numba: launch plans (overrides of plan_softmax)", copy_gbps)
+    shapes = [s for s in SOFTMAX_SWEEP if not quick or s in SOFTMAX_QUICK]
+    for shape in ([] if quick else SOFTMAX_SMALL) + shapes:
+        x = OPS["softmax"].make_input(shape, DTYPE, DEVICE, 0)
+        y = torch.empty_like(x)
+        references(table, "softmax", "softmax-numba", "torch.softmax", lambda t: torch.softmax(t, dim=-1), x, y)
+        nbytes = OPS["softmax"].bytes_for(shape, DTYPE)
+        sweep = SOFTMAX_SWEEP.get(shape, [])
+        for overrides in sweep[:SOFTMAX_QUICK.get(shape, 0)] if quick else sweep:
+            plan = nb_softmax.plan_softmax(*shape, x.device, **overrides)
+            label = f"{plan} {overrides or '(default)'}"
+            fn = checked("softmax", x, lambda o=overrides: nb_softmax.launch_softmax(x, y, **o), label)
+            table.add(label, fn, nbytes, shape_str(shape))
+        del x, y
+    return table
+
+
+def main() -> None:
+    opts = args(__doc__.splitlines()[0])
+    start = time.perf_counter()
+    copy_gbps = None
+    tables = []
+    for sweep in (
+        lambda c: sweep_elementwise(c, opts.quick, "square", "square-numba-flat", nb_square.launch_square_flat,
+                                    "torch.square", torch.square),
+        lambda c: sweep_elementwise(c, opts.quick, "gelu", "gelu-numba", nb_gelu.launch_gelu,
+                                    "F.gelu tanh", lambda x: F.gelu(x, approximate="tanh")),
+        lambda c: sweep_mean(c, opts.quick),
+        lambda c: sweep_softmax(c, opts.quick),
+    ):
+        table = sweep(copy_gbps)
+        copy_gbps = table.copy_gbps  # measured once, by the first table
+        table.dump(opts.json)
+        tables.append(table)
+        torch.cuda.empty_cache()
+        print(f"-- {time.perf_counter() - start:.0f} s so far", flush=True)
+    print("defaults: square/gelu threads={} blocks/SM={} unroll={}; mean {} {} {}; softmax max_threads={} "
+          "lone={} cols/thread={} unroll={} chunk={} split_threads={}".format(
+              nb_square.FLAT_THREADS, nb_square.FLAT_BLOCKS_PER_SM, nb_square.FLAT_UNROLL,
+              nb_mean.THREADS, nb_mean.BLOCKS_PER_SM, nb_mean.UNROLL, nb_softmax.MAX_THREADS,
+              nb_softmax.LONE_BLOCK_THREADS, nb_softmax.COLS_PER_THREAD, nb_softmax.UNROLL, nb_softmax.CHUNK,
+              nb_softmax.SPLIT_THREADS))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+"""The tuned Numba kernels' launchers, under the CUDA simulator (on a GPU: the same launchers, real shapes).
+
+The catalog's check shapes stay under the simulator's 1024-element cap, where a
+grid-stride loop may never take a second step. Here each launcher gets a
+launch shape small enough that the loops must: the main (unrolled) loop more
+than once, then the tail; blocks of two warps, so the block reductions go
+through shared memory; and, for softmax, both plans, several chunks and row
+groups, and the stress inputs (masked rows, offset and large logits).
+"""
+
+import importlib.util
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernelscope import backends
+from kernelscope.catalog import OPS
+from kernelscope.check import error_against_reference
+
+backends.configure_interpreters()  # before Numba is imported: the simulator, where there is no GPU
+
+from kernelscope.backends.numba import common  # noqa: E402
+from kernelscope.backends.numba.gelu import launch_gelu  # noqa: E402
+from kernelscope.backends.numba.mean import launch_mean  # noqa: E402
+from kernelscope.backends.numba.softmax import Plan, launch_softmax, plan_softmax  # noqa: E402
+from kernelscope.backends.numba.square import launch_square_flat  # noqa: E402
+
+DEVICE = backends.default_device()
+simulated = pytest.mark.skipif(not common.SIMULATED, reason="grid sizes are the simulator's here")
+
+
+def within_tolerance(op: str, x: torch.Tensor, out: torch.Tensor) -> None:
+    err = error_against_reference(OPS[op], x, out)
+    assert err <= OPS[op].tolerance["float32"], err
+
+
+def grid_steps(n: int, threads: int, unroll: int) -> tuple[int, int]:
+    """(full unrolled steps, tail elements) of a grid-stride loop over n under the simulator's grid."""
+    blocks = common.grid_stride_blocks(torch.device(DEVICE), n, threads * unroll, 8)
+    step = blocks * threads * unroll
+    return n // step, n % step
+
+
+@simulated
+@pytest.mark.parametrize("op, launcher", [("square", launch_square_flat), ("gelu", launch_gelu)])
+@pytest.mark.parametrize("threads, unroll", [(32, 3), (64, 2)])
+def test_elementwise_grid_stride_loop_covers_every_element(op, launcher, threads, unroll):
+    shape = (7, 91)  # 637 elements: 3 steps of 192 and a tail, or 2 steps of 256 and a tail
+    full, tail = grid_steps(math.prod(shape), threads, unroll)
+    assert full >= 2 and tail > 0  # the test means something only if both loops run
+    x = OPS[op].make_input(shape, "float32", DEVICE, 3) * 3
+    out = torch.full_like(x, float("nan"))  # an element never written stays NaN and fails
+    assert launcher(x, out, threads, 8, unroll) is out
+    within_tolerance(op, x, out)
+
+
+@simulated
+@pytest.mark.parametrize("n, threads, unroll", [(1000, 64, 3), (1, 32, 4), (517, 32, 8)])
+def test_mean_partials_and_finish(n, threads, unroll):
+    x = OPS["mean"].make_input((n,), "float32", DEVICE, 5)
+    out = torch.full((), float("nan"))
+    assert launch_mean(x, out, threads, 8, unroll) is out
+    within_tolerance("mean", x, out)
+    if n == 1000:
+        full, tail = grid_steps(n, threads, unroll)
+        assert full >= 2 and tail > 0
+
+
+def softmax_inputs(shape):
+    op = OPS["softmax"]
+    yield "random", op.make_input(shape, "float32", DEVICE, 7)
+    for stress in op.stress:
+        if stress.name != "long-row":  # the same kernels as random input, only wider
+            yield stress.name, stress.make(shape, "float32", DEVICE, 11)
+    # Whole chunks of -inf: a chunk's max stays -inf and must add nothing, not NaN.
+    x = op.make_input(shape, "float32", DEVICE, 13)
+    x[:, shape[1] // 3:] = float("-inf")
+    yield "masked-tail", x
+
+
+@simulated
+@pytest.mark.parametrize("plan", [
+    Plan("row", threads=64, unroll=2),  # 300 columns: 2 unrolled steps of 128 and a tail, two warps
+    Plan("split", threads=32, unroll=2, chunk=140, group_rows=2),  # chunks of 140, 140, 20; row groups of 2 and 1
+    Plan("split", threads=64, unroll=3, chunk=300, group_rows=3),  # one chunk a row, two warps
+])
+def test_softmax_plans_on_stress_inputs(plan):
+    shape = (3, 300)
+    for name, x in softmax_inputs(shape):
+        out = torch.full_like(x, float("nan"))
+        assert launch_softmax(x, out, plan=plan) is out
+        assert torch.isfinite(out).all(), name
+        err = error_against_reference(OPS["softmax"], x, out)
+        assert err <= OPS["softmax"].tolerance["float32"], (name, err)
+
+
+@simulated
+def test_softmax_plan_choice_under_the_simulator():
+    # The catalog's check shapes run both plans: (1, 7) fits the simulated cache, (13, 17) does not.
+    cpu = torch.device("cpu")
+    assert plan_softmax(1, 7, cpu).path == "row"
+    split = plan_softmax(13, 17, cpu)
+    assert split.path == "split" and split.chunk < 17
+    assert plan_softmax(13, 17, cpu, path="row").path == "row"
+    assert plan_softmax(4, 300, cpu, max_threads=64, max_cached_cols=1024) == Plan("row", 64, 2)
+
+
+def test_launchers_refuse_blocks_of_partial_warps():
+    x = torch.ones(4, 4, device=DEVICE)
+    with pytest.raises(ValueError, match="multiple of 32"):
+        launch_square_flat(x, None, 48)
+    with pytest.raises(ValueError, match="multiple of 32"):
+        launch_softmax(x, plan=Plan("row", 40, 2))
+
+
+TUNE_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu" / "tune_numba.py"
+
+
+@simulated
+@pytest.mark.skipif(not (TUNE_SCRIPT.parent / "tune.py").exists(), reason="needs the shared harness scripts/gpu/tune.py")
+def test_tuning_script_sweeps_run_and_check_under_the_simulator(monkeypatch):
+    # The script runs on the GPU box only; here its sweeps run every configuration
+    # (and its correctness check) at tiny shapes, with a table that calls instead of timing.
+    spec = importlib.util.spec_from_file_location("tune_numba", TUNE_SCRIPT)
+    tune = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tune)
+    calls = []
+
+    class CallingTable:
+        def __init__(self, title, copy_gbps=None):
+            self.copy_gbps = 1.0
+
+        def add(self, label, fn, nbytes, shape="", dtype="float32", graph=False):
+            fn()
+            calls.append((label, shape))
+
+    all_overrides = [dict(o) for o in {tuple(sorted(o.items())) for s in tune.SOFTMAX_SWEEP.values() for o in s}]
+    monkeypatch.setattr(tune, "Table", CallingTable)
+    monkeypatch.setattr(tune, "DEVICE", DEVICE)
+    monkeypatch.setattr(tune, "ELEMENTWISE_SHAPES", [(3, 70)])
+    monkeypatch.setattr(tune, "MEAN_SHAPES", [(300,)])
+    monkeypatch.setattr(tune, "SOFTMAX_SMALL", [])
+    monkeypatch.setattr(tune, "SOFTMAX_SWEEP", {(1, 16): all_overrides})
+    # Blocks of 1024 simulated threads take seconds: the same configurations with at most two warps.
+    for name in ("ELEMENTWISE_CONFIGS", "MEAN_CONFIGS"):
+        monkeypatch.setattr(tune, name, [(min(t, 64), b, u) for t, b, u in getattr(tune, name)])
+    tune.sweep_elementwise(None, False, "square", "square-numba-flat", tune.nb_square.launch_square_flat,
+                           "torch.square", torch.square)
+    tune.sweep_mean(None, False)
+    tune.sweep_softmax(None, False)
+    assert len(calls) == (2 + len(tune.ELEMENTWISE_CONFIGS)) + (2 + len(tune.MEAN_CONFIGS)) + (2 + len(all_overrides))
+
+
+@pytest.mark.gpu
+def test_row_plan_opts_in_to_more_than_48_kib_of_shared_memory():
+    # 20,000 columns are 80 KB a row: the row plan must opt in, not fall back to the split plan.
+    from kernelscope.backends.numba import softmax
+
+    x = OPS["softmax"].make_input((200, 20000), "float32", "cuda", 17)
+    plan = plan_softmax(200, 20000, x.device)
+    assert plan.path == "row"
+    out = launch_softmax(x, plan=plan)
+    torch.cuda.synchronize()
+    assert softmax._OPTED_IN[id(softmax.softmax_row_kernel(plan.threads, plan.unroll))]
+    within_tolerance("softmax", x, out)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(140, 20000), (3, 70000), (512, 50257)])
+def test_softmax_plans_agree_on_the_gpu(shape):
+    x = OPS["softmax"].make_input(shape, "float32", "cuda", 19)
+    for path in (None, "split") + (("row",) if shape[1] <= 50257 else ()):
+        within_tolerance("softmax", x, launch_softmax(x, path=path))
+    if shape[1] > 60000:
+        with pytest.raises(ValueError, match="does not fit"):
+            launch_softmax(x, path="row")
