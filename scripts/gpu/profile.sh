@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Profiling artifacts of every GPU variant (issue #8), on the offline GPU box: torch.profiler, the compiled
-# code, Nsight Compute over all variants in one process, and the lecture's demos, into profiles/<machine>/;
+# code, Nsight Compute over the variants in one process, and the lecture's demos, into profiles/<machine>/;
 # then the folder as one tarball in $OUT (the device tool brings back at most 8 files).
 #
-#   source scripts/gpu/setup.sh && bash scripts/gpu/profile.sh [ROOT]   ROOT: profiles folder (default: profiles)
+#   source scripts/gpu/setup.sh && bash scripts/gpu/profile.sh [ARGS...]
+#
+# ARGS go to `kernelscope profile --ncu` (default: --demos, every variant). To stay inside one 10-minute
+# device command, split a session: `profile.sh --op square --demos`, then `profile.sh --op mean` ... into
+# the same folder (each run refreshes its own variants; the manifest lists every variant present).
+# PROFILES_ROOT: the profiles folder (default: profiles).
 #
 # $OUT gets profile.jsonl (one record per variant), profile.log (progress, errors), crosscheck.txt
 # (ncu's kernel time against the newest warm results in results/) and profiles-<machine>.tgz. Back here:
@@ -11,7 +16,8 @@
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-$PWD/gpu-out}
-ROOT=${1:-profiles}
+ROOT=${PROFILES_ROOT:-profiles}
+[ $# -gt 0 ] || set -- --demos
 mkdir -p "$OUT" "$ROOT"
 # The machine as asv names it (kernelscope machine), so profiles/<machine> sits beside results/<machine>.
 M=${KERNELSCOPE_MACHINE:-$(kernelscope machine --dry-run --no-bandwidth --json |
@@ -19,7 +25,7 @@ M=${KERNELSCOPE_MACHINE:-$(kernelscope machine --dry-run --no-bandwidth --json |
 export KERNELSCOPE_MACHINE=$M
 command -v ncu >/dev/null || export PATH=$PATH:/usr/local/cuda/bin
 t0=$(date +%s)
-kernelscope profile --ncu --demos --out "$ROOT/$M" --json > "$OUT/profile.jsonl" 2> "$OUT/profile.log"
+kernelscope profile --ncu --out "$ROOT/$M" --json "$@" >> "$OUT/profile.jsonl" 2>> "$OUT/profile.log"
 rc=$?
 echo "kernelscope profile: rc=$rc in $(( $(date +%s) - t0 )) s"
 grep -v '^USDT' "$OUT/profile.log" | tail -n 12

@@ -294,7 +294,7 @@ def run(opts: Options) -> int:
             torch.cuda.empty_cache()  # the child needs the GPU's memory
         _say(f"ncu: {len(jobs)} variants in one Nsight Compute process ...")
         try:
-            result = ncu.run(jobs)
+            result = ncu.run(jobs, log=lambda line: _say(f"  ncu| {line}"))
         except Exception as exc:
             result = ncu.Result(errors={"*": f"{type(exc).__name__}: {exc}"})
         _apply_ncu(result, profiles, jobs, out_dir)

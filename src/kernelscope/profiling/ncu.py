@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -291,12 +292,8 @@ def run(jobs: list[Job], workdir: Path | None = None, timeout_s: float = TIMEOUT
         child = [sys.executable, "-m", "kernelscope.profiling.ncu", "--child", str(spec)]
         # Inductor's compile workers would be more processes for ncu to follow: compile in the child.
         env = {**os.environ, "TORCHINDUCTOR_COMPILE_THREADS": "1", "PYTHONUNBUFFERED": "1"}
-        try:
-            proc = subprocess.run(command(ncu, report, child), capture_output=True, text=True, env=env,
-                                  timeout=timeout_s)
-            output = proc.stdout + proc.stderr
-        except subprocess.TimeoutExpired as exc:
-            output = _text(exc.stdout) + _text(exc.stderr)
+        returncode, output, timed_out = _stream(command(ncu, report, child), env, timeout_s, log)
+        if timed_out:
             return Result(errors={"*": f"ncu did not finish in {timeout_s:.0f} s"}, log=output,
                           seconds=time.perf_counter() - start)
         result = Result(log=output)
@@ -306,7 +303,7 @@ def run(jobs: list[Job], workdir: Path | None = None, timeout_s: float = TIMEOUT
             return result
         if not report.exists():
             tail = "\n".join(output.strip().splitlines()[-5:])
-            result.errors["*"] = f"ncu wrote no report (exit {proc.returncode}): {tail}"
+            result.errors["*"] = f"ncu wrote no report (exit {returncode}): {tail}"
             return result
         as_csv, as_text = import_commands(ncu, report)
         try:
@@ -326,8 +323,29 @@ def run(jobs: list[Job], workdir: Path | None = None, timeout_s: float = TIMEOUT
     return result
 
 
-def _text(data) -> str:
-    return data.decode(errors="replace") if isinstance(data, bytes) else (data or "")
+def _stream(cmd: list[str], env: dict, timeout_s: float, log) -> tuple[int, str, bool]:
+    """Run cmd, passing each line of its output to ``log`` as it comes (ncu's per-kernel lines are the pass's
+    progress); (exit status, the output, whether it was killed for running past timeout_s)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            errors="replace")
+    killed = threading.Event()
+
+    def kill():
+        killed.set()
+        proc.kill()
+
+    watchdog = threading.Timer(timeout_s, kill)
+    watchdog.start()
+    lines = []
+    try:
+        for line in proc.stdout:
+            lines.append(line)
+            if log:
+                log(line.rstrip("\n"))
+        proc.wait()
+    finally:
+        watchdog.cancel()
+    return proc.returncode, "".join(lines), killed.is_set()
 
 
 def _checked(cmd: list[str]) -> str:
@@ -352,7 +370,10 @@ def child(spec_path: str) -> int:
     spec = json.loads(Path(spec_path).read_text())
     device = default_device()  # cuda under ncu; the CPU only in the tests' stand-in for ncu
     failed: dict[str, str] = {}
-    for job in (Job(**j) for j in spec["jobs"]):
+    jobs = [Job(**j) for j in spec["jobs"]]
+    for i, job in enumerate(jobs, 1):
+        print(f"kernelscope ncu child: [{i}/{len(jobs)}] {job.variant} {job.shape} {job.dtype}", file=sys.stderr,
+              flush=True)
         try:
             variant = get(job.variant)
             x = variant.op_spec.make_input(parse_shape(job.shape), job.dtype, device, job.seed)
