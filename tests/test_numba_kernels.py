@@ -118,14 +118,18 @@ def test_launchers_refuse_blocks_of_partial_warps():
 TUNE_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "gpu" / "tune_numba.py"
 
 
-@simulated
-@pytest.mark.skipif(not (TUNE_SCRIPT.parent / "tune.py").exists(), reason="needs the shared harness scripts/gpu/tune.py")
-def test_tuning_script_sweeps_run_and_check_under_the_simulator(monkeypatch):
-    # The script runs on the GPU box only; here its sweeps run every configuration
-    # (and its correctness check) at tiny shapes, with a table that calls instead of timing.
+def load_tune_script():
     spec = importlib.util.spec_from_file_location("tune_numba", TUNE_SCRIPT)
     tune = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tune)
+    return tune
+
+
+@simulated
+def test_tuning_script_sweeps_run_and_check_under_the_simulator(monkeypatch):
+    # The script runs on the GPU box only; here its sweeps run every configuration
+    # (and its correctness check) at tiny shapes, with a table that calls instead of timing.
+    tune = load_tune_script()
     calls = []
 
     class CallingTable:
@@ -151,6 +155,19 @@ def test_tuning_script_sweeps_run_and_check_under_the_simulator(monkeypatch):
     tune.sweep_mean(None, False)
     tune.sweep_softmax(None, False)
     assert len(calls) == (2 + len(tune.ELEMENTWISE_CONFIGS)) + (2 + len(tune.MEAN_CONFIGS)) + (2 + len(all_overrides))
+
+
+def test_tuning_script_summary_compares_the_defaults_with_the_targets(capsys):
+    tune = load_tune_script()
+    rows = [{"config": f"{v} (catalog default)", "shape": shape, "pct_copy": 91.0 if v != "gelu-numba" else 80.0,
+             "time_us": 1.0} for v, shapes in tune.BANDWIDTH_TARGETS.items() for shape in shapes]
+    rows += [{"config": "mean-numba (catalog default)", "shape": str(2**24), "pct_copy": 0, "time_us": 30.0},
+             {"config": "torch (torch.mean)", "shape": str(2**24), "pct_copy": 0, "time_us": 25.0}]
+    tune.summarize(rows)
+    lines = capsys.readouterr().out.splitlines()
+    assert sum("(>= 90%: met)" in line for line in lines) == 6
+    assert sum("(>= 90%: MISSED)" in line and "gelu-numba" in line for line in lines) == 2
+    assert "MISSED" in lines[-1] and "torch.mean 25.0 us" in lines[-1]
 
 
 @pytest.mark.gpu

@@ -157,6 +157,7 @@ def main() -> None:
         tables.append(table)
         torch.cuda.empty_cache()
         print(f"-- {time.perf_counter() - start:.0f} s so far", flush=True)
+    summarize([row for table in tables for row in table.rows])
     print("defaults: square/gelu threads={} blocks/SM={} unroll={}; mean {} {} {}; softmax max_threads={} "
           "lone={} cols/thread={} unroll={} chunk={} split_threads={}".format(
               nb_square.FLAT_THREADS, nb_square.FLAT_BLOCKS_PER_SM, nb_square.FLAT_UNROLL,
@@ -164,6 +165,34 @@ def main() -> None:
               nb_softmax.LONE_BLOCK_THREADS, nb_softmax.COLS_PER_THREAD, nb_softmax.UNROLL, nb_softmax.CHUNK,
               nb_softmax.SPLIT_THREADS))
 
+
+# Issue #9's targets: >= 90% of copy bandwidth at 2^26 elements and above; mean at 2^24 as fast as torch.mean.
+BANDWIDTH_TARGETS = {
+    "square-numba-flat": ["8192x8192", "16384x16384"],
+    "gelu-numba": ["8192x8192", "16384x16384"],
+    "mean-numba": [shape_str((2**26,)), shape_str((2**28,))],
+    "softmax-numba": ["8192x8192", "16384x16384"],
+}
+
+
+def summarize(rows: list[dict]) -> None:
+    """The catalog defaults against the targets, from the rows just timed."""
+    def find(config: str, shape: str) -> dict | None:
+        return next((r for r in rows if r["config"] == config and r["shape"] == shape), None)
+
+    print("== targets (catalog defaults)")
+    for variant, shapes in BANDWIDTH_TARGETS.items():
+        for shape in shapes:
+            row = find(f"{variant} (catalog default)", shape)
+            if row:
+                verdict = "met" if row["pct_copy"] >= 90 else "MISSED"
+                print(f"{variant:<18} {shape:>12} {row['pct_copy']:6.1f}% of copy (>= 90%: {verdict})")
+    mine, theirs = find("mean-numba (catalog default)", shape_str((2**24,))), find("torch (torch.mean)",
+                                                                                   shape_str((2**24,)))
+    if mine and theirs:
+        verdict = "met" if mine["time_us"] <= theirs["time_us"] * 1.02 else "MISSED"
+        print(f"mean-numba at 2^24: {mine['time_us']:.1f} us, torch.mean {theirs['time_us']:.1f} us "
+              f"(as fast, within 2%: {verdict})")
 
 if __name__ == "__main__":
     main()
