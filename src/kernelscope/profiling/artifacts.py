@@ -99,7 +99,7 @@ class VariantProfile:
     ncu: list[KernelMetrics] | None = None  # None: not run (see skipped)
     ncu_text_file: str | None = None
     code: list[CodeArtifact] = field(default_factory=list)
-    # Parts, as keys of skipped and errors: "variant" (not run at all: dtype, shape), "check", "torch"
+    # Parts, as keys of skipped and errors: "variant" (not run at all: dtype, shape), "check", "input", "torch"
     # (torch.profiler), "code", "sass", "code:<kernel>", "ptxas:<kernel>", "ncu", "capture" (anything else).
     skipped: dict[str, str] = field(default_factory=dict)  # part ("ncu", "sass", ...) -> why it was not captured
     errors: dict[str, str] = field(default_factory=dict)  # part -> what went wrong (the rest continued)

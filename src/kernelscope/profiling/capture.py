@@ -174,7 +174,11 @@ def capture_variant(variant: Variant, opts: Options, device: str, vdir: Path, co
     except Exception as exc:
         prof.errors["check"] = f"{type(exc).__name__}: {exc}"
     prof.seconds["check"] = time.perf_counter() - t0
-    x = variant.op_spec.make_input(shape, opts.dtype, device, prof.seed)
+    try:
+        x = variant.op_spec.make_input(shape, opts.dtype, device, prof.seed)
+    except Exception as exc:  # e.g. out of memory at this shape: the check's error above says more
+        x, passed = None, False
+        prof.errors["input"] = f"{type(exc).__name__}: {exc}"
     launched = None
     if passed:
         t0 = time.perf_counter()

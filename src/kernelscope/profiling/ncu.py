@@ -283,6 +283,8 @@ def run(jobs: list[Job], workdir: Path | None = None, timeout_s: float = TIMEOUT
     why = unavailable()
     if why:
         return Result(skipped=why)
+    if not jobs:
+        return Result(skipped="no variant passed its check here")
     ncu = find_ncu()
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="kernelscope-ncu-", dir=workdir) as tmp:
