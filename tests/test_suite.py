@@ -1,5 +1,7 @@
 """The asv suite is generated from the catalog, and its cases are gated on correctness."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -11,17 +13,40 @@ from kernelscope.timing import asv_suite, cases
 
 def test_one_class_per_op_with_every_variant_size_and_dtype():
     classes = asv_suite.build()
-    assert set(classes) == {"FirstCall"} | {name.capitalize() for name in OPS}
+    assert {"FirstCall", "Launch"} | {name.capitalize() for name in OPS} <= set(classes)
     for name, op in OPS.items():
         cls = classes[name.capitalize()]
         variants, sizes, dtypes = cls.params
         assert variants == [v.name for v in catalog.variants_of(name)]
         assert sizes == [shape_str(s) for s in op.bench_shapes]
-        assert dtypes == asv_suite.BENCH_DTYPES
+        assert dtypes == ["float32"]
         assert cls.param_names == ["variant", "size", "dtype"]
         for method in ("time_warm", "track_cold", "track_graph"):
             assert getattr(cls, method).version == asv_suite.VERSION  # pinned: refactors keep history
     assert classes["FirstCall"].params == [list(VARIANTS)]
+
+
+def test_other_dtypes_get_classes_of_their_own_over_the_variants_that_ask():
+    classes = asv_suite.build()
+    for name in OPS:
+        asked = [v.name for v in catalog.variants_of(name) if "bfloat16" in v.bench_dtypes]
+        cls = classes.get(name.capitalize() + "Bfloat16")
+        if not asked:
+            assert cls is None
+            continue
+        assert cls.params[0] == asked and cls.params[2] == ["bfloat16"]
+        assert hasattr(cls, "time_warm") and hasattr(cls, "track_graph")
+        assert not hasattr(cls, "track_cold")  # warm and graph only: each parameter set costs a process
+    assert classes["SoftmaxBfloat16"].params[0]  # the catalog times some softmax in bfloat16
+
+
+def test_adding_a_bench_dtype_to_a_variant_leaves_the_float32_class_as_it_was(monkeypatch):
+    before = asv_suite.build()["Mean"].params
+    v = catalog.VARIANTS["mean-torch"]
+    monkeypatch.setitem(catalog.VARIANTS, v.name, dataclasses.replace(v, bench_dtypes=("float32", "float16")))
+    classes = asv_suite.build()
+    assert classes["Mean"].params == before
+    assert classes["MeanFloat16"].params[0] == ["mean-torch"]
 
 
 def test_sizes_sweep_launch_bound_to_bandwidth_bound():
@@ -36,7 +61,7 @@ def test_sizes_sweep_launch_bound_to_bandwidth_bound():
 @pytest.mark.parametrize("args,reason", [
     (("square", "square-nope", "64x64", "float32"), "not in this commit's catalog"),
     (("mean", "square-torch", "64x64", "float32"), "a variant of square, not mean"),
-    (("square", "square-cuda-vec4", "64x64", "bfloat16"), "dtype bfloat16 not supported"),
+    (("square", "square-cuda-vec4", "64x64", "float16"), "dtype float16 not supported"),
     (("softmax", "softmax-triton-row", "64x262144", "float32"), "do not fit one block"),
 ])
 def test_cases_that_cannot_run_are_skips_with_a_reason(args, reason):

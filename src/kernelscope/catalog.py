@@ -24,6 +24,7 @@ from kernelscope.validation import validate_call
 
 FLOATS = ("float32", "float16", "bfloat16")
 F32 = ("float32",)
+F32_BF16 = ("float32", "bfloat16")
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,8 @@ class Variant:
     max_numel: int | None = None  # 32-bit index arithmetic
     min_cc: tuple[int, int] | None = None  # minimum CUDA compute capability
     limits: tuple[Limit, ...] = ()  # stress inputs it is known to fail: the check reports, does not fail, them
+    bench_dtypes: tuple[str, ...] = F32  # dtypes the asv suite times (float32 for all; bfloat16 for some)
+    tuned: bool = False  # written for speed: the site sets it beside the lecture variants
     notes: str = ""
 
     def limit_for(self, stress: str, dtype: str) -> Limit | None:
@@ -147,7 +150,7 @@ INT32 = 2**31 - 1
 VARIANTS: dict[str, Variant] = {v.name: v for v in [
     # --- square -----------------------------------------------------------------
     Variant("square-torch", "square", "torch", "torch.square: one vectorized elementwise kernel from ATen",
-            f"{_B}.torch_ops:square", lecture=True),
+            f"{_B}.torch_ops:square", lecture=True, bench_dtypes=F32_BF16),
     Variant("square-mul", "square", "torch", "a * a: same kernel as torch.square, reached through mul",
             f"{_B}.torch_ops:square_mul", lecture=True),
     Variant("square-pow", "square", "torch", "a ** 2: pow special-cases the exponent 2 to a multiply",
@@ -159,7 +162,7 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
             f"{_B}.triton.square:square_rows", lecture=True, takes_out=True, max_cols=2**16, max_numel=INT32),
     Variant("square-triton-flat1024", "square", "triton",
             "flat Triton kernel with a fixed BLOCK_SIZE of 1024: correct at every width, unlike a per-row fixed block",
-            f"{_B}.triton.square:square_flat", takes_out=True, max_numel=INT32),
+            f"{_B}.triton.square:square_flat", takes_out=True, max_numel=INT32, tuned=True, bench_dtypes=F32_BF16),
     Variant("square-triton-flat256", "square", "triton",
             "the flat kernel with BLOCK_SIZE 256: four times the programs, a quarter of the work each",
             f"{_B}.triton.square:square_flat256", takes_out=True, max_numel=INT32),
@@ -168,14 +171,18 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
             f"{_B}.triton.square:square_flat4096", takes_out=True, max_numel=INT32),
     Variant("square-cuda-lecture", "square", "cuda", "lecture CUDA C++ kernel: 2-D grid of 16x16 blocks, one element a thread",
             f"{_B}.cuda.kernels:square_lecture", dtypes=F32, lecture=True, takes_out=True, max_numel=INT32),
-    Variant("square-cuda-vec4", "square", "cuda", "tuned CUDA C++: 16-byte float4 loads in a grid-stride loop",
-            f"{_B}.cuda.kernels:square_vec4", dtypes=F32, takes_out=True, max_numel=INT32),
+    Variant("square-cuda-vec4", "square", "cuda", "tuned CUDA C++: 16-byte vector loads in a grid-stride loop",
+            f"{_B}.cuda.kernels:square_vec4", dtypes=F32_BF16, takes_out=True, max_numel=INT32, tuned=True,
+            bench_dtypes=F32_BF16),
     Variant("square-numba-lecture", "square", "numba",
             "lecture Numba kernel: row, col = cuda.grid(2) puts threadIdx.x on rows, so a warp strides through memory",
             f"{_B}.numba.square:square_lecture", dtypes=F32, lecture=True, takes_out=True, max_numel=INT32),
     Variant("square-numba-coalesced", "square", "numba",
             "Numba kernel with threadIdx.x on columns: a warp reads consecutive addresses",
             f"{_B}.numba.square:square_coalesced", dtypes=F32, takes_out=True, max_numel=INT32),
+    Variant("square-numba-flat", "square", "numba",
+            "tuned Numba: a 1-D grid-stride loop over the flat array, a few resident blocks per SM",
+            f"{_B}.numba.square:square_flat", dtypes=F32, takes_out=True, max_numel=INT32, tuned=True),
     # --- mean -------------------------------------------------------------------
     Variant("mean-torch", "mean", "torch", "torch.mean(x): ATen's reduction kernel",
             f"{_B}.torch_ops:mean", lecture=True),
@@ -193,17 +200,20 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
             "lecture Triton kernel: each program loops element by element, torch sums the partials",
             f"{_B}.triton.mean:mean_lecture", lecture=True, takes_out=True, max_numel=INT32),
     Variant("mean-triton-tuned", "mean", "triton",
-            "tuned Triton reduction: vector loads into per-program partial sums, a second launch finishes",
-            f"{_B}.triton.mean:mean_tuned", takes_out=True, max_numel=INT32),
-    Variant("mean-cuda", "mean", "cuda", "CUDA C++ reduction: grid-stride loads, warp shuffles, two launches",
-            f"{_B}.cuda.kernels:mean", dtypes=F32, takes_out=True, max_numel=INT32),
+            "tuned Triton reduction in one launch: vector loads into per-program partial sums; the last program to arrive adds them up",
+            f"{_B}.triton.mean:mean_tuned", takes_out=True, max_numel=INT32, tuned=True),
+    Variant("mean-cuda", "mean", "cuda", "CUDA C++ reduction in one launch: 16-byte loads, warp shuffles; the last block to finish adds the partials",
+            f"{_B}.cuda.kernels:mean", dtypes=F32, takes_out=True, max_numel=INT32, tuned=True),
+    Variant("mean-numba", "mean", "numba",
+            "Numba reduction: grid-stride loads, a shared-memory tree per block, one partial per block, a second launch",
+            f"{_B}.numba.mean:mean", dtypes=F32, takes_out=True, max_numel=INT32, tuned=True),
     # --- softmax ----------------------------------------------------------------
     Variant("softmax-manual", "softmax", "torch", "the lecture's softmax in five torch ops: max, sub, exp, sum, div",
             f"{_B}.torch_ops:softmax_manual", lecture=True,
             limits=(Limit("long-row", ("float16",), "the row sum of exponentials is rounded to float16 and "
                                                     "overflows past 65,504 for wide rows of near-equal logits"),)),
     Variant("softmax-torch", "softmax", "torch", "torch.softmax(x, dim=-1): one fused ATen kernel",
-            f"{_B}.torch_ops:softmax", lecture=True),
+            f"{_B}.torch_ops:softmax", lecture=True, bench_dtypes=F32_BF16),
     Variant("softmax-compile", "softmax", "torch-compile", "torch.compile of the manual softmax: Inductor fuses the five passes",
             f"{_B}.compiled:softmax", lecture=True,
             limits=(Limit("long-row", ("float16",), "on the CPU, Inductor's generated row sum accumulates in "
@@ -214,17 +224,35 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
     Variant("softmax-triton-online", "softmax", "triton",
             "online softmax: running max and sum over blocks, so rows of any width work",
             f"{_B}.triton.softmax:softmax_online", takes_out=True, max_numel=INT32),
+    Variant("softmax-triton-tuned", "softmax", "triton",
+            "tuned Triton softmax: rows held in registers with launch shapes per width; "
+            "few wide rows split across programs and combined",
+            f"{_B}.triton.softmax:softmax_tuned", takes_out=True, max_numel=INT32, tuned=True,
+            bench_dtypes=F32_BF16),
+    Variant("softmax-cuda", "softmax", "cuda",
+            "CUDA C++ softmax: a row per block (or warp) in registers; few wide rows split across "
+            "a thread-block cluster, combined through distributed shared memory",
+            f"{_B}.cuda.kernels:softmax", dtypes=F32_BF16, takes_out=True, max_numel=INT32, min_cc=(9, 0),
+            tuned=True, bench_dtypes=F32_BF16),
+    Variant("softmax-numba", "softmax", "numba",
+            "Numba softmax: one block per row, max and sum reduced in shared memory",
+            f"{_B}.numba.softmax:softmax", dtypes=F32, takes_out=True, max_numel=INT32, tuned=True),
     # --- gelu -------------------------------------------------------------------
     Variant("gelu-cuda-lecture", "gelu", "cuda", "lecture CUDA C++ kernel: 1-D grid, 1024 threads a block",
             f"{_B}.cuda.kernels:gelu_lecture", dtypes=F32, lecture=True, takes_out=True, max_numel=INT32),
     Variant("gelu-torch", "gelu", "torch", 'F.gelu(x, approximate="tanh"): one fused ATen kernel',
-            f"{_B}.torch_ops:gelu", lecture=True),
+            f"{_B}.torch_ops:gelu", lecture=True, bench_dtypes=F32_BF16),
     Variant("gelu-formula", "gelu", "torch", "the tanh formula in torch ops: one kernel, one pass over memory, per op",
             f"{_B}.torch_ops:gelu_formula", lecture=True),
     Variant("gelu-compile", "gelu", "torch-compile", "torch.compile of the formula: Inductor fuses it into one kernel",
             f"{_B}.compiled:gelu", lecture=True),
     Variant("gelu-triton", "gelu", "triton", "Triton kernel: the formula fused, computed in float32",
-            f"{_B}.triton.gelu:gelu", takes_out=True, max_numel=INT32),
+            f"{_B}.triton.gelu:gelu", takes_out=True, max_numel=INT32, tuned=True, bench_dtypes=F32_BF16),
+    Variant("gelu-cuda-vec4", "gelu", "cuda", "tuned CUDA C++: 16-byte vector loads in a grid-stride loop",
+            f"{_B}.cuda.kernels:gelu_vec4", dtypes=F32_BF16, takes_out=True, max_numel=INT32, tuned=True,
+            bench_dtypes=F32_BF16),
+    Variant("gelu-numba", "gelu", "numba", "Numba gelu: a 1-D grid-stride loop over the flat array",
+            f"{_B}.numba.gelu:gelu", dtypes=F32, takes_out=True, max_numel=INT32, tuned=True),
 ]}
 
 

@@ -30,7 +30,7 @@ OP = Op(
     # (2, 9001): a prime width wider than the online kernel's block.
     check_shapes=((1, 1), (1, 7), (13, 17), (31, 1031), (2, 9001)),
     bench_shapes=(
-        (64, 64), (256, 256), (1024, 1024), (4096, 4096), (16384, 16384),
+        (64, 64), (256, 256), (1024, 1024), (4096, 4096), (8192, 8192), (16384, 16384),
         (16384, 1000),   # widths that are not powers of two
         (512, 50257),    # a GPT-2 vocabulary row
         (64, 262144),    # wider than one block of the row kernel

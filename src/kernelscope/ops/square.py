@@ -4,7 +4,7 @@ import torch
 
 from kernelscope.ops import Op, Stress, normal, numel, scaled
 
-ELEMENTWISE_BENCH_SHAPES = ((64, 64), (256, 256), (1024, 1024), (4096, 4096), (16384, 16384))
+ELEMENTWISE_BENCH_SHAPES = ((64, 64), (256, 256), (1024, 1024), (4096, 4096), (8192, 8192), (16384, 16384))
 ELEMENTWISE_CHECK_SHAPES = ((1, 1), (1, 7), (13, 17), (31, 1031), (3, 4099))
 STRESS_SHAPE = (64, 4099)
 

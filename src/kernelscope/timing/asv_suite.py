@@ -7,6 +7,8 @@ with three timed modes and the first-call cost::
     Square.time_warm       back-to-back calls queued behind a spin kernel; asv's timer is the held GPU clock
     Square.track_cold      L2 flushed before each call, each call its own events
     Square.track_graph     CUDA-graph replay: the kernels without launch overhead
+    SquareBfloat16.*       warm and graph in bfloat16, for the variants the catalog times in it
+    Launch.track_graph     an empty kernel replayed the same way: graph mode's floor
     FirstCall.time_first_call    JIT / compile / extension load of a fresh process
 
 ``track_*`` return ``{"samples": [...], "number": N}``, which asv stores and
@@ -18,7 +20,6 @@ Versions are pinned: refactoring this module does not orphan history. Bump
 from __future__ import annotations
 
 import math
-import os
 
 from kernelscope import backends
 from kernelscope.catalog import OPS, VARIANTS, variants_of
@@ -46,11 +47,11 @@ if TimeBenchmark is not None and hasattr(TimeBenchmark, "_setup_isolates_timed_c
 # 3: warm samples run behind a spin kernel that outlasts the host's enqueue
 #    (steady-state GPU time, no host launch path); cold's spin is sized per variant.
 VERSION = "3"
-# float32 by default: each parameter set is a forked process (about a second
-# on an H100), and the float32 grid alone keeps a full run near ten minutes.
-# KERNELSCOPE_BENCH_DTYPES=float32,bfloat16 widens it. Changing it changes the
-# benchmarks' parameters, so keep it fixed within one history.
-BENCH_DTYPES = os.environ.get("KERNELSCOPE_BENCH_DTYPES", "float32").split(",")
+# Every variant is timed in float32. Each parameter set is a forked process
+# (about a second on an H100), so other dtypes get classes of their own, over
+# the variants whose catalog entry lists them in ``bench_dtypes``: adding one
+# there leaves the float32 classes' parameters, and their history, as they are.
+MAIN_DTYPE = "float32"
 COLD_SAMPLES = 40
 GRAPH_SAMPLES = 30
 GRAPH_TARGET_S = 2e-3  # calls per graph: enough to make one replay last about this long
@@ -65,7 +66,10 @@ def _versioned(fn, unit: str | None = None):
 
 
 class _OpBenchmarks:
-    """Base of the generated per-op classes; ``op`` and ``params`` are set per op."""
+    """Base of the generated per-op classes; ``op`` and ``params`` are set per op.
+
+    It has warm and graph mode; float32 classes add cold mode (:class:`_ColdMode`).
+    """
 
     op: str
     param_names = ["variant", "size", "dtype"]
@@ -94,15 +98,6 @@ class _OpBenchmarks:
     def time_warm(self, variant, size, dtype):
         self.case.call()
 
-    def track_cold(self, variant, size, dtype):
-        case = self.case
-        hold = grown_hold(_plan(case).host_per_call_s)  # outlasts one call's launch path
-        watch = clocks.ClockWatch(None)
-        samples = time_cold(case.call, case.device, COLD_SAMPLES, _flusher(case.device), hold_s=hold, watch=watch)
-        case.check(case.call())
-        clocks.log_case(self._name("track_cold"), [variant, size, dtype], watch)
-        return {"samples": samples, "number": 1}
-
     def track_graph(self, variant, size, dtype):
         case = self.case
         if case.device != "cuda":
@@ -119,6 +114,42 @@ class _OpBenchmarks:
         case.check(out)  # the replayed graph computed the right thing
         clocks.log_case(self._name("track_graph"), [variant, size, dtype], watch)
         return {"samples": samples, "number": calls}
+
+
+class _ColdMode:
+    """Cold mode, for the main dtype's classes: the L2 flushed before every call."""
+
+    def track_cold(self, variant, size, dtype):
+        case = self.case
+        hold = grown_hold(_plan(case).host_per_call_s)  # outlasts one call's launch path
+        watch = clocks.ClockWatch(None)
+        samples = time_cold(case.call, case.device, COLD_SAMPLES, _flusher(case.device), hold_s=hold, watch=watch)
+        case.check(case.call())
+        clocks.log_case(self._name("track_cold"), [variant, size, dtype], watch)
+        return {"samples": samples, "number": 1}
+
+
+class Launch:
+    """Graph mode's floor: an empty kernel (``torch.cuda._sleep(0)``: one thread
+    that returns at once) replayed as graph nodes, timed like ``track_graph``.
+    A launch-bound kernel is judged against this, not against zero."""
+
+    params = [["empty-kernel"]]
+    param_names = ["variant"]
+    timeout = 120
+
+    def setup(self, variant):
+        if backends.default_device() != "cuda":
+            raise NotImplementedError("empty-kernel: graph replay needs a GPU")
+
+    def track_graph(self, variant):
+        import torch
+
+        graph, _ = capture_graph(lambda: torch.cuda._sleep(0), 100)
+        watch = clocks.ClockWatch(None)
+        samples = time_graph(graph, 100, GRAPH_SAMPLES, watch=watch)
+        clocks.log_case("benchmarks.Launch.track_graph", [variant], watch)
+        return {"samples": samples, "number": 100}
 
 
 _PLANS: dict[int, WarmPlan] = {}
@@ -187,7 +218,8 @@ class FirstCall:
 
 
 _versioned(_OpBenchmarks.time_warm)
-_versioned(_OpBenchmarks.track_cold, unit="seconds")
+_versioned(_ColdMode.track_cold, unit="seconds")
+_versioned(Launch.track_graph, unit="seconds")
 _versioned(_OpBenchmarks.track_graph, unit="seconds")
 _versioned(FirstCall.time_first_call)
 
@@ -217,15 +249,25 @@ def preload() -> None:
                 pass
 
 
+def class_name(op: str, dtype: str) -> str:
+    """``Square`` for the main dtype, ``SquareBfloat16`` for another."""
+    return op.capitalize() + ("" if dtype == MAIN_DTYPE else dtype.capitalize())
+
+
 def build() -> dict[str, type]:
-    """One benchmark class per op (``Square``, ``Mean``, ...) plus ``FirstCall``."""
-    classes: dict[str, type] = {"FirstCall": FirstCall}
+    """Per op ``Square`` (float32: every variant, three modes) and a class per other
+    dtype the catalog asks for (warm and graph), plus ``Launch`` and ``FirstCall``."""
+    classes: dict[str, type] = {"FirstCall": FirstCall, "Launch": Launch}
     for name, op in OPS.items():
-        cls_name = name.capitalize()
-        classes[cls_name] = type(cls_name, (_OpBenchmarks,), {
-            "op": name,
-            "params": [[v.name for v in variants_of(name)], [shape_str(s) for s in op.bench_shapes], BENCH_DTYPES],
-            "__doc__": f"{op.summary}. Variants x sizes x dtypes from the kernelscope catalog.",
-            "__module__": "benchmarks.benchmarks",
-        })
+        dtypes = [MAIN_DTYPE] + sorted({d for v in variants_of(name) for d in v.bench_dtypes} - {MAIN_DTYPE})
+        for dtype in dtypes:
+            variants = [v.name for v in variants_of(name) if dtype in v.bench_dtypes or dtype == MAIN_DTYPE]
+            cls_name = class_name(name, dtype)
+            bases = (_OpBenchmarks, _ColdMode) if dtype == MAIN_DTYPE else (_OpBenchmarks,)
+            classes[cls_name] = type(cls_name, bases, {
+                "op": name,
+                "params": [variants, [shape_str(s) for s in op.bench_shapes], [dtype]],
+                "__doc__": f"{op.summary}, in {dtype}. Variants x sizes from the kernelscope catalog.",
+                "__module__": "benchmarks.benchmarks",
+            })
     return classes
