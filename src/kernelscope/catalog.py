@@ -205,7 +205,7 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
     Variant("mean-cuda", "mean", "cuda", "CUDA C++ reduction in one launch: 16-byte loads, warp shuffles; the last block to finish adds the partials",
             f"{_B}.cuda.kernels:mean", dtypes=F32, takes_out=True, max_numel=INT32, tuned=True),
     Variant("mean-numba", "mean", "numba",
-            "Numba reduction: grid-stride loads, a shared-memory tree per block, one partial per block, a second launch",
+            "Numba reduction: unrolled grid-stride loads, warp shuffles, one partial per block, a second launch finishes",
             f"{_B}.numba.mean:mean", dtypes=F32, takes_out=True, max_numel=INT32, tuned=True),
     # --- softmax ----------------------------------------------------------------
     Variant("softmax-manual", "softmax", "torch", "the lecture's softmax in five torch ops: max, sub, exp, sum, div",
@@ -235,7 +235,7 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
             f"{_B}.cuda.kernels:softmax", dtypes=F32_BF16, takes_out=True, max_numel=INT32, min_cc=(9, 0),
             tuned=True, bench_dtypes=F32_BF16),
     Variant("softmax-numba", "softmax", "numba",
-            "Numba softmax: one block per row, max and sum reduced in shared memory",
+            "Numba softmax: a block per row cached in shared memory; rows too wide for it split into chunks combined by a second launch",
             f"{_B}.numba.softmax:softmax", dtypes=F32, takes_out=True, max_numel=INT32, tuned=True),
     # --- gelu -------------------------------------------------------------------
     Variant("gelu-cuda-lecture", "gelu", "cuda", "lecture CUDA C++ kernel: 1-D grid, 1024 threads a block",
