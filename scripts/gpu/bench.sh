@@ -12,6 +12,9 @@
 # then, after committing results/, STEPS="machine slowdown ncu smoke history"):
 #   machine   name the machine for asv, record GPU/versions/copy bandwidth
 #   gputests  kernelscope check and pytest -m gpu (also builds the CUDA extension into the cache)
+#   tune      scripts/gpu/tune_{triton,cuda,numba}.py: launch-shape sweeps of the tuned kernels (issue #9)
+#   profile   kernelscope profile --ncu --demos: torch.profiler, Nsight Compute, compiled code, the
+#             lecture's demos, into profiles/<machine> (issue #8)
 #   probe     the small-size spread between processes, diagnosed: clock_probe.py (SM clock, settled
 #             or not), placement_probe.py (where tensors sit), process_probe.py (streams, code copies, graphs)
 #   prewarm   asv run --quick --dry-run -b FirstCall: first-call caches warm before anything is recorded
@@ -54,6 +57,9 @@ steps() {
   }
   step gputests sh -c "kernelscope check -q --json-file $STATE/check.json > $STATE/check.txt 2>&1;
     python3 -m pytest -m gpu -q -p no:cacheprovider > $STATE/pytest-gpu.txt 2>&1; tail -n 3 $STATE/check.txt $STATE/pytest-gpu.txt"
+  step tune sh -c "for b in triton cuda numba; do echo \"--- \$b\"; timeout 300 python3 scripts/gpu/tune_\$b.py --json $STATE/tune_\$b.json > $STATE/tune_\$b.txt 2>&1; echo \"rc=\$?\"; tail -n 4 $STATE/tune_\$b.txt; done"
+  step profile sh -c "kernelscope profile --ncu --demos --out $STATE/profiles/$M --json > $STATE/profile.jsonl 2> $STATE/profile.log;
+    echo rc=\$?; tail -n 5 $STATE/profile.log; kernelscope profile --cross-check --profiles-dir $STATE/profiles > $STATE/crosscheck.txt 2>&1; tail -n 40 $STATE/crosscheck.txt"
   step probe sh -c "for p in clock placement process; do python3 scripts/gpu/\${p}_probe.py --json $STATE/\$p-probe.json > $STATE/\$p-probe.txt 2>&1; done; tail -n 6 $STATE/*-probe.txt"
   step prewarm sh -c "asv run --quick --dry-run --machine $M -b FirstCall HEAD^! > $STATE/asv-prewarm.log 2>&1"
   step full sh -c "asv run --record-samples --machine $M --show-stderr HEAD^! > $STATE/asv-full.log 2>&1"
