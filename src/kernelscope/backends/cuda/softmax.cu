@@ -36,6 +36,39 @@ namespace cg = cooperative_groups;
 
 constexpr int SOFTMAX_MAX_CLUSTER = 16;  // 8 is portable; 16 needs the non-portable attribute (H100 allows it)
 
+// Thread-block clusters exist from sm_90 on. Built for an older GPU too (one
+// extension holds every kernel, and the others run there), a block is its own
+// cluster of one; the host never asks for more there (softmax-cuda needs sm_90).
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+#define SOFTMAX_CLUSTERS 1
+#else
+#define SOFTMAX_CLUSTERS 0
+#endif
+
+__device__ __forceinline__ int softmax_cluster_blocks() {
+#if SOFTMAX_CLUSTERS
+    return (int)cg::this_cluster().num_blocks();
+#else
+    return 1;
+#endif
+}
+
+__device__ __forceinline__ int softmax_cluster_rank() {
+#if SOFTMAX_CLUSTERS
+    return (int)cg::this_cluster().block_rank();
+#else
+    return 0;
+#endif
+}
+
+// "This block has started": arrive on the cluster barrier early, wait on it in
+// cluster_combine, just before writing into the other blocks' shared memory.
+__device__ __forceinline__ void softmax_cluster_arrive() {
+#if SOFTMAX_CLUSTERS
+    cg::this_cluster().barrier_arrive();
+#endif
+}
+
 __device__ __forceinline__ float softmax_warp_max(float v) {
     for (int offset = 16; offset > 0; offset >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffff, v, offset));
     return v;
@@ -135,9 +168,10 @@ __device__ __forceinline__ float exp_in_place(float* v, float max) {
 // pairs go into every block's `partials` through distributed shared memory, one
 // cluster barrier, then each block combines them locally. After the barrier no
 // block touches another's shared memory, so blocks may exit on their own.
-// The caller arrived on the cluster barrier at its start (see the kernels): a
-// block's shared memory may be written only once that block runs.
+// The caller arrived on the cluster barrier at its start (softmax_cluster_arrive):
+// a block's shared memory may be written only once that block runs.
 __device__ __forceinline__ float2 cluster_combine(float2 mine, float2* partials) {
+#if SOFTMAX_CLUSTERS
     cg::cluster_group cluster = cg::this_cluster();
     const int csize = (int)cluster.num_blocks(), rank = (int)cluster.block_rank();
     cluster.barrier_wait();  // every block of the cluster has started
@@ -147,6 +181,9 @@ __device__ __forceinline__ float2 cluster_combine(float2 mine, float2* partials)
     for (int r = 0; r < csize; ++r) m = fmaxf(m, partials[r].x);
     for (int r = 0; r < csize; ++r) s += partials[r].y * __expf(partials[r].x - m);  // exp(-inf) = 0
     return make_float2(m, s);
+#else
+    return mine;
+#endif
 }
 
 // Warp per row: warp w of block b takes row b * (blockDim.x / 32) + w; lane l
@@ -194,9 +231,8 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 1024 : 512) __globa
     constexpr int NV = EPT / P::N;
     __shared__ float scratch_max[32], scratch_sum[32];
     __shared__ float2 partials[SOFTMAX_MAX_CLUSTER];
-    cg::cluster_group cluster = cg::this_cluster();
-    const int csize = (int)cluster.num_blocks(), rank = (int)cluster.block_rank();
-    if (csize > 1) cluster.barrier_arrive();  // "started"; waited on in cluster_combine, loads in between
+    const int csize = softmax_cluster_blocks(), rank = softmax_cluster_rank();
+    if (csize > 1) softmax_cluster_arrive();  // waited on in cluster_combine: the row's loads in between
 
     const int64_t row = blockIdx.x / csize;
     const T* xr = x + row * cols;
@@ -243,9 +279,8 @@ template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kerne
     using P = Pack16<T>;
     __shared__ float scratch_max[32], scratch_sum[32];
     __shared__ float2 partials[SOFTMAX_MAX_CLUSTER];
-    cg::cluster_group cluster = cg::this_cluster();
-    const int csize = (int)cluster.num_blocks(), rank = (int)cluster.block_rank();
-    if (csize > 1) cluster.barrier_arrive();
+    const int csize = softmax_cluster_blocks(), rank = softmax_cluster_rank();
+    if (csize > 1) softmax_cluster_arrive();
 
     const int64_t row = blockIdx.x / csize;
     const T* xr = x + row * cols;
