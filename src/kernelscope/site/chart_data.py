@@ -12,7 +12,8 @@ from kernelscope.catalog import OPS, variants_of
 from kernelscope.results import compare, history
 from kernelscope.results.machine import fp32_peak
 from kernelscope.site import charts
-from kernelscope.site.data import MODES, SiteData, fmt_ci, fmt_gbps, fmt_pct, fmt_time, in_sweep, largest_shape
+from kernelscope.site.data import (MODES, SiteData, fmt_ci, fmt_gbps, fmt_pct, fmt_time, in_sweep, largest_shape,
+                                   variant_kind)
 
 
 def _timing_fields(r: dict) -> dict:
@@ -30,6 +31,7 @@ def _timing_fields(r: dict) -> dict:
         "pct": r.get("pct_of_peak"), "copy_gbps": r.get("copy_gbps"), "samples": r.get("samples"),
         "time": fmt_time(t), "ci": fmt_ci(r), "gbps_text": fmt_gbps(r.get("gbps")),
         "pct_text": fmt_pct(r.get("pct_of_peak")), "version": r.get("version"),
+        "variant_kind": variant_kind(r["variant"]),
     }
 
 

@@ -16,6 +16,8 @@ import json
 
 SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
 INTENSITY_RANGE = (1 / 32, 256)  # FLOP/byte: the four ops sit between 1/8 and 9/8; an H100's ridge near 22
+# Point shapes on the roofline: the lecture's kernels, the ones written for speed, the rest.
+KIND_SHAPES = {"lecture": "circle", "tuned": "triangle-up", "other": "square"}
 LEGEND_HINT = "Click a legend entry to isolate its series, shift-click to add more, double-click to show all."
 POW2_X = {"field": "numel", "type": "quantitative", "scale": {"type": "log", "base": 2},
           "axis": {"title": "elements (log scale)", "labelExpr": "'2^' + round(log(datum.value) / log(2))",
@@ -58,7 +60,8 @@ def _faded_unless_selected() -> dict:
 
 
 TIMING_TOOLTIP = [
-    {"field": "variant"}, {"field": "size"}, {"field": "mode"},
+    {"field": "variant"}, {"field": "variant_kind", "title": "kind"}, {"field": "size"}, {"field": "dtype"},
+    {"field": "mode"},
     {"field": "time", "title": "median time"}, {"field": "ci", "title": "99% interval"},
     {"field": "gbps_text", "title": "bandwidth"}, {"field": "pct_text", "title": "of copy bandwidth"},
     {"field": "samples"}, {"field": "commit"},
@@ -169,6 +172,11 @@ def roofline(data_url: str, machines: list[str], title: str) -> dict:
         "data": {"url": data_url}, "params": params,
         "transform": [{"filter": where}],
         "layer": [
+            {"transform": [{"filter": "datum.kind === 'point'"},
+                           {"aggregate": [{"op": "max", "field": "gflops", "as": "gflops"}],
+                            "groupby": ["op", "intensity"]}],
+             "mark": {**label, "dy": -14, "fontStyle": "normal", "fontWeight": "bold"},
+             "encoding": {"x": x, "y": y, "text": {"field": "op"}}},
             {"transform": [{"filter": "datum.kind === 'roof'"}],
              "mark": {"type": "line", "color": "#888", "strokeWidth": 2},
              "encoding": {"x": x, "y": y, "detail": {"field": "roof"},
@@ -184,9 +192,11 @@ def roofline(data_url: str, machines: list[str], title: str) -> dict:
              "encoding": {"x": x, "y": y,
                           "color": {"field": "backend", "type": "nominal",
                                     "legend": {"title": "backend", "symbolOpacity": 1}},
-                          "shape": {"field": "op", "type": "nominal", "title": "op"},
+                          "shape": {"field": "variant_kind", "type": "nominal", "title": "variant",
+                                    "scale": {"domain": list(KIND_SHAPES), "range": list(KIND_SHAPES.values())}},
                           "opacity": _faded_unless_selected(),
-                          "tooltip": [{"field": "variant"}, {"field": "op"}, {"field": "size"},
+                          "tooltip": [{"field": "variant"}, {"field": "variant_kind", "title": "kind"},
+                                      {"field": "op"}, {"field": "size"},
                                       {"field": "intensity_text", "title": "FLOP/byte"},
                                       {"field": "gflops_text", "title": "achieved"},
                                       {"field": "pct_of_roof_text", "title": "of the roof here"},
@@ -261,5 +271,41 @@ def machine_ratio(data_url: str, modes: list[str], ops: list[str], machine_a: st
              "mark": {"type": "rule", "strokeDash": [6, 4], "color": "#888"},
              "encoding": {"y": {"field": "bandwidth_ratio", "type": "quantitative"},
                           "tooltip": {"field": "label"}}},
+        ],
+    }
+
+
+def fixed_block(data_url: str, machines: list[str], title: str) -> dict:
+    """The lecture's row kernel with BLOCK_SIZE fixed at 1024: the bandwidth its plot reports, per width.
+
+    Each point is one width, coloured and shaped by whether the output matched the reference; the dashed line
+    is the machine's measured copy bandwidth. Past 1024 columns the kernel squares only each row's first 1024
+    elements, so dividing all of the tensor's bytes by its time gives numbers above the copy bandwidth.
+    """
+    params, where = _switches(None, machines)
+    x = {"field": "cols", "type": "quantitative", "scale": {"type": "log", "base": 2},
+         "axis": {"title": "row width (columns, log scale)", "labelExpr": "format(datum.value, ',')"}}
+    y = {"field": "reported_gbps", "type": "quantitative", "scale": {"type": "log"},
+         "title": "GB/s the lecture's plot reports (all bytes / time, log scale)"}
+    check = {"field": "check", "type": "nominal", "title": "output",
+             "scale": {"domain": ["matches the reference", "wrong"], "range": ["#2e7d32", "#c62828"]},
+             "legend": {"symbolOpacity": 1}}
+    return {
+        "$schema": SCHEMA, "title": _title(title, "Hover a point for its numbers."), "width": "container",
+        "height": 320, "data": {"url": data_url}, "params": params,
+        "transform": [{"filter": where}],
+        "layer": [
+            {"mark": {"type": "line", "color": "#bbb"}, "encoding": {"x": x, "y": y}},
+            {"mark": {"type": "point", "filled": True, "size": 110},
+             "encoding": {"x": x, "y": y, "color": check,
+                          "shape": {**check, "scale": {"domain": check["scale"]["domain"],
+                                                       "range": ["circle", "cross"]}},
+                          "tooltip": [{"field": "cols", "title": "columns", "format": ","},
+                                      {"field": "check", "title": "output"},
+                                      {"field": "rel_err_text", "title": "relative error"},
+                                      {"field": "time", "title": "time"},
+                                      {"field": "gbps_text", "title": "reported bandwidth"},
+                                      {"field": "pct_text", "title": "of copy bandwidth"}]}},
+            *_copy_rule(),
         ],
     }

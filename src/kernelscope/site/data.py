@@ -1,9 +1,10 @@
-"""What the site knows: every stored result, the machines and commits behind them.
+"""What the site knows: every stored result, the machines and commits behind them, and the profiles.
 
 Loaded once per build from ``results/`` through :mod:`kernelscope.results.export`
 (the same rows ``kernelscope results`` prints), with the commit order and
-subjects from git when the repository is there. Pages and charts ask this
-module; none of them opens a result file.
+subjects from git when the repository is there; the profiling artifacts from
+``profiles/`` through :mod:`kernelscope.site.profiles`. Pages and charts ask
+this module; none of them opens a result file.
 """
 
 from __future__ import annotations
@@ -14,10 +15,13 @@ from datetime import datetime, timezone
 from functools import cached_property
 from pathlib import Path
 
-from kernelscope.catalog import OPS
+from kernelscope.catalog import OPS, VARIANTS
 from kernelscope.ops import numel, parse_shape
 from kernelscope.results import export, history
+from kernelscope.site.profiles import ProfileData
 
+BACKEND_TITLES = {"torch": "PyTorch eager", "torch-compile": "torch.compile", "triton": "Triton",
+                  "cuda": "CUDA C++", "numba": "Numba CUDA"}
 MODES = ("warm", "cold", "graph")  # the timed modes, in the order pages show them
 MODE_WORDS = {
     "warm": "back-to-back calls, launch queue held full, L2 warm",
@@ -81,9 +85,11 @@ class Snapshot:
 
 
 class SiteData:
-    def __init__(self, results_dir: str | Path = "results", repo: str | Path = "."):
+    def __init__(self, results_dir: str | Path = "results", repo: str | Path = ".",
+                 profiles_dir: str | Path | None = None):
         self.results_dir = Path(results_dir)
         self.repo = Path(repo)
+        self.profiles = ProfileData(profiles_dir)  # no folder: no profiles, and the pages say so
         found = (self.results_dir / "benchmarks.json").exists()
         self.rows: list[dict] = export.rows(self.results_dir, include_failed=True) if found else []
         self._runs = export.runs(self.results_dir) if found else []
@@ -131,8 +137,10 @@ class SiteData:
         present = {r["mode"] for r in self.rows if r["machine"] == machine and (op is None or r["op"] == op)}
         return [m for m in MODES if m in present]
 
-    def dtypes(self) -> list[str]:
-        return sorted({r["dtype"] for r in self.rows if r["mode"] in MODES}, key=lambda d: (d != "float32", d))
+    def dtypes(self, op: str | None = None, machine: str | None = None) -> list[str]:
+        """The dtypes timed (of one op, on one machine), float32 first."""
+        return sorted({r["dtype"] for r in self.rows if r["mode"] in MODES and (op is None or r["op"] == op)
+                       and (machine is None or r["machine"] == machine)}, key=dtype_order)
 
     @cached_property
     def subjects(self) -> dict[str, str]:
@@ -143,6 +151,26 @@ class SiteData:
         except (OSError, subprocess.TimeoutExpired):
             return {}
         return dict(line.split("\t", 1) for line in out.stdout.splitlines() if "\t" in line)
+
+
+def dtype_order(dtype: str) -> tuple[bool, str]:
+    """float32 first (every variant is timed in it), then the others by name."""
+    return (dtype != "float32", dtype)
+
+
+KINDS = ("lecture", "tuned", "other")
+KIND_WORDS = {"lecture": "the lecture's code, kept as it teaches", "tuned": "written for speed",
+              "other": "a study beside them"}
+
+
+def variant_kind(name: str) -> str:
+    """'lecture' (faithful to the lecture), 'tuned' (written for speed) or 'other', from the catalog's flags."""
+    v = VARIANTS.get(name)
+    if v is None:
+        return "other"
+    if v.lecture:
+        return "lecture"
+    return "tuned" if getattr(v, "tuned", False) else "other"
 
 
 def largest_shape(op: str) -> str:

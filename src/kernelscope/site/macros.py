@@ -15,6 +15,13 @@ yet" instead of a number.
     {{ stamp() }}                                       GPU, software, commit and date of the numbers
     {{ bytes_moved("softmax", "16384x16384") }}         the op's minimum bytes at that size: "2.15 GB"
     {{ stress_table() }}                                 each op's stress inputs and the limits declared on them
+    {{ demo_host_clock() }}    the host-clock demo's readings, in a sentence (from profiles/<machine>/demos.json)
+    {{ demo_fixed_block() }}   where the fixed-BLOCK_SIZE row kernel fails and what its plot then reports
+    {{ profile_link("square-torch") }}                  a link to a variant's profile page ("not profiled yet" without)
+
+The demo macros read the machine the concept pages quote (``machine:`` in
+mkdocs.yml's kernelscope entry, else the one with most results) when it has
+profiles, else the first profiled machine; with none they say so.
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ from kernelscope.ops import numel, parse_shape
 from kernelscope.site import charts
 from kernelscope.site.data import MODES, SiteData, fmt_gbps, fmt_pct, fmt_time
 from kernelscope.site.pages import chart, fmt_interval, stamp as stamp_line, table
+from kernelscope.site.profile_pages import fixed_block_sentence, host_clock_sentence
+from kernelscope.site.profiles import PROFILE_COMMAND
 from kernelscope.site.sources import source as source_ref
 
 FIELDS = {
@@ -144,13 +153,47 @@ class Macros:
             return "*No results yet.*"
         present = self.data.modes(self.machine, op)
         spec = charts.size_sweep(f"data/{op}.json", [m for m in modes if m in present] or ["warm"], [self.machine],
-                                 self.data.dtypes() or ["float32"], title or f"{op}: GB/s by size ({self.machine})")
+                                 self.data.dtypes(op, self.machine) or ["float32"], title or f"{op}: GB/s by size ({self.machine})")
         if variants:
             spec["transform"].append({"filter": {"field": "variant", "oneOf": list(variants)}})
         return chart(spec)
+
+    # -- profiles: the demos and the variants' profile pages --
+
+    def _demos(self):
+        """The demos of the quoted machine when it has them, else of the first profiled machine that has."""
+        machines = self.data.profiles.machines
+        order = ([machines[self.machine]] if self.machine in machines else []) + list(machines.values())
+        return next(((m, m.demos) for m in order if m.demos), (None, None))
+
+    def _no_demos(self) -> str:
+        return f"*(no profiles yet: `{PROFILE_COMMAND}` on a GPU box)*"
+
+    def demo_host_clock(self) -> str:
+        """'on <GPU>, over 10 calls of `square-torch` at 16384x16384, a host clock without synchronizing read ...'"""
+        m, demos = self._demos()
+        if demos is None or demos.host_clock is None:
+            return self._no_demos()
+        return f"on {m.manifest.gpu}, {host_clock_sentence(demos)}"
+
+    def demo_fixed_block(self) -> str:
+        """'on <GPU>, it matches the reference up to 1,024 columns and is wrong from 2,048 columns on; ...'"""
+        m, demos = self._demos()
+        if demos is None or not demos.fixed_block:
+            return self._no_demos()
+        return f"on {m.manifest.gpu}, {fixed_block_sentence(demos)}"
+
+    def profile_link(self, variant: str, text: str | None = None) -> str:
+        """A Markdown link to the variant's profile page, from a page one folder below the site's root."""
+        self._variant(variant)
+        if variant not in self.data.profiles.variants():
+            return f"`{variant}` *(not profiled yet)*"
+        return f"[{text or f'`{variant}`'}](../results/profiles/{variant}.md)"
 
     def namespace(self) -> dict:
         return {"stamp": self.stamp, "value": self.value, "ratio": self.ratio, "results_table": self.results_table,
                 "source": self.source, "sweep_chart": self.sweep_chart, "bytes_moved": self.bytes_moved,
                 "stress_table": self.stress_table, "machine": self.machine,
+                "demo_host_clock": self.demo_host_clock, "demo_fixed_block": self.demo_fixed_block,
+                "profile_link": self.profile_link, "has_profiles": not self.data.profiles.empty,
                 "has_results": not self.data.empty, "ops": list(OPS), "variants": VARIANTS}

@@ -8,7 +8,6 @@ date) and says so plainly when a machine or mode has no results yet.
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable
 
 from kernelscope import backends
@@ -16,45 +15,17 @@ from kernelscope.catalog import OPS, VARIANTS, variants_of
 from kernelscope.ops import numel, parse_shape, shape_str
 from kernelscope.results import compare, history as results_history
 from kernelscope.results.machine import fp32_peak
-from kernelscope.site import chart_data, charts
-from kernelscope.site.data import (MODE_WORDS, MODES, SiteData, day, fmt_gbps, fmt_pct, fmt_time, in_sweep,
-                                   largest_shape)
+from kernelscope.site import chart_data, charts, profile_pages
+from kernelscope.site.data import (BACKEND_TITLES, KIND_WORDS, MODE_WORDS, MODES, SiteData, day, dtype_order,
+                                   fmt_gbps, fmt_pct, fmt_time, in_sweep, largest_shape, variant_kind)
+from kernelscope.site.markdown import WIDE, chart, indent, note, table, tabs, variant_cell
 from kernelscope.site.sources import SourceRef, module_path, variant_sources
 
-BACKEND_TITLES = {"torch": "PyTorch eager", "torch-compile": "torch.compile", "triton": "Triton",
-                  "cuda": "CUDA C++", "numba": "Numba CUDA"}
 NO_RESULTS = ("No results are committed yet. Run the suite on a GPU (`asv run --record-samples "
               "--machine NAME HEAD^!`, see the README), commit `results/`, and rebuild the site.")
 
 
 # --- Markdown helpers ----------------------------------------------------------------------------------------------
-
-def indent(text: str, spaces: int = 4) -> str:
-    pad = " " * spaces
-    return "\n".join(pad + line if line.strip() else line for line in text.splitlines())
-
-
-def tabs(items: list[tuple[str, str]]) -> str:
-    """Material content tabs (linked by label across the site); one item is shown without a tab."""
-    if len(items) == 1:
-        return items[0][1]
-    return "\n\n".join(f'=== "{label}"\n\n{indent(body)}' for label, body in items)
-
-
-def table(header: list[str], rows: list[list[str]], align: list[str] | None = None) -> str:
-    align = align or ["l"] + ["r"] * (len(header) - 1)
-    rule = ["---:" if a == "r" else ":---:" if a == "c" else "---" for a in align]
-    esc = lambda c: str(c).replace("|", "\\|")  # noqa: E731
-    return "\n".join("| " + " | ".join(map(esc, r)) + " |" for r in [header, rule, *rows])
-
-
-def chart(spec: dict) -> str:
-    return "```vegalite\n" + json.dumps(spec, indent=1) + "\n```"
-
-
-def note(kind: str, title: str, body: str) -> str:
-    return f'!!! {kind} "{title}"\n\n{indent(body)}'
-
 
 def stamp(run) -> str:
     return f'<p class="ks-stamp">Measured on {run.stamp()}.</p>'
@@ -121,9 +92,6 @@ def machine_facts(run) -> str:
 
 # --- Overview ------------------------------------------------------------------------------------------------------
 
-WIDE = "---\nhide:\n  - toc\n---\n\n"  # front matter: results tables need the table-of-contents column
-
-
 def overview(data: SiteData) -> str:
     intro = (
         WIDE + "# Overview\n\n"
@@ -175,15 +143,15 @@ def op_page(data: SiteData, op: str) -> str:
             f"Inputs: {spec.input_desc}. Sizes: {', '.join(sizes_of(op))}. How the op is defined (reference, "
             f"bytes, FLOPs, tolerances): `src/kernelscope/ops/{op}.py`, shown at the end of this page.\n"]
     body = per_machine(data, lambda m: _op_results(data, op, m))
-    return "\n".join(head) + "\n" + body + "\n\n" + _first_calls(data, op) + "\n\n" + _variants_table(data, op) \
-        + "\n\n" + _sources(op)
+    return "\n\n".join(["\n".join(head) + "\n" + body, _first_calls(data, op),
+                        profile_pages.op_section(data.profiles, op), _variants_table(data, op), _sources(op)])
 
 
 def _op_results(data: SiteData, op: str, machine: str) -> str:
     modes = data.modes(machine, op)
     if not modes:
         return note("warning", f"No results for {op} on {machine}", "Nothing measured yet for this op here.")
-    dtypes = data.dtypes() or ["float32"]
+    dtypes = data.dtypes(op, machine) or ["float32"]
     parts = ["## Size sweep\n",
              "GB/s against the number of elements, one line per variant, as the lecture's `perf_report` plot but "
              "for every backend; the dashed line is the machine's measured copy bandwidth. The vertical bars are "
@@ -215,7 +183,7 @@ def _mode_tables(data: SiteData, op: str, machine: str, mode: str) -> str:
     sizes = sizes_of(op)
     by = {(r["variant"], r["size"], r["dtype"]): r for r in snap.rows}
     out = [f"*{MODE_WORDS[mode]}.*", stamp(snap.run)]
-    for dtype in sorted({r["dtype"] for r in snap.rows}):
+    for dtype in sorted({r["dtype"] for r in snap.rows}, key=dtype_order):
         names = [v.name for v in variants_of(op) if any(k[0] == v.name and k[2] == dtype for k in by)]
         time_rows, bw_rows = [], []
         for name in names:
@@ -228,8 +196,8 @@ def _mode_tables(data: SiteData, op: str, machine: str, mode: str) -> str:
                     continue
                 cells_t.append(f"{fmt_time(r['time_s'])} {fmt_interval(r)}")
                 cells_b.append(f"{fmt_gbps(r['gbps']).replace(' GB/s', '')} ({fmt_pct(r['pct_of_peak'])})")
-            time_rows.append([f"`{name}`", *cells_t])
-            bw_rows.append([f"`{name}`", *cells_b])
+            time_rows.append([variant_cell(name), *cells_t])
+            bw_rows.append([variant_cell(name), *cells_b])
         label = f" ({dtype})" if len({k[2] for k in by}) > 1 else ""
         out += [f"**Median time [99% interval]{label}**", table(["variant", *sizes], time_rows),
                 f"**GB/s (% of copy bandwidth){label}**", table(["variant", *sizes], bw_rows)]
@@ -256,12 +224,13 @@ def _first_calls(data: SiteData, op: str) -> str:
 
 
 def _variants_table(data: SiteData, op: str) -> str:
-    rows = [[f"`{v.name}`", BACKEND_TITLES[v.backend], "yes" if v.lecture else "", ", ".join(v.dtypes), v.teaches]
-            for v in variants_of(op)]
+    rows = [[f"`{v.name}`", BACKEND_TITLES[v.backend], variant_kind(v.name) if variant_kind(v.name) != "other" else "",
+             ", ".join(v.dtypes), v.teaches] for v in variants_of(op)]
     limits = [f"- `{v.name}`, stress input `{lim.input}` in {', '.join(lim.dtypes)}: {lim.why}"
               for v in variants_of(op) for lim in v.limits]
-    return "## Variants\n\n" + table(["variant", "backend", "lecture", "dtypes", "what it shows"], rows,
-                                     ["l", "l", "c", "l", "l"]) + (
+    kinds = "; ".join(f"*{k}*: {KIND_WORDS[k]}" for k in ("lecture", "tuned"))
+    return "## Variants\n\n" + f"Kind: {kinds}; the rest are studies beside them (a block size, a spelling).\n\n" \
+        + table(["variant", "backend", "kind", "dtypes", "what it shows"], rows, ["l", "l", "c", "l", "l"]) + (
         "\n\n**Known limits** (stress inputs the check reports instead of failing; "
         "[the method](../concepts/method.md#stress-inputs)):\n\n" + "\n".join(limits) if limits else "")
 
@@ -292,8 +261,8 @@ def _sources(op: str) -> str:
 
 def roofline(data: SiteData) -> str:
     intro = (
-        "# Roofline\n\n"
-        "Every variant at its op's largest size (warm), as achieved FLOP/s against arithmetic intensity: the "
+        WIDE + "# Roofline\n\n"
+        "Every variant at its op's largest size (warm, float32), as achieved FLOP/s against arithmetic intensity: the "
         "FLOPs the op needs per byte it must move. Below the ridge point a kernel can go no faster than "
         "bandwidth x intensity, the sloped roof; above it, no faster than the compute peak, the flat one. "
         "All four ops sit far left of the ridge: they are memory-bound, and the distance from a point up to "
@@ -307,7 +276,7 @@ def _roofline_for(data: SiteData, machine: str) -> str:
     if not points:
         return note("warning", f"No warm results on {machine}", "Nothing to place under the roofs yet.")
     run = data.run(machine, next(r["commit"] for r in data.rows if r["commit"][:8] == points[0]["commit"]))
-    rows = [[f"`{p['variant']}`", p["op"], p["size"], p["intensity_text"], p["gflops_text"], p["gbps_text"],
+    rows = [[variant_cell(p["variant"]), p["op"], p["size"], p["intensity_text"], p["gflops_text"], p["gbps_text"],
              p["pct_of_roof_text"]] for p in sorted(points, key=lambda p: (p["op"], -p["gflops"]))]
     peak = fp32_peak(run.params)
     ridge = f"{peak[0] * 1e3 / run.copy_gbps:.1f} FLOP/byte" if (peak and run.copy_gbps) else "unknown"
@@ -315,7 +284,9 @@ def _roofline_for(data: SiteData, machine: str) -> str:
         stamp(run),
         chart(charts.roofline("data/roofline.json", [machine], f"Roofline ({machine})")),
         f"Ridge point: {ridge}. *Of the roof* is achieved FLOP/s over the roof at that intensity; for these "
-        "memory-bound kernels it equals percent of the copy bandwidth.",
+        "memory-bound kernels it equals percent of the copy bandwidth. The point's shape is the variant's kind: "
+        "circles the lecture's kernels, triangles the tuned ones written for speed beside them, squares the "
+        "other studies; each op's column is labelled above its fastest point.",
         table(["variant", "op", "size", "intensity", "achieved", "bandwidth", "of the roof"], rows),
     ])
 
@@ -350,7 +321,7 @@ def history(data: SiteData) -> list[str]:
             if not modes:
                 rendered.append((machine, f"No results for {op} on `{machine}` yet."))
                 continue
-            body = chart(charts.history(f"data/{op}.json", modes, [machine], data.dtypes() or ["float32"],
+            body = chart(charts.history(f"data/{op}.json", modes, [machine], data.dtypes(op, machine) or ["float32"],
                                         sizes_of(op), f"{op}: time across commits ({machine})"))
             if len(commits) < 2:
                 body = note("info", "One commit so far", f"`{machine}` has results for {op} at one commit only.") \

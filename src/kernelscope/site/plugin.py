@@ -3,9 +3,12 @@
 Registered as ``kernelscope`` (pyproject's ``mkdocs.plugins`` entry point) and
 listed in ``mkdocs.yml``. On every build it
 
-* loads the stored results once (:class:`~kernelscope.site.data.SiteData`);
+* loads the stored results and the profiling artifacts once
+  (:class:`~kernelscope.site.data.SiteData`, ``results/`` and ``profiles/``);
 * fills the nav's ``Results`` section and adds the generated pages
-  (:data:`~kernelscope.site.pages.PAGES`) and the JSON the charts read;
+  (:data:`~kernelscope.site.pages.PAGES`, and the profiling pages of
+  :mod:`~kernelscope.site.profile_pages`), the JSON the charts read, and the
+  artifact files a reader downloads (chrome traces, Nsight Compute's printout);
 * ships the chart library's files from ``node_modules`` (``npm ci``), so no
   request leaves the site's own host;
 * renders every hand-written page as a Jinja template with
@@ -29,9 +32,10 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin
 from mkdocs.structure.files import File, Files
 
-from kernelscope.site import pages
+from kernelscope.site import pages, profile_pages
 from kernelscope.site.data import SiteData
 from kernelscope.site.macros import Macros
+from kernelscope.site.profiles import PROFILES_ENV, ProfilesError
 from kernelscope.site.sources import ROOT as SOURCE_ROOT
 
 # The chart library, shipped with the site: (file under node_modules, path in the site).
@@ -41,10 +45,12 @@ VENDOR = [("vega/build/vega.min.js", "assets/vendor/vega.min.js"),
 RESULTS_NAV = "results/"  # the nav value the plugin replaces with the generated pages
 # KERNELSCOPE_RESULTS_DIR builds the site from another results folder (the tests' fixtures)
 RESULTS_ENV = "KERNELSCOPE_RESULTS_DIR"
+# KERNELSCOPE_PROFILES_DIR: the same for profiles/ (a missing folder builds pages that say "No profiles yet")
 
 
 class KernelscopeConfig(Config):
     results_dir = config_options.Type(str, default="results")
+    profiles_dir = config_options.Type(str, default="profiles")
     node_modules = config_options.Type(str, default="node_modules")
     machine = config_options.Optional(config_options.Type(str))  # the machine concept pages quote
 
@@ -57,8 +63,11 @@ class KernelscopePlugin(BasePlugin[KernelscopeConfig]):
                               "the site includes kernel sources from the repository, so install it editable "
                               "(pip install -e .)")
         results_dir = Path(os.environ.get(RESULTS_ENV) or root / self.config.results_dir)
+        profiles_dir = Path(os.environ.get(PROFILES_ENV) or root / self.config.profiles_dir)
         try:
-            self.data = SiteData(results_dir, root)
+            self.data = SiteData(results_dir, root, profiles_dir)
+        except ProfilesError as exc:
+            raise PluginError(f"kernelscope: cannot read profiles from {profiles_dir}: {exc}") from exc
         except (OSError, ValueError) as exc:
             raise PluginError(f"kernelscope: cannot read results from {results_dir}: {exc}") from exc
         if self.config.machine and self.config.machine not in self.data.machines and not self.data.empty:
@@ -76,7 +85,7 @@ class KernelscopePlugin(BasePlugin[KernelscopeConfig]):
 
     def _nav(self, nav):
         """Replace ``Results: results/`` with the generated pages."""
-        generated = [{pages.NAV_TITLES[path]: path} for path in pages.PAGES]
+        generated = [{pages.NAV_TITLES[path]: path} for path in pages.PAGES] + profile_pages.nav(self.data.profiles)
         if nav is None:
             return nav
         found = False
@@ -97,8 +106,16 @@ class KernelscopePlugin(BasePlugin[KernelscopeConfig]):
             except Exception as exc:
                 raise PluginError(f"kernelscope: generating {path} failed: {type(exc).__name__}: {exc}") from exc
             files.append(File.generated(config, path, content=content))
-        for path, records in pages.data_files(self.data).items():
+        try:
+            generated = profile_pages.pages(self.data)
+        except Exception as exc:
+            raise PluginError(f"kernelscope: generating the profile pages failed: {type(exc).__name__}: {exc}") from exc
+        for path, content in generated.items():
+            files.append(File.generated(config, path, content=content))
+        for path, records in {**pages.data_files(self.data), **profile_pages.data_files(self.data)}.items():
             files.append(File.generated(config, path, content=json.dumps(records, allow_nan=False, default=str)))
+        for src, dest in self.data.profiles.files():  # traces and ncu printouts, for download
+            files.append(File.generated(config, dest, abs_src_path=str(src)))
         for src, dest in VENDOR:
             full = self.node_modules / src
             if not full.exists():
