@@ -1,12 +1,17 @@
-"""Building the site in tests: from the committed results, from none, from two machines."""
+"""Building the site in tests: from the committed results, from none, from two machines, with profiles."""
 
 from __future__ import annotations
 
+import atexit
+import functools
+import itertools
 import json
+import math
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -14,16 +19,38 @@ RESULTS = ROOT / "results"
 MKDOCS = Path(sys.executable).parent / "mkdocs"
 
 
-def build(dest: Path, results_dir: Path | None = None) -> Path:
-    """``mkdocs build --strict`` into ``dest``; fails the test with mkdocs' own message."""
+def run_build(dest: Path, results_dir: Path | None = None, profiles_dir: Path | None = None
+              ) -> subprocess.CompletedProcess:
+    """``mkdocs build --strict`` into ``dest`` (None: the repository's results/ and profiles/)."""
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
     if results_dir is not None:
         env["KERNELSCOPE_RESULTS_DIR"] = str(results_dir)
-    proc = subprocess.run([str(MKDOCS), "build", "--strict", "-f", str(ROOT / "mkdocs.yml"), "-d", str(dest)],
+    if profiles_dir is not None:
+        env["KERNELSCOPE_PROFILES_DIR"] = str(profiles_dir)
+    return subprocess.run([str(MKDOCS), "build", "--strict", "-f", str(ROOT / "mkdocs.yml"), "-d", str(dest)],
                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+
+
+def build(dest: Path, results_dir: Path | None = None, profiles_dir: Path | None = None) -> Path:
+    """``mkdocs build --strict`` into ``dest``; fails the test with mkdocs' own message."""
+    proc = run_build(dest, results_dir, profiles_dir)
     if proc.returncode != 0:
         raise AssertionError(f"mkdocs build --strict failed:\n{proc.stderr[-4000:]}")
     return dest
+
+
+@functools.cache
+def profiled_site() -> tuple[Path, Path]:
+    """(site, profiles folder): the committed results with the test fixture's profiles, built once per session.
+
+    Shared by the build tests and the browser tests (one build for both); removed when the session ends.
+    """
+    from profile_fixture import write
+
+    work = Path(tempfile.mkdtemp(prefix="kernelscope-profiled-"))
+    atexit.register(shutil.rmtree, work, ignore_errors=True)
+    profiles = write(work / "profiles")
+    return build(work / "site", RESULTS, profiles), profiles
 
 
 def newest_result_file(results_dir: Path, machine: str = "nvidia-h100-80gb-hbm3") -> Path:
@@ -62,4 +89,47 @@ def with_second_machine(dest: Path, speedup: float = 1 / 0.7, copy_gbps: int = 4
     machine_dir.mkdir()
     (machine_dir / source.name).write_text(json.dumps(data))
     (machine_dir / "machine.json").write_text(json.dumps({**data["params"], "version": 1}))
+    return dest
+
+
+BF16_VARIANTS = ("square-torch", "square-cuda-vec4", "softmax-torch", "gelu-torch")
+
+
+def with_bfloat16(dest: Path, speedup: float = 1.9) -> Path:
+    """A copy of results/ whose H100 newest run also timed some variants in bfloat16 (each time / ``speedup``).
+
+    Test data only: the dtype axis of every square, softmax and gelu benchmark gains bfloat16, timed for
+    BF16_VARIANTS and skipped (NaN, as asv records a variant that does not run there) for the others. Mean gets
+    none, so its page must not offer a dtype it has no result in.
+    """
+    shutil.copytree(RESULTS, dest)
+    source = newest_result_file(dest)
+    data = json.loads(source.read_text())
+    columns = data["result_columns"]
+    per_combo = ("result", "stats_ci_99_a", "stats_ci_99_b", "stats_q_25", "stats_q_75", "samples")
+    for name, values in data["results"].items():
+        record = dict(zip(columns, values))
+        params = record.get("params") or []
+        if not name.split(".")[1] in ("Square", "Softmax", "Gelu") or len(params) != 3 or params[2] != ["'float32'"]:
+            continue
+        combos = list(itertools.product(*params))
+        record["params"] = [params[0], params[1], ["'float32'", "'bfloat16'"]]
+        for col in per_combo:
+            old = record.get(col)
+            if not old:
+                continue
+            new = []
+            for i, (variant, _size, _dtype) in enumerate(combos):
+                value = old[i] if i < len(old) else None
+                timed = variant.strip("'") in BF16_VARIANTS and value is not None
+                if col == "samples":
+                    scaled = [v / speedup for v in value] if (timed and value) else None
+                elif col == "result":
+                    scaled = value / speedup if (timed and not math.isnan(value)) else math.nan
+                else:
+                    scaled = value / speedup if (timed and value is not None) else None
+                new += [value, scaled]
+            record[col] = new
+        data["results"][name] = [record.get(c) for c in columns]
+    source.write_text(json.dumps(data))
     return dest

@@ -1,5 +1,7 @@
 """The results site: what it computes from results/, and that it builds from any results."""
 
+import gzip
+import html as html_lib
 import json
 import re
 import shutil
@@ -12,13 +14,15 @@ import pytest
 
 from kernelscope.catalog import OPS, VARIANTS
 from kernelscope.ops import parse_shape
+from kernelscope.profiling import crosscheck
 from kernelscope.results import compare, export, history
-from kernelscope.site import chart_data, pages
+from kernelscope.site import chart_data, charts, pages, profiles
 from kernelscope.site.data import SiteData, largest_shape
 from kernelscope.site.macros import Macros
 from kernelscope.site.sources import SourceNotFound, source, variant_sources
 
-from sitebuild import RESULTS, ROOT, SYNTHETIC, build, with_second_machine
+from profile_fixture import POW_KERNEL
+from sitebuild import RESULTS, ROOT, SYNTHETIC, build, profiled_site, run_build, with_bfloat16, with_second_machine
 
 pytestmark = pytest.mark.skipif(not (RESULTS / "benchmarks.json").exists(), reason="no committed results")
 
@@ -58,8 +62,10 @@ def test_overview_cell_is_the_fastest_variant_of_its_backend_at_the_largest_size
             assert cell["row"]["time_s"] == min(r["time_s"] for r in candidates)
         else:
             assert cell["row"] is None and cell["why"]
-    empty = {(c["op"], c["backend"]): c["why"] for c in cells if c["row"] is None}
-    assert empty[("mean", "numba")] == "no variant in the catalog"
+    for c in cells:  # an empty cell says why: nothing in the catalog, or nothing measured there yet
+        if c["row"] is None:
+            in_catalog = any(v.op == c["op"] and v.backend == c["backend"] for v in VARIANTS.values())
+            assert c["why"] == ("not measured at this size" if in_catalog else "no variant in the catalog")
 
 
 def test_chart_points_are_the_exported_rows_of_the_current_commit(data):
@@ -216,3 +222,212 @@ def test_two_machines_get_a_switch_and_a_comparison(tmp_path):
     ratios = json.loads((site / "data" / f"machines-{SYNTHETIC}.json").read_text())
     assert ratios and all(r["speedup"] == pytest.approx(1 / 0.7) for r in ratios)
     assert all(r["bandwidth_ratio"] == pytest.approx(4300 / 3004) for r in ratios)
+
+
+# --- profiles: the artifacts of `kernelscope profile`, from the test fixture -----------------------------------------
+
+@pytest.fixture(scope="module")
+def profiled():
+    """(site, profiles folder): the committed results and the fixture's profiles (tests/profile_fixture.py)."""
+    return profiled_site()
+
+
+def _html(site: Path, page: str) -> str:
+    return (site / page / "index.html").read_text()
+
+
+def _specs(html: str) -> list[dict]:
+    """The Vega-Lite specs of a built page (mkdocs-charts-plugin leaves them as JSON in <vegachart> elements)."""
+    return [json.loads(html_lib.unescape(s)) for s in re.findall(r"<vegachart[^>]*>(.*?)</vegachart>", html, re.S)]
+
+
+def _code(html: str) -> str:
+    """The text of a highlighted code block: the highlighter's spans dropped, nothing added."""
+    return html_lib.unescape(re.sub(r"<[^>]+>", "", html))
+
+
+def _text(html: str) -> str:
+    """What a reader sees of a page: tags dropped, entities read, whitespace collapsed."""
+    return " ".join(html_lib.unescape(re.sub(r"<[^>]+>", " ", html)).split())
+
+
+def test_hints_are_laid_out_as_nsight_compute_prints_them():
+    from kernelscope.profiling.artifacts import Hint
+
+    text = gzip.decompress((ROOT / "tests" / "fixtures" / "ncu" / "h100-details.txt.gz").read_bytes()).decode()
+    hint = Hint("Occupancy", "AchievedOccupancy", "OPT", "The difference between calculated theoretical (100.0%) "
+                "and measured achieved occupancy (80.6%) can be the result of warp scheduling overheads.", "local",
+                19.4)
+    first, second, *_ = profiles.hint_text(hint).splitlines()
+    assert first.strip() in {line.strip() for line in text.splitlines()}  # "OPT   Est. Local Speedup: 19.4%"
+    assert first == "OPT   Est. Local Speedup: 19.4%" and second.startswith("      The difference between")
+    info = profiles.hint_text(Hint("SOL", "SOLBottleneck", "INF", "This workload is utilizing greater than 80.0%"))
+    assert info == "INF   This workload is utilizing greater than 80.0%"
+    assert profiles.short_kernel(POW_KERNEL) == "vectorized_elementwise_kernel"
+    assert profiles.short_kernel("square_flat_kernel") == "square_flat_kernel"
+    assert profiles.short_kernel("kernelscope::backends::numba::square::square_coalesced_kernel[abi:v1,cw51]"
+                                 "(Array<float, (int)2>)") == "square_coalesced_kernel"
+    assert profiles.fmt_dims((16384, 1, 1)) == "16,384" and profiles.fmt_dims((256, 256, 1)) == "256 x 256"
+
+
+def test_variant_page_shows_the_fixtures_ncu_numbers_hints_and_trace(profiled):
+    site, folder = profiled
+    page = _text(_html(site, "results/profiles/square-torch"))
+    for expected in ("41.86 µs", "80.92%", "4.94%", "80.6%", "100%", "16,384", "7.76", "1,970 MHz",
+                     "OPT Est. Local Speedup: 19.4%", "AchievedOccupancy", "INF This workload is utilizing",
+                     "Profiled on NVIDIA H100 80GB HBM3", "commit 76c6eb7e", "4096x4096", "Perfetto",
+                     "Open trace file", "chrome://tracing", "PyTorch eager launches ATen's precompiled kernels"):
+        assert expected in page, expected
+    html = _html(site, "results/profiles/square-torch")
+    assert 'href="https://ui.perfetto.dev"' in html
+    machine = "nvidia-h100-80gb-hbm3"
+    # the trace is shipped with the site, byte for byte, and the page links it for download
+    shipped = site / "profiles" / machine / "square-torch" / "trace.json.gz"
+    assert shipped.read_bytes() == (folder / machine / "square-torch" / "trace.json.gz").read_bytes()
+    assert json.loads(gzip.decompress(shipped.read_bytes()))["traceEvents"]
+    link = re.search(r'<a (?:download="[^"]+" )?href="([^"]+trace\.json\.gz)"[^>]*>', html)
+    assert link and "download=" in link.group(0), "no download link to the trace"
+    href = link.group(1)
+    assert (site / "results" / "profiles" / "square-torch" / href).resolve() == shipped.resolve()
+    assert (site / "profiles" / machine / "square-torch" / "ncu.txt.gz").exists()
+    # the profiler's table as printed
+    assert "Self CUDA time total" in page and "aten::square" in page
+
+
+def test_compiled_code_is_highlighted_in_tabs_and_long_code_is_collapsed(profiled):
+    site, _ = profiled
+    triton = _html(site, "results/profiles/square-triton-flat1024")
+    assert 'class="language-ptx highlight"' in triton and 'class="language-gas highlight"' in triton  # SASS
+    for tab in ("PTX", "SASS"):
+        assert re.search(rf"<label[^>]*>{tab}</label>", triton), tab
+    ptx = triton.split('class="language-ptx highlight"')[1].split("</code>")[0]
+    assert ptx.count("<span class=") > 100 and ".visible .entry square_flat_kernel(" in _code(ptx)
+    assert "@%p1 ld.global.b32 { %r1 }, [ %rd1 + 0 ];" in _code(ptx)  # highlighted, not mangled
+    assert "226 lines" in ptx
+    sass = triton.split('class="language-gas highlight"')[1].split("</code>")[0]
+    assert "@!P6 LDG.E R6, desc[UR4][R8.64] ;" in _code(sass)
+    assert re.search(r'<span class="c[m1]?">/\*0160\*/</span>', sass)  # cuobjdump's offsets read as comments
+    cuda = _html(site, "results/profiles/square-cuda-vec4")
+    assert re.search(r"<label[^>]*>ptxas report</label>", cuda) and "Used 32 registers" in _text(cuda)
+    long_ptx = cuda.split("<details")[1].split("</details>")[0]  # 295 lines of PTX: collapsed
+    assert "language-ptx" in long_ptx and "295 lines" in long_ptx
+    compiled = _html(site, "results/profiles/gelu-compile")
+    assert "Inductor" in compiled and 'class="language-python highlight"' in compiled
+    assert "triton_poi_fused_add_mul_pow_tanh_0" in _text(compiled)
+    skipped = _text(_html(site, "results/profiles/softmax-torch"))
+    assert "ncu not found on PATH" in skipped
+
+
+def test_op_page_links_each_profiled_variant_and_marks_lecture_and_tuned(profiled):
+    site, _ = profiled
+    html = _html(site, "results/square")
+    assert 'id="profiles"' in html
+    for variant in ("square-torch", "square-triton-flat1024", "square-cuda-vec4"):
+        assert f'href="../profiles/{variant}/"' in html, variant
+        assert (site / "results" / "profiles" / variant / "index.html").exists()
+    section = _text(html.split('id="profiles"')[1].split('id="variants"')[0])
+    assert "41.86 µs" in section and "756.20 µs" in section and "not profiled" in section
+    variants = html.split('id="variants"')[1].split('id="kernel-sources"')[0]
+    kinds = {}
+    for row in re.findall(r"<tr>(.*?)</tr>", variants, re.S):
+        cells = [_text(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+        if cells:
+            kinds[cells[0]] = cells[2]
+    assert set(kinds) == {v.name for v in VARIANTS.values() if v.op == "square"}
+    for name, kind in kinds.items():
+        v = VARIANTS[name]
+        assert kind == ("lecture" if v.lecture else "tuned" if getattr(v, "tuned", False) else ""), name
+    numbers = html.split('id="numbers"')[1].split('id="first-call')[0]  # badges beside the names in the tables
+    measured = {r["variant"] for r in SiteData(RESULTS, ROOT).rows if r["op"] == "square"}
+    for v in VARIANTS.values():
+        if v.name in measured and (v.lecture or getattr(v, "tuned", False)):
+            kind = "lecture" if v.lecture else "tuned"
+            badge = rf'<code>{re.escape(v.name)}</code>\s*<span class="ks-kind ks-kind-{kind}"'
+            assert re.search(badge, numbers), v.name
+
+
+def test_profiles_overview_lists_every_kernel_and_the_crosscheck(profiled):
+    site, _ = profiled
+    page = _text(_html(site, "results/profiles"))
+    assert "partial_sums_kernel" in page and "finish_mean_kernel" in page  # both launches of one call
+    assert "345.68 µs" in page  # their sum, set against the warm median
+    cases = crosscheck.rows(profiled[1], RESULTS, ROOT)  # the table `kernelscope` prints, on the page
+    judged = [c for c in cases if c["judged"]]
+    assert len(judged) == 2 and f"{sum(c['within'] for c in judged)} of {len(judged)}" in page
+    for c in cases:
+        if c["diff_pct"] is not None:
+            assert f"{c['diff_pct']:+.2f}%" in page, c["variant"]
+    assert "756.20 µs" in page and "763.87 µs" in page and "✓ within 3%" in page
+    assert "under 100 us: not judged" in page
+
+
+def test_demos_page_shows_the_measured_demonstrations(profiled):
+    site, folder = profiled
+    page = _text(_html(site, "results/demos"))
+    for expected in ("5.83 µs", "717.69 µs", "713.14 µs", "122x", "aten::square → aten::pow", "aten::mul",
+                     "MulFunctor", "matches the reference up to 1,024 columns", "wrong from 2,048 columns",
+                     "use_device=\"cuda\"", "Self CUDA time total"):
+        assert expected in page, expected
+    points = json.loads((site / "data" / "demos.json").read_text())
+    assert [p["cols"] for p in points] == [256, 512, 1024, 2048, 4096, 8192, 16384]
+    assert all(p["passed"] == (p["reported_gbps"] <= p["copy_gbps"]) for p in points)  # the fixture's story
+    (spec,) = _specs(_html(site, "results/demos"))
+    assert spec["data"]["url"].endswith("data/demos.json") and spec["layer"][1]["encoding"]["color"]["field"] == "check"
+    profilers = _text(_html(site, "concepts/profilers"))
+    assert "a host clock without synchronizing read 5.83 µs per call" in profilers
+    assert "no profiles yet" not in profilers
+
+
+def test_site_without_profiles_says_so_and_gives_the_command(tmp_path):
+    empty = tmp_path / "profiles"
+    empty.mkdir()
+    site = build(tmp_path / "site", RESULTS, empty)
+    for page in ("results/profiles", "results/demos", "results/square"):
+        text = _text(_html(site, page))
+        assert "No profiles yet" in text and "kernelscope profile --ncu --demos" in text, page
+    assert not (site / "profiles").exists()
+    assert "no profiles yet" in _text(_html(site, "concepts/profilers"))
+
+
+def test_a_broken_profile_fails_the_build_naming_the_file(tmp_path):
+    from profile_fixture import write
+
+    folder = write(tmp_path / "profiles")
+    bad = folder / "nvidia-h100-80gb-hbm3" / "square-torch" / "profile.json"
+    bad.write_text("{not json")
+    proc = run_build(tmp_path / "site", RESULTS, folder)
+    assert proc.returncode != 0 and "square-torch/profile.json" in proc.stderr
+
+
+# --- a second dtype ------------------------------------------------------------------------------------------------
+
+def test_a_second_dtype_gets_its_own_tables_and_a_switch_only_where_it_was_timed(tmp_path):
+    site = build(tmp_path / "site", with_bfloat16(tmp_path / "results"), tmp_path / "no-profiles")
+    square = _html(site, "results/square")
+    text = _text(square)
+    f32, bf16 = text.index("Median time [99% interval] (float32)"), text.index("Median time [99% interval] (bfloat16)")
+    assert f32 < bf16  # float32 first
+    switches = {s["title"]["text"]: next(p for p in s["params"] if p["name"] == "dtype") for s in _specs(square)}
+    h100 = next(p for title, p in switches.items() if "nvidia-h100" in title)
+    assert h100["value"] == "float32" and h100["bind"]["options"] == ["float32", "bfloat16"]
+    assert all("bind" not in p for title, p in switches.items() if "nvidia-h200" in title)  # timed in float32 only
+    mean = _html(site, "results/mean")
+    mean_dtypes = [p for s in _specs(mean) for p in s.get("params", []) if p["name"] == "dtype"]
+    assert "(bfloat16)" not in mean and mean_dtypes and all("bind" not in p for p in mean_dtypes)
+    points = json.loads((site / "data" / "square.json").read_text())
+    bf = [p for p in points if p["dtype"] == "bfloat16" and p["variant"] == "square-torch"
+          and p["size"] == "16384x16384" and p["mode"] == "warm" and p["current"]]
+    assert bf and bf[0]["gbps"] == pytest.approx(OPS["square"].bytes_for((16384, 16384), "bfloat16")
+                                                 / (bf[0]["time_us"] * 1e-6) / 1e9)
+    roofline = json.loads((site / "data" / "roofline.json").read_text())
+    assert {p["dtype"] for p in roofline if p["kind"] == "point"} == {"float32"}
+
+
+def test_roofline_points_carry_their_kind_and_the_chart_shapes_by_it(data):
+    points = [p for p in chart_data.roofline_points(data, data.reference_machine) if p["kind"] == "point"]
+    for p in points:
+        v = VARIANTS[p["variant"]]
+        assert p["variant_kind"] == ("lecture" if v.lecture else "tuned" if getattr(v, "tuned", False) else "other")
+    spec = charts.roofline("data/roofline.json", [data.reference_machine], "t")
+    shapes = [layer["encoding"]["shape"] for layer in spec["layer"] if "shape" in layer.get("encoding", {})]
+    assert shapes and shapes[0]["field"] == "variant_kind"

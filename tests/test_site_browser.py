@@ -1,5 +1,8 @@
 """The site as a reader meets it: served on 127.0.0.1, opened in headless Chromium.
 
+The site served is the committed results with the test fixture's profiles
+(tests/profile_fixture.py), so the profile and demo pages have content.
+
 Each page must render every chart with marks for its data, show a tooltip
 when a point is hovered, log no error (nor a Vega warning, which means a chart
 lost data), and make no request off 127.0.0.1. Full-page screenshots are kept
@@ -10,6 +13,7 @@ test is skipped with the reason, except in CI (CI=true), where a missing
 browser is a failure: .ci/run installs it.
 """
 
+import contextlib
 import functools
 import http.server
 import json
@@ -21,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from sitebuild import ROOT
+from sitebuild import ROOT, build, profiled_site, with_bfloat16
 
 CHROMIUM = os.environ.get("KERNELSCOPE_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = Path(os.environ.get("KERNELSCOPE_ARTIFACTS", ROOT / ".artifacts")) / "screenshots"
@@ -29,8 +33,10 @@ ARTIFACTS = Path(os.environ.get("KERNELSCOPE_ARTIFACTS", ROOT / ".artifacts")) /
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--disable-default-apps"]
 PAGES = ["results/", "results/square/", "results/mean/", "results/softmax/", "results/gelu/", "results/roofline/",
-         "results/history/", "results/regressions/", "results/machines/", "concepts/timing/", "concepts/fusion/",
-         "concepts/coalescing/"]
+         "results/history/", "results/regressions/", "results/machines/", "results/profiles/",
+         "results/profiles/square-torch/", "results/profiles/square-triton-flat1024/",
+         "results/profiles/square-cuda-vec4/", "results/demos/", "concepts/timing/", "concepts/fusion/",
+         "concepts/coalescing/", "concepts/profilers/"]
 
 playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
 if CHROMIUM is None:
@@ -45,12 +51,27 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+@contextlib.contextmanager
+def serving(directory: Path):
+    httpd = socketserver.ThreadingTCPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=directory))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.fixture(scope="module")
+def built_site():
+    """The committed results with the fixture's profiles (shared with test_site.py's build)."""
+    return profiled_site()[0]
+
+
 @pytest.fixture(scope="module")
 def server(built_site):
-    httpd = socketserver.ThreadingTCPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=built_site))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    httpd.shutdown()
+    with serving(built_site) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +82,7 @@ def browser():
         b.close()
 
 
-@pytest.fixture
-def page(browser, server):
+def _page(browser, server):
     """A page that records console errors, Vega warnings and any request not to the site's host."""
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     pg = context.new_page()
@@ -82,6 +102,12 @@ def page(browser, server):
     pg.on("console", on_console)
     pg.on("pageerror", lambda exc: pg.problems.append(f"page error: {exc}"))
     pg.route("**/*", route)
+    return context, pg
+
+
+@pytest.fixture
+def page(browser, server):
+    context, pg = _page(browser, server)
     yield pg
     context.close()
 
@@ -159,3 +185,79 @@ def test_a_legend_click_isolates_one_series(page, server):
     page.wait_for_timeout(300)
     faded = sweep.evaluate(opacities)
     assert "1" in faded and any(float(o) < 0.5 for o in faded)
+
+
+def test_demos_chart_marks_the_impossible_numbers_where_the_check_fails(page, server, built_site):
+    page.goto(f"{server}/results/demos/", wait_until="networkidle")
+    chart = page.locator("vegachart").first
+    chart.locator("svg").wait_for()
+    rows = json.loads((built_site / "data" / "demos.json").read_text())
+    fills = chart.evaluate("el => Array.from(el.querySelectorAll('svg g.role-mark.mark-symbol > path'))"
+                           ".map(p => p.getAttribute('fill'))")
+    assert len(fills) == len(rows) > 0
+    assert fills.count("#c62828") == sum(not r["passed"] for r in rows) > 0  # red: the output was wrong
+    assert fills.count("#2e7d32") == sum(r["passed"] for r in rows) > 0
+    assert chart.evaluate("el => el.querySelectorAll('svg g.role-mark.mark-rule > line, "
+                          "svg g.role-mark.mark-rule > path').length") >= 1  # the copy bandwidth
+    tooltip = _hover_first_point(page, chart)
+    assert "reported bandwidth" in tooltip and "of copy bandwidth" in tooltip
+    assert page.problems == [] and page.offhost == []
+
+
+def _colours(pg, selector: str) -> int:
+    """How many distinct text colours the highlighter gave the visible code block's tokens."""
+    return pg.evaluate("""sel => { const code = document.querySelector(sel);
+        return new Set(Array.from(code.querySelectorAll('span')).map(s => getComputedStyle(s).color)).size; }""",
+                       selector)
+
+
+def test_compiled_code_is_highlighted_and_its_tabs_switch(page, server):
+    page.goto(f"{server}/results/profiles/square-triton-flat1024/", wait_until="networkidle")
+    ptx, sass = page.locator(".language-ptx.highlight code"), page.locator(".language-gas.highlight code")
+    assert not ptx.is_visible() and not sass.is_visible()  # long code starts collapsed, SASS in its tab
+    page.locator("details:has(.language-ptx) summary").click()
+    ptx.wait_for(state="visible")
+    assert _colours(page, ".language-ptx.highlight code") >= 4, "PTX is not highlighted"
+    page.get_by_text("SASS", exact=True).click()
+    page.locator("details:has(.language-gas) summary").click()
+    sass.wait_for(state="visible")
+    assert not ptx.is_visible()
+    assert _colours(page, ".language-gas.highlight code") >= 3, "SASS is not highlighted"
+    page.goto(f"{server}/results/profiles/square-cuda-vec4/", wait_until="networkidle")
+    page.get_by_text("ptxas report", exact=True).click()
+    report = page.locator(".language-text.highlight code", has_text="Used 32 registers")
+    assert report.is_visible()  # short: shown open
+    assert page.problems == [] and page.offhost == []
+
+
+@pytest.fixture(scope="module")
+def bf16_server(tmp_path_factory):
+    work = tmp_path_factory.mktemp("bf16")
+    site = build(work / "site", with_bfloat16(work / "results"), work / "no-profiles")
+    with serving(site) as url:
+        yield url, site
+
+
+def test_the_dtype_switch_redraws_the_sweep_in_bfloat16(browser, bf16_server):
+    server, site = bf16_server
+    context, pg = _page(browser, server)
+    try:
+        pg.goto(f"{server}/results/square/", wait_until="networkidle")
+        sweep = pg.locator("vegachart").first
+        sweep.locator("svg").wait_for()
+        points = json.loads((site / "data" / "square.json").read_text())
+        machine = "nvidia-h100-80gb-hbm3"
+
+        def expected(dtype):
+            return sum(1 for p in points if p["machine"] == machine and p["mode"] == "warm" and p["current"]
+                       and p["sweep"] and p["gbps"] is not None and p["dtype"] == dtype)
+
+        drawn = "el => el.querySelectorAll('svg g.role-mark.mark-symbol > path').length"
+        assert sweep.evaluate(drawn) == expected("float32") > expected("bfloat16") > 0
+        sweep.locator("select").select_option("bfloat16")
+        pg.wait_for_function(f"() => document.querySelector('vegachart svg')"
+                             f".querySelectorAll('g.role-mark.mark-symbol > path').length === {expected('bfloat16')}")
+        assert "bfloat16" in _hover_first_point(pg, sweep)
+        assert pg.problems == [] and pg.offhost == []
+    finally:
+        context.close()
