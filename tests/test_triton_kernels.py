@@ -41,11 +41,21 @@ def test_plan_keeps_moderate_rows_whole(itemsize):
     # num_warps grows with the row, within Triton's powers of two
     warps = [softmax_plan(4096, c, itemsize, H100_SMS).num_warps for c in (2048, 4096, 16384)]
     assert warps == sorted(warps) and all(w in (1, 2, 4, 8, 16) for w in warps)
+    # at most FEW_WARPS up to FEW_WARPS_COLS columns (4 warps measured best at 4096), MAX_WARPS beyond
+    assert [softmax_plan(4096, c, itemsize, H100_SMS).num_warps for c in (1024, 4096, 8192)] == [
+        tsoftmax.FEW_WARPS, tsoftmax.FEW_WARPS, tsoftmax.MAX_WARPS]
+    assert softmax_plan(4096, 4096, itemsize, H100_SMS, few_warps_cols=2048).num_warps == tsoftmax.MAX_WARPS
 
 
 def test_plan_packs_narrow_rows_but_leaves_a_program_per_sm():
-    plan = softmax_plan(16384, 1000, 4, H100_SMS)
-    assert (plan.strategy, plan.block, plan.rows_per_program) == ("narrow", 1024, 4)
+    # 1024-wide rows measured faster one to a program with 4 warps than packed 4 to a program
+    for rows in (1024, 16384):
+        plan = softmax_plan(rows, 1000, 4, H100_SMS)
+        assert (plan.strategy, plan.block, plan.rows_per_program, plan.num_warps) == ("row", 1024, 1, 4)
+    plan = softmax_plan(16384, 1000, 4, H100_SMS, narrow_cols=1024)  # the previous default
+    assert (plan.strategy, plan.block, plan.rows_per_program, plan.num_warps) == ("narrow", 1024, 4, 16)
+    plan = softmax_plan(16384, 500, 4, H100_SMS)
+    assert (plan.strategy, plan.block, plan.rows_per_program) == ("narrow", 512, 8)
     # 64 or 256 rows cannot fill 132 SMs even one to a program: no packing
     assert softmax_plan(64, 64, 4, H100_SMS).rows_per_program == 1
     assert softmax_plan(256, 256, 4, H100_SMS).rows_per_program == 1
@@ -154,4 +164,17 @@ def test_mean_one_launch_resets_its_counter_and_calls_again(dtype, finish_block,
         tmean.mean_tuned(x, out)
         # a finish that never ran, or ran on a stale count, leaves NaN or the last call's mean
         assert error_against_reference(mean_op.OP, x, out) <= mean_op.OP.tolerance[dtype], (seed, n)
+        assert counter.item() == 0
+
+
+@pytest.mark.parametrize("overrides", [dict(contiguous=True), dict(evict="evict_first"),
+                                       dict(contiguous=True, block=1024, num_warps=4, num_stages=2)])
+def test_mean_one_pass_launch_variants(overrides):
+    # the tuning script's candidates: contiguous spans (the last one part full), evict_first loads, stages
+    counter = tmean.arrival_counter(torch.device(DEVICE))
+    for seed, n in [(4, 10007), (5, 4096 * 2 + 1)]:
+        x = mean_op.make_input((n,), "float32", DEVICE, seed)
+        out = torch.full((), float("nan"), device=DEVICE, dtype=x.dtype)
+        tmean.mean_one_pass(x, out, **overrides)
+        assert error_against_reference(mean_op.OP, x, out) <= mean_op.OP.tolerance["float32"], (overrides, n)
         assert counter.item() == 0

@@ -6,15 +6,17 @@ softmax-triton-tuned, in float32 and bfloat16, at the suite's widths plus
 8192x8192: one row for the catalog variant as the suite calls it (warm, and
 up to 2^26 elements replayed in a CUDA graph), one for torch.softmax, then
 overrides of ``softmax_plan`` (group bytes, L2 hints, chunk, num_warps, rows
-per program) run through ``softmax_planned``. Each row prints the plan and its
+per program) run through ``softmax_planned`` (each measured alternative to the
+defaults). Each row prints the plan and its
 prediction: DRAM bytes if pass 2's re-read hits L2, the bytes re-read from
 L2, launches. mean-triton-tuned at 2^24 (and 2^26, 2^28): torch.mean, the
-torch.compile'd mean, then BLOCK / num_warps / programs per SM.
+torch.compile'd mean, then mean_one_pass overrides (BLOCK, num_warps,
+programs per SM, num_stages, evict_first loads, contiguous spans).
 
 Every configuration's output is checked once against the float64 reference
 with the suite's error measure and tolerance before it is timed. The last
 lines compare the defaults with the issue's targets. Each new configuration
-compiles (about a second); the run takes about two minutes, --quick a third.
+compiles (about a second); the run takes under a minute.
 """
 
 from __future__ import annotations
@@ -44,29 +46,42 @@ SOFTMAX_SHAPES = [(64, 64), (256, 256), (1024, 1024), (4096, 4096), (8192, 8192)
                   (16384, 1000), (512, 50257), (64, 262144)]
 SOFTMAX_DTYPES = ["float32", "bfloat16"]
 WIDE = [(512, 50257), (64, 262144)]
-# The split path's tunables, at both wide shapes in both dtypes.
-# Group sizes: 64 MB is a single group (no grouping) at 64x262144 float32.
-SPLIT_SWEEP = [{"group_bytes": 12 * MB}, {"group_bytes": 16 * MB}, {"group_bytes": 32 * MB},
-               {"group_bytes": 48 * MB}, {"group_bytes": 64 * MB}, {"l2_hints": False}, {"chunk": 2048},
-               {"chunk": 8192}, {"split_warps": 8}]
-# The row and narrow paths' tunables (float32 only: the plan counts elements, not bytes).
+# The split path's tunables, at both wide shapes in both dtypes, beside the default
+# (64 MB groups: one group at 64x262144, 2 or 4 at 512x50257).
+SPLIT_SWEEP = [{"group_bytes": 32 * MB}, {"chunk": 8192}, {"split_warps": 8}, {"chunk": 8192, "split_warps": 8}]
+# The row and narrow paths' alternatives to the defaults, in both dtypes: the
+# old defaults (narrow 4 rows / 16 warps at 1024 columns, 16 warps at 4096), 8 warps.
 ROW_SWEEP = {
-    (1024, 1024): [{"narrow_elems": 1024}, {"narrow_elems": 8192}, {"elems_per_thread": 16}],
-    (4096, 4096): [{"elems_per_thread": 16}, {"elems_per_thread": 32}],
-    (8192, 8192): [{"elems_per_thread": 32}, {"max_warps": 32}],
-    (16384, 16384): [{"elems_per_thread": 64}, {"max_warps": 32}, {"max_row_block": 8192}],  # the last: split
-    (16384, 1000): [{"narrow_elems": 1024}, {"narrow_elems": 8192}, {"elems_per_thread": 16}],
+    (1024, 1024): [{"narrow_cols": 1024}],
+    (4096, 4096): [{"few_warps_cols": 2048}, {"few_warps": 8}],
+    (16384, 1000): [{"narrow_cols": 1024}],
     (512, 50257): [{"max_row_block": 65536}],  # one program per row (the lecture's launch), for contrast
 }
-QUICK_SHAPES = [(16384, 16384), (512, 50257), (64, 262144)]
-QUICK_SPLIT = 3  # the first of SPLIT_SWEEP under --quick
+QUICK_SHAPES = [(4096, 4096), (512, 50257), (64, 262144)]
+QUICK_SPLIT = 1  # the first of SPLIT_SWEEP under --quick
 
 MEAN_SHAPES = [(2**24,), (2**26,), (2**28,)]  # the sweep at the first; the suite's largest sizes
-# (BLOCK, num_warps), each at several programs per SM; the default first.
-MEAN_CONFIGS = [(tmean.TUNED_BLOCK, tmean.TUNED_WARPS), (2048, 4), (4096, 4), (4096, 16), (8192, 8), (8192, 16),
-                (16384, 16)]
-MEAN_PROGRAMS_PER_SM = [2, 4, 8]
-MEAN_DEFAULT_EXTRA_PPSM = [1, 16, 1024]  # 1024: no grid-stride loop, one BLOCK per program
+# mean_one_pass keyword overrides, tried at 2^24 after the default. The default:
+# BLOCK 4096, 16 warps, 4 programs per SM, grid-stride. "contiguous": each program
+# one span of x, as inductor's split reduction (512 programs x 32768 elements here).
+MEAN_SWEEP = [
+    {"num_warps": 8},  # the previous default
+    {"num_warps": 8, "programs_per_sm": 8},
+    {"programs_per_sm": 2}, {"programs_per_sm": 8},
+    {"block": 8192, "programs_per_sm": 2}, {"block": 8192}, {"block": 8192, "programs_per_sm": 8},
+    {"block": 2048, "num_warps": 4, "programs_per_sm": 8}, {"block": 2048, "num_warps": 4, "programs_per_sm": 16},
+    {"num_stages": 1}, {"num_stages": 2}, {"num_stages": 4},
+    {"evict": "evict_first"}, {"evict": "evict_first", "programs_per_sm": 8},
+    {"contiguous": True}, {"contiguous": True, "block": 2048, "num_warps": 8},
+    {"contiguous": True, "evict": "evict_first"},
+]
+QUICK_MEAN = 3
+
+
+def mean_label(block=tmean.TUNED_BLOCK, num_warps=tmean.TUNED_WARPS, programs_per_sm=tmean.PROGRAMS_PER_SM,
+               num_stages=tmean.TUNED_STAGES, evict=tmean.EVICT, contiguous=tmean.CONTIGUOUS) -> str:
+    extra = (f" stages={num_stages}" if num_stages is not None else "") + (f" {evict}" if evict else "")
+    return f"BLOCK={block} w={num_warps} programs/SM={programs_per_sm}{extra}{' contiguous' if contiguous else ''}"
 
 
 def checked(op_name: str, x: torch.Tensor, dtype: str, fn, label: str):
@@ -121,7 +136,7 @@ def sweep_softmax(copy_gbps: float | None, quick: bool) -> Table:
             add(f"catalog {plan_text(default, shape, itemsize)}", lambda: variant(x, y), "catalog", default,
                 graph=x.numel() <= 2**26)
             add("torch.softmax", lambda: torch.softmax(x, dim=-1), "torch")
-            sweep = list(ROW_SWEEP.get(shape, [])) if dtype == "float32" and not quick else []
+            sweep = list(ROW_SWEEP.get(shape, []))
             if shape in WIDE:
                 sweep += SPLIT_SWEEP[:QUICK_SPLIT] if quick else SPLIT_SWEEP
             for overrides in sweep:
@@ -148,17 +163,13 @@ def sweep_mean(copy_gbps: float | None, quick: bool) -> Table:
             row = table.add(label, checked("mean", x, dtype, fn, label), nbytes, s, dtype, graph=graph)
             row.update(role=role, mean_config=config)
 
-        add(f"catalog BLOCK={tmean.TUNED_BLOCK} w={tmean.TUNED_WARPS} programs/SM={tmean.PROGRAMS_PER_SM}",
-            lambda: variant(x, y), "catalog", graph=True)
+        add(f"catalog {mean_label()}", lambda: variant(x, y), "catalog", graph=True)
         add("torch.mean", lambda: torch.mean(x), "torch")
         add("torch.compile(torch.mean)", lambda: compiled.mean(x), "compile")
         if shape == MEAN_SHAPES[0]:
-            configs = MEAN_CONFIGS[:2] if quick else MEAN_CONFIGS
-            for i, (block, warps) in enumerate(configs):
-                for ppsm in MEAN_PROGRAMS_PER_SM + (MEAN_DEFAULT_EXTRA_PPSM if i == 0 else []):
-                    add(f"BLOCK={block} w={warps} programs/SM={ppsm}",
-                        lambda b=block, w=warps, p=ppsm: tmean.mean_one_pass(x, y, b, p, w), "sweep",
-                        block=block, num_warps=warps, programs_per_sm=ppsm)
+            for overrides in MEAN_SWEEP[:QUICK_MEAN] if quick else MEAN_SWEEP:
+                add(mean_label(**overrides), lambda o=overrides: tmean.mean_one_pass(x, y, **o), "sweep",
+                    **overrides)
         torch.cuda.synchronize()
         assert tmean.arrival_counter(x.device).item() == 0, "the arrival counter must be back at 0 after every call"
         del x
@@ -206,8 +217,8 @@ def main() -> None:
     print(f"defaults: softmax narrow_cols={tsoftmax.NARROW_COLS} narrow_elems={tsoftmax.NARROW_ELEMS} "
           f"max_row_block={tsoftmax.MAX_ROW_BLOCK} chunk={tsoftmax.SPLIT_CHUNK} "
           f"group={tsoftmax.GROUP_BYTES / MB:.0f}MB elems/thread={tsoftmax.ELEMS_PER_THREAD} "
-          f"max_warps={tsoftmax.MAX_WARPS}; mean BLOCK={tmean.TUNED_BLOCK} w={tmean.TUNED_WARPS} "
-          f"programs/SM={tmean.PROGRAMS_PER_SM}; {time.perf_counter() - start:.0f} s in all")
+          f"max_warps={tsoftmax.MAX_WARPS} (<= {tsoftmax.FEW_WARPS} up to {tsoftmax.FEW_WARPS_COLS} columns); "
+          f"mean {mean_label()}; {time.perf_counter() - start:.0f} s in all")
 
 
 if __name__ == "__main__":

@@ -77,17 +77,27 @@ def softmax_online(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Te
 #             chunk, so every SM has work, in two passes:
 #             pass 1 writes each chunk's (max, sum of exp), pass 2 combines its
 #             row's chunk statistics and re-reads its chunk to write it. The
-#             rows go through in groups that fit in L2, pass 1 then pass 2 per
-#             group, so the re-read comes from L2 and DRAM still sees one read
-#             and one write.
+#             rows go through in groups, pass 1 then pass 2 per group, meant
+#             to fit in L2 so that the re-read comes from L2 and DRAM sees one
+#             read and one write; on the H100 the largest groups (64 MB: one to
+#             four pairs of launches) measured fastest all the same.
 
-NARROW_COLS = 1024  # rows up to this block are packed several to a program
+# H100 measurements behind the defaults (scripts/gpu/tune_triton.py):
+# * 1024-wide rows, one to a program with 4 warps, beat 4 to a program with 16
+#   (1024x1024 f32 3.73 vs 3.96 us; 16384x1000 f32 47.24 vs 47.42): pack only rows up to 512.
+# * 4096-wide rows: 4 warps 47.33 us, 8 or 16 warps 47.92; at 8192 and 16384
+#   columns 8, 16 and 32 warps are within 0.5%: at most 4 warps up to 4096 columns.
+# * split groups of 32-64 MB beat 12-24 MB at every wide shape (fewer launches,
+#   every SM busy longer); 64 MB is best or within 0.5% at all four.
+NARROW_COLS = 512  # rows up to this block are packed several to a program
 NARROW_ELEMS = 4096  # ... up to this many elements per program
 MAX_ROW_BLOCK = 16384  # widest row held whole in one program's registers (float32 after loading)
 SPLIT_CHUNK = 4096  # columns per program in the split path
-GROUP_BYTES = 24 << 20  # input bytes per split group: about half the H100's 50 MB L2
-ELEMS_PER_THREAD = 8  # num_warps = block / (32 * this): 16 warps at 4096 columns, as the lecture
+GROUP_BYTES = 64 << 20  # input bytes per split group (measured best, though above the H100's 50 MB L2)
+ELEMS_PER_THREAD = 8  # num_warps = block / (32 * this), within the caps below
 MAX_WARPS = 16
+FEW_WARPS_COLS = 4096  # rows up to this block get at most FEW_WARPS warps
+FEW_WARPS = 4
 
 
 @dataclass(frozen=True)
@@ -125,12 +135,15 @@ def _floor_power_of_2(n: int) -> int:
 def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_cols: int = NARROW_COLS,
                  narrow_elems: int = NARROW_ELEMS, max_row_block: int = MAX_ROW_BLOCK, chunk: int = SPLIT_CHUNK,
                  group_bytes: int = GROUP_BYTES, elems_per_thread: int = ELEMS_PER_THREAD,
-                 max_warps: int = MAX_WARPS, split_warps: int | None = None, l2_hints: bool = True) -> SoftmaxPlan:
+                 max_warps: int = MAX_WARPS, few_warps_cols: int = FEW_WARPS_COLS, few_warps: int = FEW_WARPS,
+                 split_warps: int | None = None, l2_hints: bool = True) -> SoftmaxPlan:
     """The launch shape for a (rows, cols) softmax: pure Python, the thresholds are parameters.
 
     Rows up to ``max_row_block`` columns stay whole in one program (packed
     several to a program up to ``narrow_elems`` elements when they are at most
-    ``narrow_cols`` wide, while leaving about a program per SM). Wider rows are
+    ``narrow_cols`` wide, while leaving about a program per SM), with
+    ``elems_per_thread`` per thread, at most ``few_warps`` warps for a lone
+    row up to ``few_warps_cols`` wide and ``max_warps`` otherwise. Wider rows are
     split into ``chunk``-column programs, in groups of about ``group_bytes`` of
     input, so that pass 2's re-read of the group hits L2.
     """
@@ -140,8 +153,10 @@ def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_c
         if block <= narrow_cols:
             # Pack short rows, but not so many that SMs go idle.
             rows_per_program = _floor_power_of_2(min(narrow_elems // block, max(1, rows // sm_count)))
+        # The few-warps cap is for one row a program (narrow packs measured best with 16 warps).
+        cap = few_warps if rows_per_program == 1 and block <= few_warps_cols else max_warps
         return SoftmaxPlan("narrow" if rows_per_program > 1 else "row", block,
-                           _warps(rows_per_program * block, elems_per_thread, max_warps), rows_per_program)
+                           _warps(rows_per_program * block, elems_per_thread, cap), rows_per_program)
     chunks = triton.cdiv(cols, chunk)
     group_rows = max(1, min(rows, group_bytes // (cols * itemsize)))
     group_rows = triton.cdiv(rows, triton.cdiv(rows, group_rows))  # even groups: 64 rows as 22+21+21, not 24+24+16
