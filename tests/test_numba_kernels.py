@@ -52,17 +52,34 @@ def test_elementwise_grid_stride_loop_covers_every_element(op, launcher, threads
     assert full >= 2 and tail > 0  # the test means something only if both loops run
     x = OPS[op].make_input(shape, "float32", DEVICE, 3) * 3
     out = torch.full_like(x, float("nan"))  # an element never written stays NaN and fails
-    assert launcher(x, out, threads, 8, unroll) is out
+    assert launcher(x, out, threads, 8, unroll, False) is out
+    within_tolerance(op, x, out)
+
+
+@pytest.mark.parametrize("op, launcher", [("square", launch_square_flat), ("gelu", launch_gelu)])
+@pytest.mark.parametrize("shape, threads, unroll", [((7, 91), 32, 3), ((4, 64), 64, 2), ((1, 5), 32, 4)])
+def test_elementwise_tiled_one_lap_covers_every_element(op, launcher, shape, threads, unroll):
+    # 637 elements in tiles of 96: six full tiles and a partial one; 256 in tiles of 128: full tiles only;
+    # 5 elements: one partial tile.
+    x = OPS[op].make_input(shape, "float32", DEVICE, 3) * 3
+    out = torch.full_like(x, float("nan"))
+    assert launcher(x, out, threads, 8, unroll, True) is out
     within_tolerance(op, x, out)
 
 
 @simulated
+@pytest.mark.parametrize("one_launch", [True, False])
 @pytest.mark.parametrize("n, threads, unroll", [(1000, 64, 3), (1, 32, 4), (517, 32, 8)])
-def test_mean_partials_and_finish(n, threads, unroll):
+def test_mean_partials_and_finish(n, threads, unroll, one_launch):
     x = OPS["mean"].make_input((n,), "float32", DEVICE, 5)
-    out = torch.full((), float("nan"))
-    assert launch_mean(x, out, threads, 8, unroll) is out
-    within_tolerance("mean", x, out)
+    for _ in range(2):  # twice: the one-launch kernel must leave its ticket counter at 0
+        out = torch.full((), float("nan"))
+        assert launch_mean(x, out, threads, 8, unroll, one_launch) is out
+        within_tolerance("mean", x, out)
+    if one_launch:
+        from kernelscope.backends.numba.mean import ticket_counter
+
+        assert int(ticket_counter(x.device)[0]) == 0
     if n == 1000:
         full, tail = grid_steps(n, threads, unroll)
         assert full >= 2 and tail > 0
@@ -83,6 +100,7 @@ def softmax_inputs(shape):
 @simulated
 @pytest.mark.parametrize("plan", [
     Plan("row", threads=64, unroll=2),  # 300 columns: 2 unrolled steps of 128 and a tail, two warps
+    Plan("row", threads=64, unroll=2, recompute=True),  # the same, exp recomputed in pass 3
     Plan("split", threads=32, unroll=2, chunk=140, group_rows=2),  # chunks of 140, 140, 20; row groups of 2 and 1
     Plan("split", threads=64, unroll=3, chunk=300, group_rows=3),  # one chunk a row, two warps
 ])
@@ -104,7 +122,7 @@ def test_softmax_plan_choice_under_the_simulator():
     split = plan_softmax(13, 17, cpu)
     assert split.path == "split" and split.chunk < 17
     assert plan_softmax(13, 17, cpu, path="row").path == "row"
-    assert plan_softmax(4, 300, cpu, max_threads=64, max_cached_cols=1024) == Plan("row", 64, 2)
+    assert plan_softmax(4, 300, cpu, max_threads=64, max_cached_cols=1024, cols_per_thread=8) == Plan("row", 64, 2)
 
 
 def test_launchers_refuse_blocks_of_partial_warps():
@@ -149,7 +167,7 @@ def test_tuning_script_sweeps_run_and_check_under_the_simulator(monkeypatch):
     monkeypatch.setattr(tune, "SOFTMAX_SWEEP", {(1, 16): all_overrides})
     # Blocks of 1024 simulated threads take seconds: the same configurations with at most two warps.
     for name in ("ELEMENTWISE_CONFIGS", "MEAN_CONFIGS"):
-        monkeypatch.setattr(tune, name, [(min(t, 64), b, u) for t, b, u in getattr(tune, name)])
+        monkeypatch.setattr(tune, name, [(min(c[0], 64),) + tuple(c[1:]) for c in getattr(tune, name)])
     tune.sweep_elementwise(None, False, "square", "square-numba-flat", tune.nb_square.launch_square_flat,
                            "torch.square", torch.square)
     tune.sweep_mean(None, False)
@@ -180,7 +198,7 @@ def test_row_plan_opts_in_to_more_than_48_kib_of_shared_memory():
     assert plan.path == "row"
     out = launch_softmax(x, plan=plan)
     torch.cuda.synchronize()
-    assert softmax._OPTED_IN[id(softmax.softmax_row_kernel(plan.threads, plan.unroll))]
+    assert softmax._OPTED_IN[id(softmax.softmax_row_kernel(plan.threads, plan.unroll, plan.recompute))]
     within_tolerance("softmax", x, out)
 
 

@@ -3,14 +3,16 @@
     python3 scripts/gpu/tune_numba.py --json $OUT/tune_numba.json [--quick]
 
 For square-numba-flat, gelu-numba, mean-numba and softmax-numba: at the sizes
-of the targets (2^26 and 2^28 elements; mean also 2^24, softmax also the
-suite's odd widths), one row for the catalog variant as the suite calls it
-(warm, and replayed in a CUDA graph: Numba's launches must be capturable), one
-for the torch op beside it, then a sweep of launch shapes through the
-package's own launchers. Every configuration's output is checked against the
-float64 reference once, with the suite's error measure and tolerance, before
-it is timed. Each new launch shape JIT-compiles (a second or two); the whole
-run takes about a minute, --quick about a third of that.
+of the targets (2^26 and 2^28 elements; mean also 2^24, softmax also a few of
+the suite's odd widths, catalog and torch only), one row for the catalog
+variant as the suite calls it (warm, and replayed in a CUDA graph: Numba's
+launches must be capturable), one for the torch op beside it, then the
+candidates through the package's own launchers: square/gelu tiled one-lap vs
+grid-stride and unroll 1/2/4/8, mean one launch vs two, softmax's row-plan
+unroll, threads and recompute. Every configuration's output is checked
+against the float64 reference once, with the suite's error measure and
+tolerance, before it is timed. Each new launch shape JIT-compiles (a second
+or two); the whole run takes under a minute, --quick about a third of that.
 """
 
 from __future__ import annotations
@@ -37,10 +39,14 @@ from kernelscope.backends.numba import square as nb_square  # noqa: E402
 
 DTYPE = "float32"
 DEVICE = "cuda"
-# (threads, blocks per SM, unroll), the default first; --quick runs the first two.
-ELEMENTWISE_CONFIGS = [(256, 8, 4), (256, 8, 2), (512, 4, 4), (256, 4, 8), (1024, 2, 4)]
+# (threads, blocks per SM, unroll, tiled), the default first; --quick runs the first three.
+# tiled: one contiguous tile of threads * unroll elements a block, one lap (blocks/SM: the launch bound only);
+# not tiled: the grid-stride loop over sm_count * blocks/SM resident blocks (the H100's 87-91% of copy).
+ELEMENTWISE_CONFIGS = [(256, 8, 4, True), (256, 8, 2, True), (256, 8, 4, False), (256, 8, 1, True),
+                       (256, 8, 8, True), (512, 4, 4, True), (128, 16, 4, True), (256, 8, 2, False)]
 ELEMENTWISE_SHAPES = [(8192, 8192), (16384, 16384)]  # --quick: the last
-MEAN_CONFIGS = [(512, 4, 8), (512, 4, 4), (256, 8, 8), (256, 8, 4), (1024, 2, 8)]
+# (threads, blocks per SM, unroll, one launch): one launch = the last block to finish sums the partials.
+MEAN_CONFIGS = [(512, 4, 8, True), (512, 4, 8, False), (1024, 2, 8, True), (256, 8, 8, True), (512, 4, 4, True)]
 MEAN_SHAPES = [(2**24,), (2**26,), (2**28,)]  # --quick: the first and the last
 
 
@@ -72,52 +78,56 @@ def references(table: Table, op_name: str, variant: str, torch_label: str, torch
 
 def sweep_elementwise(copy_gbps: float, quick: bool, op_name: str, variant: str, launcher, torch_label: str,
                       torch_fn) -> Table:
-    table = Table(f"{variant}: threads / blocks per SM / unroll", copy_gbps)
-    configs = ELEMENTWISE_CONFIGS[:2] if quick else ELEMENTWISE_CONFIGS
+    table = Table(f"{variant}: threads / blocks per SM / unroll / tiled or grid-stride", copy_gbps)
+    configs = ELEMENTWISE_CONFIGS[:3] if quick else ELEMENTWISE_CONFIGS
     for shape in ELEMENTWISE_SHAPES[-1:] if quick else ELEMENTWISE_SHAPES:
         x = OPS[op_name].make_input(shape, DTYPE, DEVICE, 0)
         y = torch.empty_like(x)
         references(table, op_name, variant, torch_label, torch_fn, x, y)
         nbytes = OPS[op_name].bytes_for(shape, DTYPE)
-        for threads, blocks_per_sm, unroll in configs:
-            label = f"threads={threads} blocks/SM={blocks_per_sm} unroll={unroll}"
-            fn = checked(op_name, x, lambda t=threads, b=blocks_per_sm, u=unroll: launcher(x, y, t, b, u), label)
+        for threads, blocks_per_sm, unroll, tiled in configs:
+            label = f"{'tiled' if tiled else 'grid-stride'} threads={threads} blocks/SM={blocks_per_sm} unroll={unroll}"
+            fn = checked(op_name, x, lambda t=threads, b=blocks_per_sm, u=unroll, m=tiled: launcher(x, y, t, b, u, m),
+                         label)
             table.add(label, fn, nbytes, shape_str(shape))
         del x, y
     return table
 
 
 def sweep_mean(copy_gbps: float, quick: bool) -> Table:
-    table = Table("mean-numba: threads / blocks per SM / unroll (launch 1)", copy_gbps)
+    table = Table("mean-numba: threads / blocks per SM / unroll, one launch or two", copy_gbps)
     configs = MEAN_CONFIGS[:2] if quick else MEAN_CONFIGS
     for shape in [MEAN_SHAPES[0], MEAN_SHAPES[-1]] if quick else MEAN_SHAPES:
         x = OPS["mean"].make_input(shape, DTYPE, DEVICE, 0)
         y = torch.empty((), device=DEVICE)
         references(table, "mean", "mean-numba", "torch.mean", torch.mean, x, y)
         nbytes = OPS["mean"].bytes_for(shape, DTYPE)
-        for threads, blocks_per_sm, unroll in configs:
-            label = f"threads={threads} blocks/SM={blocks_per_sm} unroll={unroll}"
-            fn = checked("mean", x, lambda t=threads, b=blocks_per_sm, u=unroll: nb_mean.launch_mean(x, y, t, b, u),
-                         label)
+        for threads, blocks_per_sm, unroll, one in configs:
+            label = f"{'1 launch' if one else '2 launches'} threads={threads} blocks/SM={blocks_per_sm} unroll={unroll}"
+            fn = checked("mean", x, lambda t=threads, b=blocks_per_sm, u=unroll, o=one:
+                         nb_mean.launch_mean(x, y, t, b, u, o), label)
             table.add(label, fn, nbytes, shape_str(shape))
         del x
     return table
 
 
-# Overrides of plan_softmax per shape: the default plan first, then alternatives.
+# Overrides of plan_softmax per shape, after the catalog row (which is the default plan): the candidates.
+# Row-plan defaults now: unroll 8, 16 columns a thread (<= 512 threads), no recompute. The previous
+# run's plan (unroll 4, 8 columns a thread) is the {"unroll": 4, "cols_per_thread": 8} row.
 SOFTMAX_SWEEP = {
-    (16384, 16384): [{}, {"max_threads": 1024}, {"max_threads": 256}, {"unroll": 8}, {"unroll": 2},
-                     {"max_threads": 1024, "unroll": 8}],
-    (8192, 8192): [{}, {"max_threads": 1024}, {"max_threads": 256}, {"unroll": 8}],
-    (4096, 4096): [{}, {"max_threads": 256}, {"cols_per_thread": 16}, {"unroll": 8}],
-    (16384, 1000): [{}, {"cols_per_thread": 4}, {"cols_per_thread": 16}],
-    (512, 50257): [{}, {"max_threads": 512}, {"unroll": 8}, {"max_cached_cols": 16384},
-                   {"max_cached_cols": 16384, "chunk": 4096}],
-    (64, 262144): [{}, {"chunk": 4096}, {"chunk": 16384}, {"split_threads": 512}, {"l2_share": 100.0},
-                   {"l2_share": 0.25}],
+    (16384, 16384): [{"unroll": 4, "cols_per_thread": 8}, {"unroll": 16}, {"recompute": True},
+                     {"unroll": 16, "recompute": True}, {"max_threads": 1024, "unroll": 16},
+                     {"max_threads": 256, "unroll": 16}],
+    (8192, 8192): [{"unroll": 4, "cols_per_thread": 8}, {"max_threads": 256}, {"unroll": 16},
+                   {"recompute": True}, {"max_threads": 256, "unroll": 16}, {"max_threads": 256, "recompute": True}],
+    (4096, 4096): [{"unroll": 4, "cols_per_thread": 8}, {"unroll": 16}, {"recompute": True},
+                   {"cols_per_thread": 32}, {"max_threads": 128, "unroll": 16}],
+    (16384, 1000): [{"unroll": 4, "cols_per_thread": 8}],
+    (512, 50257): [{"unroll": 4}, {"unroll": 16}],
+    (64, 262144): [{"l2_share": 100.0}],
 }
-SOFTMAX_QUICK = {(16384, 16384): 3, (512, 50257): 4, (64, 262144): 2}  # how many of each sweep --quick runs
-SOFTMAX_SMALL = [(64, 64), (256, 256), (1024, 1024)]  # the rest of the suite's sweep: catalog and torch only
+SOFTMAX_QUICK = {(16384, 16384): 3, (8192, 8192): 3, (512, 50257): 1}  # how many of each sweep --quick runs
+SOFTMAX_SMALL = [(1024, 1024)]  # the rest of the suite's sweep: catalog and torch only
 
 
 def sweep_softmax(copy_gbps: float, quick: bool) -> Table:
@@ -158,12 +168,14 @@ def main() -> None:
         torch.cuda.empty_cache()
         print(f"-- {time.perf_counter() - start:.0f} s so far", flush=True)
     summarize([row for table in tables for row in table.rows])
-    print("defaults: square/gelu threads={} blocks/SM={} unroll={}; mean {} {} {}; softmax max_threads={} "
-          "lone={} cols/thread={} unroll={} chunk={} split_threads={}".format(
-              nb_square.FLAT_THREADS, nb_square.FLAT_BLOCKS_PER_SM, nb_square.FLAT_UNROLL,
-              nb_mean.THREADS, nb_mean.BLOCKS_PER_SM, nb_mean.UNROLL, nb_softmax.MAX_THREADS,
-              nb_softmax.LONE_BLOCK_THREADS, nb_softmax.COLS_PER_THREAD, nb_softmax.UNROLL, nb_softmax.CHUNK,
-              nb_softmax.SPLIT_THREADS))
+    print("defaults: square threads={} blocks/SM={} unroll={} tiled={}; gelu {} {} {} tiled={}; "
+          "mean {} {} {} one_launch={}; softmax max_threads={} lone={} cols/thread={} row_unroll={} "
+          "recompute={} unroll={} chunk={} split_threads={}".format(
+              nb_square.FLAT_THREADS, nb_square.FLAT_BLOCKS_PER_SM, nb_square.FLAT_UNROLL, nb_square.FLAT_TILED,
+              nb_gelu.THREADS, nb_gelu.BLOCKS_PER_SM, nb_gelu.UNROLL, nb_gelu.TILED,
+              nb_mean.THREADS, nb_mean.BLOCKS_PER_SM, nb_mean.UNROLL, nb_mean.ONE_LAUNCH, nb_softmax.MAX_THREADS,
+              nb_softmax.LONE_BLOCK_THREADS, nb_softmax.COLS_PER_THREAD, nb_softmax.ROW_UNROLL,
+              nb_softmax.RECOMPUTE, nb_softmax.UNROLL, nb_softmax.CHUNK, nb_softmax.SPLIT_THREADS))
 
 
 # Issue #9's targets: >= 90% of copy bandwidth at 2^26 elements and above; mean at 2^24 as fast as torch.mean.

@@ -1,8 +1,9 @@
 """Numba CUDA gelu, tanh approximation: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 * x^3))).
 
-The same grid-stride loop as ``square_flat`` (see square.py): the array
-flattened to 1-D, a few resident blocks per SM, ``unroll`` independent loads a
-thread in flight. It moves 8 bytes an element: x read once, y written once;
+The same two modes as ``square_flat`` (see square.py), on the array flattened
+to 1-D: tiled (the default; one contiguous tile of threads * unroll elements a
+block, one lap, a grid of ceil(n / tile)), or grid-stride (a few resident
+blocks per SM); ``unroll`` independent loads a thread in flight either way. It moves 8 bytes an element: x read once, y written once;
 the arithmetic (libdevice's tanhf is a few dozen instructions) stays under
 what the SMs issue while DRAM delivers an element.
 
@@ -32,6 +33,7 @@ ONE = np.float32(1.0)
 THREADS = 256
 BLOCKS_PER_SM = 8
 UNROLL = 4
+TILED = True
 
 
 @cuda.jit(device=True)
@@ -63,9 +65,32 @@ def gelu_kernel(threads: int, blocks_per_sm: int, unroll: int):
     return gelu_flat
 
 
+@cache
+def gelu_tiled_kernel(threads: int, blocks_per_sm: int, unroll: int):
+    """The tiled one-lap kernel for one launch shape (see square.py's square_tiled_kernel)."""
+
+    @jit_bounded(threads, blocks_per_sm)
+    def gelu_tiled(x, y):
+        n = x.size
+        i = cuda.blockIdx.x * (threads * unroll) + cuda.threadIdx.x
+        v = cuda.local.array(unroll, float32)
+        if cuda.blockIdx.x * (threads * unroll) + threads * unroll <= n:  # a full tile: no bounds checks
+            for u in range(unroll):
+                v[u] = x[i + u * threads]
+            for u in range(unroll):
+                y[i + u * threads] = gelu_f32(v[u])
+        else:  # the last, partial tile
+            for u in range(unroll):
+                if i + u * threads < n:
+                    y[i + u * threads] = gelu_f32(x[i + u * threads])
+
+    return gelu_tiled
+
+
 def launch_gelu(x: torch.Tensor, out: torch.Tensor | None = None, threads: int | None = None,
-                blocks_per_sm: int | None = None, unroll: int | None = None) -> torch.Tensor:
-    """gelu with an explicit launch shape (None: the module defaults)."""
+                blocks_per_sm: int | None = None, unroll: int | None = None,
+                tiled: bool | None = None) -> torch.Tensor:
+    """gelu with an explicit launch shape and mode (None: the module defaults)."""
     threads = threads or (SIM_THREADS if SIMULATED else THREADS)
     blocks_per_sm = resident_blocks_per_sm(threads, blocks_per_sm or BLOCKS_PER_SM)
     unroll = unroll or (2 if SIMULATED else UNROLL)
@@ -74,8 +99,12 @@ def launch_gelu(x: torch.Tensor, out: torch.Tensor | None = None, threads: int |
     n = x.numel()
     if n == 0:
         return y
-    blocks = grid_stride_blocks(x.device, n, threads * unroll, blocks_per_sm)
-    gelu_kernel(threads, blocks_per_sm, unroll)[blocks, threads, stream()](as_array(x.view(-1)), as_array(y.view(-1)))
+    if TILED if tiled is None else tiled:
+        blocks, kernel = -(-n // (threads * unroll)), gelu_tiled_kernel(threads, blocks_per_sm, unroll)
+    else:
+        blocks, kernel = grid_stride_blocks(x.device, n, threads * unroll, blocks_per_sm), gelu_kernel(
+            threads, blocks_per_sm, unroll)
+    kernel[blocks, threads, stream()](as_array(x.view(-1)), as_array(y.view(-1)))
     return y
 
 

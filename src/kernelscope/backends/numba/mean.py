@@ -1,4 +1,4 @@
-"""Numba CUDA mean: a two-launch reduction.
+"""Numba CUDA mean: a one-launch reduction (or, as an option, two launches).
 
 Launch 1 (``partial_sums``): a grid of a few resident blocks per SM walks the
 array in a grid-stride loop, ``unroll`` independent loads a thread in flight,
@@ -6,9 +6,21 @@ each added to its own float32 accumulator (independent adds, and shorter sums:
 less rounding). The block then reduces its threads' sums with warp shuffles
 and one slot per warp of shared memory, and writes one partial sum.
 
-Launch 2 (``finish_mean``): one block sums the partials the same way and
-divides by n. The partials live in a small torch buffer on the same device,
-so a call makes no host round trip and can be captured in a CUDA graph.
+One launch (the default): after writing its partial, thread 0 of each block
+calls cuda.threadfence() (the partial is visible device-wide) and takes a
+ticket, cuda.atomic.add on a device counter. The block that draws the last
+ticket sums all the partials the same way, divides by n, and resets the
+counter to 0 for the next call. No block waits for another, so there is no
+deadlock however the blocks are scheduled (and it runs in the simulator). The
+counter is one int32 on each device, allocated once and cached; calls that
+share it must not run concurrently on two streams.
+
+Two launches (``one_launch=False``): launch 2 (``finish_mean``), one block,
+sums the partials and divides by n. The one launch saves the second launch's
+~2 us at 2^24 elements.
+
+The partials live in a small torch buffer on the same device, so a call makes
+no host round trip and can be captured in a CUDA graph.
 
 It moves 4 bytes an element (x read once) and writes one float.
 """
@@ -17,7 +29,7 @@ from functools import cache
 
 import numpy as np
 import torch
-from numba import cuda, float32, float64
+from numba import cuda, float32, float64, int32
 
 from kernelscope.backends.numba import as_array, stream
 from kernelscope.backends.numba.common import (SIM_THREADS, SIMULATED, ZERO, block_sum, check_threads,
@@ -31,6 +43,7 @@ THREADS = 512
 BLOCKS_PER_SM = 4
 UNROLL = 8
 FINISH_THREADS = 256
+ONE_LAUNCH = True
 
 
 @cache
@@ -63,6 +76,67 @@ def partial_sums_kernel(threads: int, blocks_per_sm: int, unroll: int):
     return partial_sums
 
 
+@cache
+def mean_one_launch_kernel(threads: int, blocks_per_sm: int, unroll: int):
+    """Partial sums, and the last block to finish sums them (each shape compiles once)."""
+
+    @jit_bounded(threads, blocks_per_sm)
+    def mean_one_launch(x, partials, counter, out, n_elements):
+        n = x.size
+        stride = cuda.gridsize(1)
+        i = cuda.grid(1)
+        acc = cuda.local.array(unroll, float32)
+        for u in range(unroll):
+            acc[u] = ZERO
+        while i + (unroll - 1) * stride < n:
+            for u in range(unroll):
+                acc[u] += x[i + u * stride]
+            i += unroll * stride
+        while i < n:
+            acc[0] += x[i]
+            i += stride
+        total = ZERO
+        for u in range(unroll):
+            total += acc[u]
+        scratch = cuda.shared.array(32, float32)
+        last = cuda.shared.array(1, int32)
+        total = block_sum(total, scratch)
+        t = cuda.threadIdx.x
+        if t == 0:
+            partials[cuda.blockIdx.x] = total
+            cuda.threadfence()  # the partial reaches device scope before the ticket
+            ticket = cuda.atomic.add(counter, 0, 1)
+            last[0] = 1 if ticket == cuda.gridDim.x - 1 else 0
+        cuda.syncthreads()
+        if last[0] == 1:  # uniform across the block: every thread enters, so block_sum's barriers are safe
+            cuda.threadfence()
+            s = ZERO
+            for j in range(t, cuda.gridDim.x, cuda.blockDim.x):
+                s += partials[j]
+            s = block_sum(s, scratch)
+            if t == 0:
+                out[0] = float32(float64(s) / float64(n_elements))
+                counter[0] = 0  # ready for the next call; no other block touches it any more
+
+    return mean_one_launch
+
+
+_COUNTERS: dict = {}
+
+
+def ticket_counter(device: torch.device) -> torch.Tensor:
+    """The one-launch kernel's int32 ticket counter on ``device``: allocated (zeroed) once, then cached.
+
+    The kernel leaves it at 0. Allocate it outside graph capture: the first call
+    on a device (every benchmark and capture warms up first) does.
+    """
+    key = (device.type, device.index or 0)
+    counter = _COUNTERS.get(key)
+    if counter is None:
+        counter = _COUNTERS[key] = torch.zeros(1, device=device, dtype=torch.int32)
+    return counter
+
+
 @jit_bounded(FINISH_THREADS)
 def finish_mean(partials, out, n):
     """Launch 2, one block: sum the partials, divide by n."""
@@ -77,8 +151,9 @@ def finish_mean(partials, out, n):
 
 
 def launch_mean(x: torch.Tensor, out: torch.Tensor | None = None, threads: int | None = None,
-                blocks_per_sm: int | None = None, unroll: int | None = None) -> torch.Tensor:
-    """mean with an explicit launch shape for launch 1 (None: the module defaults)."""
+                blocks_per_sm: int | None = None, unroll: int | None = None,
+                one_launch: bool | None = None) -> torch.Tensor:
+    """mean with an explicit launch shape for the partial sums, one launch or two (None: the module defaults)."""
     threads = threads or (SIM_THREADS if SIMULATED else THREADS)
     blocks_per_sm = resident_blocks_per_sm(threads, blocks_per_sm or BLOCKS_PER_SM)
     unroll = unroll or (2 if SIMULATED else UNROLL)
@@ -90,6 +165,11 @@ def launch_mean(x: torch.Tensor, out: torch.Tensor | None = None, threads: int |
     s = stream()
     finish = SIM_THREADS if SIMULATED else FINISH_THREADS
     with quick_barriers():
+        if ONE_LAUNCH if one_launch is None else one_launch:
+            counter = ticket_counter(x.device)
+            mean_one_launch_kernel(threads, blocks_per_sm, unroll)[blocks, threads, s](
+                as_array(x.view(-1)), as_array(partials), as_array(counter), as_array(y.view(1)), np.int64(n))
+            return y
         partial_sums_kernel(threads, blocks_per_sm, unroll)[blocks, threads, s](as_array(x.view(-1)),
                                                                                 as_array(partials))
         finish_mean[1, finish, s](as_array(partials), as_array(y.view(1)), np.int64(n))

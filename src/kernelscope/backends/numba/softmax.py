@@ -8,7 +8,10 @@ Two launch plans, chosen per (rows, cols) on the host by ``plan_softmax``:
   and sums; a block sum; pass 3 writes e / sum. DRAM sees the row read once
   and written once: 8 bytes an element. Each thread touches only its own
   columns (j = t, t + threads, ...), so the passes need no barrier between
-  them beyond those inside the reductions.
+  them beyond those inside the reductions. With ``recompute`` pass 2 only
+  sums exp(x - max), leaving the row in shared memory, and pass 3 computes
+  exp(x - max) / sum again: one exp more an element, one shared-memory store
+  pass less.
 * "split": rows wider than a block's shared memory (or too few rows to fill
   the GPU) are cut into chunks of ``chunk`` columns, one block a chunk, in two
   launches. Launch 1 reads its chunk once, keeping a running max m and a sum
@@ -45,8 +48,10 @@ ONE = np.float32(1.0)
 # Launch defaults; scripts/gpu/tune_numba.py sweeps them.
 MAX_THREADS = 512  # row plan: the widest block; at 4096-16384 columns 3-4 blocks an SM overlap their passes
 LONE_BLOCK_THREADS = 1024  # row plan, a row filling an SM's shared memory: a lone block keeps the loads in flight
-COLS_PER_THREAD = 8  # row plan: a row's block gets about this many columns a thread (at least 32 threads)
-UNROLL = 4  # loads a thread has in flight in the DRAM passes
+COLS_PER_THREAD = 16  # row plan: a row's block gets about this many columns a thread (at least 32 threads)
+ROW_UNROLL = 8  # row plan: loads a thread has in flight in pass 1 (H100: 8 beat 4 at 4096-50257 columns)
+RECOMPUTE = False  # row plan: pass 3 recomputes exp instead of pass 2 storing it to shared memory
+UNROLL = 4  # split plan: loads a thread has in flight in the DRAM passes
 CHUNK = 8192  # split plan: columns a block
 SPLIT_THREADS = 256  # split plan: 32 columns a thread; 8 blocks an SM, so a row group's chunks fit in one wave
 MAX_CACHED_COLS: int | None = None  # widest row the row plan caches (None: what shared memory holds)
@@ -71,7 +76,7 @@ def online_update(m, s, v):
 
 
 @cache
-def softmax_row_kernel(threads: int, unroll: int):
+def softmax_row_kernel(threads: int, unroll: int, recompute: bool):
     """The "row" plan's kernel for one block size (each compiles once)."""
 
     @jit_bounded(threads)
@@ -97,16 +102,25 @@ def softmax_row_kernel(threads: int, unroll: int):
             m = max(m, e)
             j += threads
         m = block_max(m, scratch)
-        # Pass 2: exponentials in place, and their sum.
         s = ZERO
-        for j in range(t, cols, threads):
-            e = math.exp(row[j] - m)
-            row[j] = e
-            s += e
-        inv = ONE / block_sum(s, scratch)
-        # Pass 3: shared memory -> DRAM.
-        for j in range(t, cols, threads):
-            y[base + j] = row[j] * inv
+        if recompute:  # compile-time constant: one branch is compiled
+            # Pass 2: the sum of the exponentials; the row stays as it is.
+            for j in range(t, cols, threads):
+                s += math.exp(row[j] - m)
+            inv = ONE / block_sum(s, scratch)
+            # Pass 3: the exponentials again, scaled, shared memory -> DRAM.
+            for j in range(t, cols, threads):
+                y[base + j] = math.exp(row[j] - m) * inv
+        else:
+            # Pass 2: exponentials in place, and their sum.
+            for j in range(t, cols, threads):
+                e = math.exp(row[j] - m)
+                row[j] = e
+                s += e
+            inv = ONE / block_sum(s, scratch)
+            # Pass 3: shared memory -> DRAM.
+            for j in range(t, cols, threads):
+                y[base + j] = row[j] * inv
 
     return softmax_row
 
@@ -234,9 +248,11 @@ class Plan:
     unroll: int
     chunk: int = 0  # split: columns a block
     group_rows: int = 0  # split: rows a launch pair
+    recompute: bool = False  # row: pass 3 recomputes exp (see the module docstring)
 
     def __str__(self) -> str:
         extra = f" chunk={self.chunk} group={self.group_rows}" if self.path == "split" else ""
+        extra += " recompute" if self.recompute else ""
         return f"{self.path} threads={self.threads} unroll={self.unroll}{extra}"
 
 
@@ -247,8 +263,9 @@ def _pow2_at_least(n: int) -> int:
 def plan_softmax(rows: int, cols: int, device: torch.device, max_threads: int | None = None,
                  cols_per_thread: int | None = None, unroll: int | None = None, chunk: int | None = None,
                  split_threads: int | None = None, max_cached_cols: int | None = None,
-                 l2_share: float | None = None, path: str | None = None) -> Plan:
+                 l2_share: float | None = None, path: str | None = None, recompute: bool | None = None) -> Plan:
     """The launch plan for a (rows, cols) input; None: the module defaults; path forces a plan."""
+    row_unroll = unroll or (SIM_UNROLL if SIMULATED else ROW_UNROLL)
     unroll = unroll or (SIM_UNROLL if SIMULATED else UNROLL)
     if SIMULATED:
         max_threads, split_threads = max_threads or SIM_THREADS, split_threads or SIM_THREADS
@@ -269,7 +286,7 @@ def plan_softmax(rows: int, cols: int, device: torch.device, max_threads: int | 
                              f"(at most {shared // 4}); take the split plan")
         per_thread = cols_per_thread or COLS_PER_THREAD
         threads = min(max_threads, max(32, _pow2_at_least(-(-cols // per_thread))))
-        return Plan("row", threads, unroll)
+        return Plan("row", threads, row_unroll, recompute=RECOMPUTE if recompute is None else recompute)
     chunk = min(chunk, cols)
     threads = min(split_threads or SPLIT_THREADS, max(32, _pow2_at_least(chunk)))
     group = max(1, min(rows, int((l2_share or L2_SHARE) * l2) // (cols * 4)))
@@ -293,7 +310,7 @@ def _launch(x: torch.Tensor, y: torch.Tensor, plan: Plan, overrides: dict) -> to
     rows, cols = x.shape
     xa, ya, s = as_array(x.view(-1)), as_array(y.view(-1)), stream()
     if plan.path == "row":
-        kernel = softmax_row_kernel(plan.threads, plan.unroll)
+        kernel = softmax_row_kernel(plan.threads, plan.unroll, plan.recompute)
         args = (xa, ya, np.int64(cols))
         if SIMULATED or _allow_large_shared(kernel, args, cols * 4):
             kernel[rows, plan.threads, s, cols * 4](*args)
