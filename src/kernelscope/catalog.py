@@ -181,7 +181,7 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
             "Numba kernel with threadIdx.x on columns: a warp reads consecutive addresses",
             f"{_B}.numba.square:square_coalesced", dtypes=F32, takes_out=True, max_numel=INT32),
     Variant("square-numba-flat", "square", "numba",
-            "tuned Numba: a 1-D grid-stride loop over the flat array, a few resident blocks per SM",
+            "tuned Numba: one contiguous tile of threads x unroll elements a block, one lap over the flat array",
             f"{_B}.numba.square:square_flat", dtypes=F32, takes_out=True, max_numel=INT32, tuned=True),
     # --- mean -------------------------------------------------------------------
     Variant("mean-torch", "mean", "torch", "torch.mean(x): ATen's reduction kernel",
@@ -205,7 +205,8 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
     Variant("mean-cuda", "mean", "cuda", "CUDA C++ reduction in one launch: 16-byte loads, warp shuffles; the last block to finish adds the partials",
             f"{_B}.cuda.kernels:mean", dtypes=F32, takes_out=True, max_numel=INT32, tuned=True),
     Variant("mean-numba", "mean", "numba",
-            "Numba reduction: unrolled grid-stride loads, warp shuffles, one partial per block, a second launch finishes",
+            "Numba reduction in one launch: grid-stride partial sums; the last block to take an atomic ticket "
+            "(after a threadfence) sums the partials",
             f"{_B}.numba.mean:mean", dtypes=F32, takes_out=True, max_numel=INT32, tuned=True),
     # --- softmax ----------------------------------------------------------------
     Variant("softmax-manual", "softmax", "torch", "the lecture's softmax in five torch ops: max, sub, exp, sum, div",
@@ -251,7 +252,7 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
     Variant("gelu-cuda-vec4", "gelu", "cuda", "tuned CUDA C++: 16-byte vector loads in a grid-stride loop",
             f"{_B}.cuda.kernels:gelu_vec4", dtypes=F32_BF16, takes_out=True, max_numel=INT32, tuned=True,
             bench_dtypes=F32_BF16),
-    Variant("gelu-numba", "gelu", "numba", "Numba gelu: a 1-D grid-stride loop over the flat array",
+    Variant("gelu-numba", "gelu", "numba", "Numba gelu: one contiguous tile of threads x unroll elements a block, one lap over the flat array",
             f"{_B}.numba.gelu:gelu", dtypes=F32, takes_out=True, max_numel=INT32, tuned=True),
 ]}
 
