@@ -37,7 +37,15 @@ def test_every_softmax_plan_is_launchable(shape, sms, itemsize):
 
 @pytest.mark.parametrize("shape", [(64, 64), (256, 256), (1024, 1024), (16384, 1000), (13, 17), (1, 1)])
 def test_narrow_rows_take_a_warp_each(shape):
-    assert K.softmax_plan(*shape, H100_SMS).strategy == "warp"
+    assert K.softmax_plan(*shape, H100_SMS, 2).strategy == "warp"
+    if shape[1] <= K.SOFTMAX_WARP_MAX_COLS_F32:
+        assert K.softmax_plan(*shape, H100_SMS, 4).strategy == "warp"
+
+
+@pytest.mark.parametrize("shape", [(1024, 1024), (16384, 1000), (7, 513)])
+def test_float32_rows_of_513_to_1024_take_a_128_thread_block_each(shape):
+    # the H100 sweep: block 128 beat warp 128 at 1024x1024 (4.29 vs 4.65 us) and 16384x1000 (47.7 vs 48.6 us)
+    assert K.softmax_plan(*shape, H100_SMS, 4) == K.SoftmaxPlan("block", 128, 1)
 
 
 @pytest.mark.parametrize("shape", [(4096, 4096), (8192, 8192), (16384, 16384)])
@@ -45,6 +53,7 @@ def test_many_wide_rows_take_a_block_each_with_the_row_in_registers(shape):
     rows, cols = shape
     plan = K.softmax_plan(rows, cols, H100_SMS)
     assert plan == K.SoftmaxPlan("block", plan.threads, 1)
+    assert plan.threads >= K.SOFTMAX_BLOCK_MIN_THREADS  # 4096x4096: 256 threads 92.5% of copy, 128 threads 89.7%
     assert K.floats_per_thread(cols, 4, plan.threads) <= 32  # two blocks or more resident an SM
 
 
@@ -55,7 +64,19 @@ def test_few_or_very_wide_rows_split_across_a_cluster(shape):
         plan = K.softmax_plan(rows, cols, H100_SMS, itemsize)
         assert plan.strategy == "cluster" and plan.cluster >= 2
         # each block's slice fits its registers, and a wide row is never left to one block
-        assert -(-cols // plan.cluster) <= K.SOFTMAX_BLOCK_MAX_COLS
+        assert K.floats_per_thread(cols, itemsize, plan.threads, plan.cluster) <= K.register_capacity(plan.threads)
+        assert -(-cols // plan.cluster) <= (K.SOFTMAX_BLOCK_MAX_COLS_F32_C8 if itemsize == 4 and plan.cluster >= 8
+                                            else K.SOFTMAX_BLOCK_MAX_COLS)
+
+
+def test_the_wide_target_shapes_take_the_swept_winners():
+    # H100 sweep, float32: 512x50257 cluster 4 x 256 threads 78.7% of copy (512 threads: 67.8%);
+    # 64x262144 cluster 8 x 512 threads 65.1% (cluster 16: 62.3%). bfloat16 kept its plans.
+    assert K.softmax_plan(512, 50257, H100_SMS, 4) == K.SoftmaxPlan("cluster", 256, 4)
+    assert K.softmax_plan(64, 262144, H100_SMS, 4) == K.SoftmaxPlan("cluster", 512, 8)
+    assert K.softmax_plan(512, 50257, H100_SMS, 2) == K.SoftmaxPlan("cluster", 512, 4)
+    assert K.softmax_plan(64, 262144, H100_SMS, 2) == K.SoftmaxPlan("cluster", 512, 16)
+    assert K.softmax_plan(4096, 4096, H100_SMS, 4) == K.SoftmaxPlan("block", 256, 1)
 
 
 def test_the_target_shapes_fill_the_h100():
@@ -77,9 +98,10 @@ def test_floats_per_thread_rounds_like_launch_softmax():
     assert K.floats_per_thread(3, 4, 32) == 0  # all in the unaligned ends
 
 
-def test_elementwise_defaults_fill_an_sm_in_one_wave():
-    assert K.ELEMENTWISE_THREADS % 32 == 0
-    assert K.ELEMENTWISE_THREADS * K.ELEMENTWISE_BLOCKS_PER_SM == 2048
+def test_elementwise_defaults_launch_one_lap_of_tiles():
+    # blocks_per_sm 0: a block a tile, n / (threads x unroll) blocks (the grid-stride wave stayed at 92-94%)
+    assert K.ELEMENTWISE_THREADS % 32 == 0 and 2048 % K.ELEMENTWISE_THREADS == 0
+    assert K.ELEMENTWISE_BLOCKS_PER_SM == 0
     assert K.ELEMENTWISE_UNROLL in (1, 2, 4, 8)
 
 

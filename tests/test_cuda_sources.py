@@ -100,6 +100,7 @@ VECTOR_STORE = re.compile(r"st\.global(\.wb|\.cs|\.cg)?(\.L1::\w+)?\.v4\.(f32|u3
 
 @needs_nvcc
 @pytest.mark.parametrize("source, kernel", [("square.cu", "square_vec4_kernel"), ("gelu.cu", "gelu_vec4_kernel"),
+                                            ("square.cu", "square_tiled_kernel"), ("gelu.cu", "gelu_tiled_kernel"),
                                             ("softmax.cu", "softmax_warp_kernel"),
                                             ("softmax.cu", "softmax_block_kernel"),
                                             ("softmax.cu", "softmax_loop_kernel")])
@@ -114,9 +115,10 @@ def test_tuned_kernels_use_16_byte_loads_and_stores_for_both_dtypes(compiled, so
 
 
 @needs_nvcc
-def test_vectorized_square_keeps_four_loads_in_flight(compiled):
+@pytest.mark.parametrize("kernel", ["square_vec4_kernel", "square_tiled_kernel"])
+def test_vectorized_square_keeps_four_loads_in_flight(compiled, kernel):
     ptx, _ = compiled("square.cu")
-    body = next(b for name, b in entries(ptx).items() if "square_vec4_kernel" in name and "IfLi4E" in name)
+    body = next(b for name, b in entries(ptx).items() if kernel in name and "IfLi4E" in name)
     # the unrolled loop issues its four loads before the first store
     first_store = VECTOR_STORE.search(body).start()
     assert len(VECTOR_LOAD.findall(body[:first_store])) >= 4
@@ -155,13 +157,13 @@ def test_kernels_do_not_spill_registers(compiled, source):
 def test_register_counts_allow_the_launch_shapes_kernels_py_assumes(compiled):
     from kernelscope.backends.cuda import kernels as K
 
-    # elementwise: ELEMENTWISE_BLOCKS_PER_SM x ELEMENTWISE_THREADS = 2048 threads an SM fit in 65536 registers
-    regs_per_thread = 65536 // (K.ELEMENTWISE_BLOCKS_PER_SM * K.ELEMENTWISE_THREADS)
+    # elementwise (tiled and grid-stride): 2048 threads an SM (8 blocks of 256) fit in 65536 registers
+    regs_per_thread = 65536 // 2048
     for source in ("square.cu", "gelu.cu"):
         _, kernels = compiled(source)
         tuned = {name: regs for name, (regs, _) in kernels.items()
-                 if "vec4_kernel" in name and f"Li{K.ELEMENTWISE_UNROLL}E" in name}
-        assert len(tuned) == 2 and all(r <= regs_per_thread for r in tuned.values()), tuned
+                 if ("vec4_kernel" in name or "tiled_kernel" in name) and f"Li{K.ELEMENTWISE_UNROLL}E" in name}
+        assert len(tuned) == 4 and all(r <= regs_per_thread for r in tuned.values()), tuned
     # softmax_block_kernel at <= 32 elements a thread: 64 registers, so 1024 threads (or 2 x 512) fit an SM
     _, kernels = compiled("softmax.cu")
     for name, (regs, _) in kernels.items():

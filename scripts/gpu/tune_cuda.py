@@ -3,17 +3,17 @@
 For each op, shape and dtype: the suite's own cases (kernelscope.timing.cases,
 checked against the float64 reference) for the torch variant and for the CUDA
 variant at its defaults: the rows the asv suite will store. Then, at the target
-shapes, a sweep of launch shapes (square/gelu: threads, blocks per SM, 16-byte
-loads in flight; softmax: strategy, threads, cluster size), each configuration
-checked once against the same reference (softmax with few rows also on masked,
-offset and large-logit rows) before it is timed. Ends with the targets, met or
-missed, and the best configuration found where it beats the default.
+shapes, the candidate launch shapes (square/gelu: tiled one lap, tiled with a
+capped grid, and the old grid-stride wave; softmax: the plans the previous
+sweep found best beside the defaults), each checked once against the same
+reference (softmax with few rows also on masked, offset and large-logit rows)
+before it is timed. Ends with the targets, met or missed, and the best
+candidate where it beats the default.
 
     python3 scripts/gpu/tune_cuda.py --json $OUT/tune_cuda.json [--quick]
 
 The extension build comes first (a minute or two with a cold cache) and is not
-counted; the rest takes about two minutes on an H100. Exits 1 if any output was
-wrong.
+counted; the rest takes under 90 s on an H100. Exits 1 if any output was wrong.
 """
 
 from __future__ import annotations
@@ -41,15 +41,27 @@ ITEMSIZE = {"float32": 4, "bfloat16": 2}
 
 SOFTMAX_SHAPES = [(64, 64), (256, 256), (1024, 1024), (4096, 4096), (8192, 8192), (16384, 16384),
                   (16384, 1000), (512, 50257), (64, 262144)]
-SOFTMAX_SWEEP = [(16384, 16384), (512, 50257), (64, 262144), (8192, 8192), (4096, 4096), (16384, 1000), (1024, 1024)]
-SOFTMAX_SWEEP_QUICK = [(16384, 16384), (512, 50257), (64, 262144)]
+SOFTMAX_SWEEP = [(4096, 4096), (8192, 8192), (16384, 1000), (1024, 1024), (512, 50257), (64, 262144)]
+SOFTMAX_SWEEP_QUICK = [(512, 50257), (64, 262144)]
+# Candidates beside the default (softmax_plan's choice, always timed first), from the previous H100 sweep's winners.
+SOFTMAX_CANDIDATES = {
+    (4096, 4096): [("block", 128, 1), ("block", 256, 1), ("block", 512, 1)],
+    (8192, 8192): [("block", 256, 1), ("block", 512, 1), ("block", 1024, 1)],
+    (16384, 1000): [("warp", 128, 1), ("block", 128, 1)],
+    (1024, 1024): [("warp", 128, 1), ("block", 128, 1)],
+    (512, 50257): [("cluster", 256, 4), ("cluster", 512, 4), ("cluster", 256, 8), ("cluster", 512, 2),
+                   ("cluster", 512, 8)],
+    (64, 262144): [("cluster", 512, 16), ("cluster", 512, 8), ("cluster", 256, 16), ("cluster", 1024, 8),
+                   ("loop", 1024, 8)],
+}
 
 ELEMENTWISE_SHAPES = [(64, 64), (256, 256), (1024, 1024), (4096, 4096), (8192, 8192), (16384, 16384)]
 ELEMENTWISE_SWEEP = [(8192, 8192), (16384, 16384)]  # 2^26 and 2^28 elements
-# (threads, blocks_per_sm, unroll): unroll 1 is the old kernel's one load in flight; (256, 16, 4) runs two waves
-ELEMENTWISE_CONFIGS = [(256, 8, 4), (256, 8, 1), (256, 8, 2), (256, 4, 8), (128, 16, 4), (512, 4, 4), (1024, 2, 4),
-                       (256, 4, 4), (256, 16, 4)]
-ELEMENTWISE_CONFIGS_QUICK = ELEMENTWISE_CONFIGS[:3]
+# (threads, blocks_per_sm, unroll). blocks_per_sm 0: tiled, one lap (a block a tile of threads x unroll
+# vectors); -k: the same tiles, k blocks an SM striding over them; k > 0: the grid-stride wave (old default 256, 8, 4).
+ELEMENTWISE_CONFIGS = [(256, 0, 4), (128, 0, 4), (512, 0, 4), (256, 0, 2), (128, 0, 8), (256, 0, 8), (1024, 0, 2),
+                       (256, -8, 4), (256, -16, 4), (256, 8, 4), (256, 16, 4), (1024, 2, 4)]
+ELEMENTWISE_CONFIGS_QUICK = [(256, 0, 4), (128, 0, 4), (256, 8, 4)]
 
 FAILURES: list[str] = []
 SUITE: dict[tuple, dict] = {}  # (op, variant, shape, dtype) -> the suite case's row
@@ -112,15 +124,7 @@ def plan_label(plan) -> str:
 def softmax_candidates(shape, dtype: str, quick: bool) -> list[K.SoftmaxPlan]:
     rows, cols = shape
     item = ITEMSIZE[dtype]
-    if cols <= 1024:
-        plans = [("warp", t, 1) for t in (64, 128, 256, 512)] + [("block", t, 1) for t in (128, 256)]
-    elif rows >= 2048:  # many wide rows: a block each, or 2 or 4 smaller blocks (more of them resident an SM)
-        plans = [("block", t, 1) for t in (128, 256, 512, 1024)] + \
-                [("cluster", t, c) for c in (2, 4) for t in (128, 256, 512)]
-    else:  # few wide rows: clusters of 2 to 16, and the loop kernel
-        plans = [("cluster", t, c) for c in (2, 4, 8, 16) for t in (256, 512, 1024)] + \
-                [("loop", 1024, c) for c in (8, 16)]
-    plans = [K.SoftmaxPlan(*p) for p in plans]
+    plans = [K.SoftmaxPlan(*p) for p in SOFTMAX_CANDIDATES[shape]]
 
     def launchable(p: K.SoftmaxPlan) -> bool:
         if p.strategy == "warp":
@@ -131,7 +135,7 @@ def softmax_candidates(shape, dtype: str, quick: bool) -> list[K.SoftmaxPlan]:
 
     plans = [p for p in plans if launchable(p)]
     if quick:
-        plans = plans[::3]
+        plans = plans[:2]
     default = K.softmax_plan(rows, cols, torch.cuda.get_device_properties(0).multi_processor_count, item)
     return [default] + [p for p in plans if p != default]
 
@@ -164,6 +168,11 @@ def tune_softmax(table: Table, quick: bool) -> None:
             torch.cuda.empty_cache()
 
 
+def elementwise_label(threads: int, bps: int, unroll: int) -> str:
+    mode = "tiled 1-lap" if bps == 0 else ("tiled stride" if bps < 0 else "grid-stride")
+    return f"{mode} t={threads} bps={abs(bps)} u={unroll}"
+
+
 def tune_elementwise(table: Table, op_name: str, fn, quick: bool) -> None:
     op = OPS[op_name]
     default = (K.ELEMENTWISE_THREADS, K.ELEMENTWISE_BLOCKS_PER_SM, K.ELEMENTWISE_UNROLL)
@@ -171,7 +180,7 @@ def tune_elementwise(table: Table, op_name: str, fn, quick: bool) -> None:
         for dtype in DTYPES:
             suite_row(table, op_name, f"{op_name}-torch", shape, dtype, f"{op_name}-torch (suite)")
             suite_row(table, op_name, f"{op_name}-cuda-vec4", shape, dtype,
-                      f"{op_name}-cuda-vec4 (suite) threads={default[0]} bps={default[1]} unroll={default[2]}")
+                      f"{op_name}-cuda-vec4 (suite) {elementwise_label(*default)}")
         cases._CASES.clear()
     configs = ELEMENTWISE_CONFIGS_QUICK if quick else ELEMENTWISE_CONFIGS
     configs = [default] + [c for c in configs if c != default]
@@ -181,7 +190,7 @@ def tune_elementwise(table: Table, op_name: str, fn, quick: bool) -> None:
             out = torch.empty_like(x)
             ref, scale = reference(op, x)
             for i, (threads, bps, unroll) in enumerate(configs):
-                label = f"threads={threads} bps={bps} unroll={unroll}" + (" (default)" if i == 0 else "")
+                label = elementwise_label(threads, bps, unroll) + (" (default)" if i == 0 else "")
                 sweep_row(table, op, label, lambda a, b, t=threads, s=bps, u=unroll: fn(a, b, t, s, u),
                           x, out, ref, scale, shape, dtype)
             del x, out, ref
@@ -222,7 +231,21 @@ def summary() -> list[dict]:
             if shape in ((512, 50257), (64, 262144)):
                 record(f"softmax-cuda {shape_str(shape)} {dtype} >= 85% of copy", mine["pct_copy"] >= 85,
                        f"{mine['pct_copy']:.1f}%")
-    print("\n== best swept configuration (out given) where it beats the default by 1% or more", flush=True)
+    print("\n== square/gelu: best tiled vs best grid-stride candidate (out given)", flush=True)
+    for (op, size, dtype), rows in SWEEPS.items():
+        if op not in ("square", "gelu"):
+            continue
+        tiled = [r for r in rows if r["config"].startswith("tiled")]
+        stride = [r for r in rows if r["config"].startswith("grid-stride")]
+        if tiled and stride:
+            bt, bs = max(tiled, key=lambda r: r["pct_copy"]), max(stride, key=lambda r: r["pct_copy"])
+            line = (f"{op} {size} {dtype}: {bt['config']} {bt['pct_copy']:.1f}% vs "
+                    f"{bs['config']} {bs['pct_copy']:.1f}%")
+            print("  " + line, flush=True)
+            records.append({"title": "tiled-vs-grid-stride", "op": op, "shape": size, "dtype": dtype,
+                            "tiled": bt["config"], "tiled_pct_copy": bt["pct_copy"],
+                            "grid_stride": bs["config"], "grid_stride_pct_copy": bs["pct_copy"]})
+    print("\n== best candidate (out given) where it beats the default by 1% or more", flush=True)
     for (op, size, dtype), rows in SWEEPS.items():
         default = next((r for r in rows if r["config"].endswith("(default)")), None)
         best = max(rows, key=lambda r: r["pct_copy"])

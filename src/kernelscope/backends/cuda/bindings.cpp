@@ -59,12 +59,14 @@ torch::Tensor square_lecture(torch::Tensor x, torch::Tensor out) {
     return out;
 }
 
-// threads, blocks_per_sm (grid = SMs x blocks_per_sm at most) and unroll (16-byte
-// loads in flight a thread: 1, 2, 4 or 8) come from kernels.py.
+// threads, blocks_per_sm (0: one lap of tiles, a block a tile; -k: the tiles
+// strided over by k blocks an SM; k > 0: the grid-stride loop, SMs x k blocks at
+// most) and unroll (16-byte loads a thread before its first store: 1, 2, 4 or 8)
+// come from kernels.py.
 torch::Tensor square_vec4(torch::Tensor x, torch::Tensor out, int64_t threads, int64_t blocks_per_sm, int64_t unroll) {
     bool bf16 = check_f32_bf16_pair(x, out);
     check_threads(threads);
-    TORCH_CHECK(blocks_per_sm >= 1, "blocks_per_sm must be positive");
+    TORCH_CHECK(blocks_per_sm >= -64 && blocks_per_sm <= 64, "blocks_per_sm must be in [-64, 64]");
     auto stream = c10::cuda::getCurrentCUDAStream(x.get_device()).stream();
     check_launch(launch_square_vec4(x.data_ptr(), out.data_ptr(), x.numel(), bf16, (int)threads, (int)blocks_per_sm,
                                     (int)unroll, sm_count(x), stream), "square_vec4");
@@ -83,7 +85,7 @@ torch::Tensor gelu_lecture(torch::Tensor x, torch::Tensor out) {
 torch::Tensor gelu_vec4(torch::Tensor x, torch::Tensor out, int64_t threads, int64_t blocks_per_sm, int64_t unroll) {
     bool bf16 = check_f32_bf16_pair(x, out);
     check_threads(threads);
-    TORCH_CHECK(blocks_per_sm >= 1, "blocks_per_sm must be positive");
+    TORCH_CHECK(blocks_per_sm >= -64 && blocks_per_sm <= 64, "blocks_per_sm must be in [-64, 64]");
     auto stream = c10::cuda::getCurrentCUDAStream(x.get_device()).stream();
     check_launch(launch_gelu_vec4(x.data_ptr(), out.data_ptr(), x.numel(), bf16, (int)threads, (int)blocks_per_sm,
                                   (int)unroll, sm_count(x), stream), "gelu_vec4");

@@ -31,13 +31,25 @@ __device__ __forceinline__ float gelu_tanh(float x) {
     return __fdividef(x, 1.0f + __expf(-2.0f * u));
 }
 
-// Tuned: the vectorized grid-stride loop of square_vec4_kernel (square.cu) with
-// gelu_tanh in place of the square, computed in float32 for both dtypes. Bytes
-// moved: n elements read once and written once; about 12 instructions an element
-// leave it memory-bound, at 16 B per 4 (float32) or 8 (bfloat16) elements.
-// Launch shape: one resident wave of sm_count x blocks_per_sm blocks, UNROLL
-// 16-byte loads in flight per thread before the first store, every thread moving
-// the same number of vectors to within one.
+// Tuned: square_vec4's two launch shapes (square.cu) with gelu_tanh in place of
+// the square, computed in float32 for both dtypes. Bytes moved: n elements read
+// once and written once; about 12 instructions an element leave it memory-bound,
+// at 16 B per 4 (float32) or 8 (bfloat16) elements.
+//   tiled (blocks_per_sm 0, the default): gelu_tiled_kernel, a block a tile of
+//     threads x UNROLL vectors, one lap of n_vec / tile blocks (map_tiles, pack16.cuh).
+//   grid-stride (blocks_per_sm k > 0): gelu_vec4_kernel, one resident wave of
+//     sm_count x k blocks, UNROLL loads in flight a thread before its first store.
+// On an H100 the grid-stride wave read 87-94% of copy bandwidth at 2^26 and
+// 2^28 elements in every configuration swept, torch's F.gelu (one lap of tiles) 98-100%.
+struct GeluTanh {
+    __device__ __forceinline__ float operator()(float v) const { return gelu_tanh(v); }
+};
+
+template <typename T, int UNROLL> __launch_bounds__(1024, UNROLL <= 4 ? 2 : 1) __global__ void gelu_tiled_kernel(
+    const T* __restrict__ x, T* __restrict__ y, int64_t n) {
+    map_tiles<T, UNROLL>(x, y, n, GeluTanh());
+}
+
 template <typename T, int UNROLL> __launch_bounds__(1024, UNROLL <= 4 ? 2 : 1) __global__ void gelu_vec4_kernel(
     const T* __restrict__ x, T* __restrict__ y, int64_t n) {
     using P = Pack16<T>;
@@ -73,26 +85,35 @@ template <typename T, int UNROLL> __launch_bounds__(1024, UNROLL <= 4 ? 2 : 1) _
 }
 
 template <typename T, int UNROLL>
-static cudaError_t launch_gelu_vec4_t(const void* x, void* y, int64_t n, int threads, int blocks, cudaStream_t stream) {
-    gelu_vec4_kernel<T, UNROLL><<<blocks, threads, 0, stream>>>(static_cast<const T*>(x), static_cast<T*>(y), n);
+static cudaError_t launch_gelu_vec4_t(const void* xv, void* yv, int64_t n, int threads, int blocks_per_sm,
+                                      int sm_count, cudaStream_t stream) {
+    const T* x = static_cast<const T*>(xv);
+    T* y = static_cast<T*>(yv);
+    constexpr int N = Pack16<T>::N;
+    if (blocks_per_sm > 0) {
+        int blocks = resident_grid((n + N - 1) / N, threads, blocks_per_sm, sm_count);
+        gelu_vec4_kernel<T, UNROLL><<<blocks, threads, 0, stream>>>(x, y, n);
+    } else {
+        int blocks = tiled_grid(n, N, threads, UNROLL, -blocks_per_sm, sm_count);
+        gelu_tiled_kernel<T, UNROLL><<<blocks, threads, 0, stream>>>(x, y, n);
+    }
     return cudaGetLastError();
 }
 
-// threads, blocks_per_sm and unroll (1, 2, 4 or 8) come from kernels.py, so a tuning script sweeps them.
+// threads, blocks_per_sm (0: tiled, one lap; -k: tiled, k blocks an SM; k > 0:
+// grid-stride, k blocks an SM) and unroll (1, 2, 4 or 8) come from kernels.py.
 cudaError_t launch_gelu_vec4(const void* x, void* y, int64_t n, bool bf16, int threads, int blocks_per_sm,
                              int unroll, int sm_count, cudaStream_t stream) {
     if (n == 0) return cudaSuccess;
-    const int per_pack = bf16 ? 8 : 4;
-    int blocks = resident_grid((n + per_pack - 1) / per_pack, threads, blocks_per_sm, sm_count);
     switch (unroll * (bf16 ? -1 : 1)) {
-        case 1: return launch_gelu_vec4_t<float, 1>(x, y, n, threads, blocks, stream);
-        case 2: return launch_gelu_vec4_t<float, 2>(x, y, n, threads, blocks, stream);
-        case 4: return launch_gelu_vec4_t<float, 4>(x, y, n, threads, blocks, stream);
-        case 8: return launch_gelu_vec4_t<float, 8>(x, y, n, threads, blocks, stream);
-        case -1: return launch_gelu_vec4_t<__nv_bfloat16, 1>(x, y, n, threads, blocks, stream);
-        case -2: return launch_gelu_vec4_t<__nv_bfloat16, 2>(x, y, n, threads, blocks, stream);
-        case -4: return launch_gelu_vec4_t<__nv_bfloat16, 4>(x, y, n, threads, blocks, stream);
-        case -8: return launch_gelu_vec4_t<__nv_bfloat16, 8>(x, y, n, threads, blocks, stream);
+        case 1: return launch_gelu_vec4_t<float, 1>(x, y, n, threads, blocks_per_sm, sm_count, stream);
+        case 2: return launch_gelu_vec4_t<float, 2>(x, y, n, threads, blocks_per_sm, sm_count, stream);
+        case 4: return launch_gelu_vec4_t<float, 4>(x, y, n, threads, blocks_per_sm, sm_count, stream);
+        case 8: return launch_gelu_vec4_t<float, 8>(x, y, n, threads, blocks_per_sm, sm_count, stream);
+        case -1: return launch_gelu_vec4_t<__nv_bfloat16, 1>(x, y, n, threads, blocks_per_sm, sm_count, stream);
+        case -2: return launch_gelu_vec4_t<__nv_bfloat16, 2>(x, y, n, threads, blocks_per_sm, sm_count, stream);
+        case -4: return launch_gelu_vec4_t<__nv_bfloat16, 4>(x, y, n, threads, blocks_per_sm, sm_count, stream);
+        case -8: return launch_gelu_vec4_t<__nv_bfloat16, 8>(x, y, n, threads, blocks_per_sm, sm_count, stream);
         default: return cudaErrorInvalidValue;
     }
 }

@@ -13,16 +13,26 @@ import torch
 
 from kernelscope.backends.cuda.build import extension
 
-# square_vec4, gelu_vec4: a grid-stride loop over 16-byte vectors, one resident wave.
+# square_vec4, gelu_vec4: tiles of threads x unroll 16-byte vectors, a block a tile, one lap of blocks
+# (blocks_per_sm 0; -k: k blocks an SM striding over the tiles; k > 0: the grid-stride loop, one
+# resident wave of k blocks an SM). On an H100 the grid-stride wave stayed at 92-94% of copy
+# bandwidth at 2^26 and 2^28 elements in every configuration; torch's one-lap launch read 99-100%.
 ELEMENTWISE_THREADS = 256
-ELEMENTWISE_BLOCKS_PER_SM = 8  # 8 x 256 = 2048 threads, an SM's limit (the kernels fit in 32 registers)
-ELEMENTWISE_UNROLL = 4  # 16-byte loads in flight a thread: 128 KiB a SM
+ELEMENTWISE_BLOCKS_PER_SM = 0  # one lap: n / (256 x 4 x 16 B) blocks, 8 of them resident an SM (32 registers)
+ELEMENTWISE_UNROLL = 4  # 16-byte loads a thread before its first store: a 16 KiB tile a block
 
-# softmax: the launch shape from the row count and width (softmax_plan).
-SOFTMAX_WARP_MAX_COLS = 1024  # rows up to this wide: one warp a row
+# softmax: the launch shape from the row count, width and element size (softmax_plan), from an H100 sweep.
+SOFTMAX_WARP_MAX_COLS = 1024  # rows up to this wide: one warp a row ...
+SOFTMAX_WARP_MAX_COLS_F32 = 512  # ... but float32 rows of 513-1024: a 128-thread block each (4.29 vs 4.65 us
+SOFTMAX_NARROW_BLOCK_THREADS = 128  # at 1024x1024, 47.7 vs 48.6 us at 16384x1000; bfloat16 stays on warps)
 SOFTMAX_WARP_THREADS = 128  # warp strategy: 4 rows a block
-SOFTMAX_BLOCK_EPT = 32  # block strategy: elements a thread holds (threads = slice / this, 128 to 1024)
+SOFTMAX_BLOCK_EPT = 32  # block strategy: elements a thread holds (threads = slice / this, 256 to 1024)
+SOFTMAX_BLOCK_MIN_THREADS = 256  # 4096 columns: 256 threads read 92.5% of copy, 128 threads 89.7%
+SOFTMAX_CLUSTER_EPT_F32 = 64  # float32 slices of a cluster: 64 elements a thread (512x50257: 256 threads
+#                               78.7% vs 512 threads 67.8%); bfloat16 keeps SOFTMAX_BLOCK_EPT
 SOFTMAX_BLOCK_MAX_COLS = 16384  # wider rows are split across a cluster (a block: 64 KiB of float32 registers)
+SOFTMAX_BLOCK_MAX_COLS_F32_C8 = 32768  # float32 past a cluster of 8: 512 threads x 64 (64x262144: cluster 8,
+#                                        65.1% vs cluster 16, 62.3%)
 SOFTMAX_CLUSTER_FILL = 2  # few rows: split across a cluster until rows x cluster >= this x SMs ...
 SOFTMAX_MIN_SLICE = 2048  # ... as long as each block keeps this many elements
 SOFTMAX_MAX_CLUSTER = 16  # H100 allows 16 (non-portable); 8 is portable
@@ -55,21 +65,36 @@ def register_capacity(threads: int) -> int:
 def softmax_plan(rows: int, cols: int, sm_count: int, itemsize: int = 4) -> SoftmaxPlan:
     """Strategy, threads and cluster size of softmax-cuda for a (rows, cols) input.
 
-    Narrow rows: a warp each. Otherwise a block each (threads chosen so a thread
-    holds about SOFTMAX_BLOCK_EPT elements), split across a cluster of 2 to 16
-    blocks when a row is wider than one block holds or when there are too few
-    rows to give every SM SOFTMAX_CLUSTER_FILL blocks. Rows wider than 16 blocks
-    hold in registers loop over memory instead.
+    Narrow rows: a warp each (float32 rows of 513 to 1024: a 128-thread block
+    each). Otherwise a block each (threads chosen so a thread holds about
+    SOFTMAX_BLOCK_EPT elements, 256 threads at least), split across a cluster of
+    2 to 16 blocks when a row is wider than one block holds or when there are
+    too few rows to give every SM SOFTMAX_CLUSTER_FILL blocks. In a cluster a
+    float32 thread holds about 64 elements, and float32 slices grow to 32768
+    before the cluster goes past 8. Rows wider than 16 blocks hold in registers
+    loop over memory instead. The thresholds are an H100 sweep's
+    (scripts/gpu/tune_cuda.py).
     """
-    if cols <= SOFTMAX_WARP_MAX_COLS:
+    f32 = itemsize == 4
+    if cols <= (SOFTMAX_WARP_MAX_COLS_F32 if f32 else SOFTMAX_WARP_MAX_COLS):
         return SoftmaxPlan("warp", SOFTMAX_WARP_THREADS, 1)
+    if cols <= SOFTMAX_WARP_MAX_COLS:
+        return SoftmaxPlan("block", SOFTMAX_NARROW_BLOCK_THREADS, 1)
+
+    def max_slice(cluster: int) -> int:
+        return SOFTMAX_BLOCK_MAX_COLS_F32_C8 if f32 and cluster >= 8 else SOFTMAX_BLOCK_MAX_COLS
+
     cluster = 1
     while cluster < SOFTMAX_MAX_CLUSTER and (
-            cols > cluster * SOFTMAX_BLOCK_MAX_COLS
+            cols > cluster * max_slice(cluster)
             or (rows * cluster < SOFTMAX_CLUSTER_FILL * sm_count and cols >= 2 * cluster * SOFTMAX_MIN_SLICE)):
         cluster *= 2
     slice_cols = -(-cols // cluster)
-    threads = min(1024, max(128, _next_pow2(-(-slice_cols // SOFTMAX_BLOCK_EPT))))
+    if cluster > 1 and f32:
+        threads = min(512, max(128, _next_pow2(-(-slice_cols // SOFTMAX_CLUSTER_EPT_F32))))
+    else:
+        threads = min(1024, max(128 if cluster > 1 else SOFTMAX_BLOCK_MIN_THREADS,
+                                _next_pow2(-(-slice_cols // SOFTMAX_BLOCK_EPT))))
     if floats_per_thread(cols, itemsize, threads, cluster) > register_capacity(threads):
         return SoftmaxPlan("loop", SOFTMAX_LOOP_THREADS, cluster)
     return SoftmaxPlan("cluster" if cluster > 1 else "block", threads, cluster)

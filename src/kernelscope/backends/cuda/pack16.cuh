@@ -67,3 +67,58 @@ inline int resident_grid(int64_t items, int threads, int blocks_per_sm, int sm_c
     int64_t wave = (int64_t)sm_count * blocks_per_sm;
     return (int)(needed < 1 ? 1 : (needed < wave ? needed : wave));
 }
+
+// Blocks for map_tiles over n elements, tiles of threads x unroll vectors of
+// per_pack elements: one block a tile (blocks_per_sm 0: one lap, as torch's
+// elementwise kernels launch), or at most sm_count x blocks_per_sm blocks that
+// stride over the tiles. At least one block (the scalar path needs one).
+inline int tiled_grid(int64_t n, int per_pack, int threads, int unroll, int blocks_per_sm, int sm_count) {
+    const int64_t tile = (int64_t)threads * unroll;
+    int64_t tiles = ((n + per_pack - 1) / per_pack + tile - 1) / tile;
+    if (blocks_per_sm > 0 && tiles > (int64_t)sm_count * blocks_per_sm) tiles = (int64_t)sm_count * blocks_per_sm;
+    return (int)(tiles < 1 ? 1 : tiles);
+}
+
+// y = f(x) elementwise, computed in float32, a block a tile: tile t is the
+// blockDim.x x UNROLL 16-byte vectors from vector t x tile on, and thread i of
+// the block loads vectors i, i + blockDim.x, ... (each of the UNROLL loads is one
+// coalesced 4 KiB sweep of a 256-thread block), all UNROLL loads before its first
+// store. Blocks take tiles blockIdx.x, blockIdx.x + gridDim.x, ...: with
+// tiled_grid's one-lap grid, exactly one tile each. The last, partial tile goes
+// one vector a thread at a time to the block whose turn it is; the n % N
+// elements past the last vector, or all n when x or y is not 16-byte aligned,
+// are scalar loads over the whole grid.
+template <typename T, int UNROLL, typename F>
+__device__ __forceinline__ void map_tiles(const T* __restrict__ x, T* __restrict__ y, int64_t n, F f) {
+    using P = Pack16<T>;
+    const int64_t n_vec = aligned16(x, y) ? n / P::N : 0;
+    const int64_t tile = (int64_t)blockDim.x * UNROLL;  // in vectors
+    const int64_t full = n_vec / tile;  // tiles with all their vectors
+    const int64_t lane_step = (int64_t)blockDim.x * P::N;  // elements between one thread's vectors
+    for (int64_t t = blockIdx.x; t < full; t += gridDim.x) {
+        const int64_t first = (t * tile + threadIdx.x) * P::N;
+        uint4 r[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) r[u] = load16(x + first + u * lane_step);  // all loads first
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            float v[P::N];
+            P::unpack(r[u], v);
+#pragma unroll
+            for (int k = 0; k < P::N; ++k) v[k] = f(v[k]);
+            store16(y + first + u * lane_step, P::pack(v));
+        }
+    }
+    if (blockIdx.x == full % gridDim.x) {  // the partial tile, fewer than `tile` vectors
+        for (int64_t i = full * tile + threadIdx.x; i < n_vec; i += blockDim.x) {
+            float v[P::N];
+            P::unpack(load16(x + i * P::N), v);
+#pragma unroll
+            for (int k = 0; k < P::N; ++k) v[k] = f(v[k]);
+            store16(y + i * P::N, P::pack(v));
+        }
+    }
+    const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+    for (int64_t i = n_vec * P::N + (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+        y[i] = P::from_float(f(P::to_float(x[i])));
+}
