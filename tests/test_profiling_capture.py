@@ -171,7 +171,8 @@ def test_ncus_permission_error_is_named(tmp_path, monkeypatch):
 
 def test_cuda_variants_kernels_come_from_their_launchers():
     assert code.cuda_kernels(get("square-cuda-lecture")) == ["square_lecture_kernel"]
-    assert code.cuda_kernels(get("square-cuda-vec4")) == ["square_vec4_kernel"]
+    # the launcher has two paths (one lap of tiles by default, the grid-stride loop for the sweeps): both are candidates
+    assert sorted(code.cuda_kernels(get("square-cuda-vec4"))) == ["square_tiled_kernel", "square_vec4_kernel"]
     for v in VARIANTS.values():
         if v.backend == "cuda":
             kernels = code.cuda_kernels(v)  # every CUDA variant resolves to kernels of its own .cu file
@@ -219,6 +220,9 @@ def test_cuda_ptx_ptxas_report_and_sass_of_square_cuda_vec4_without_a_gpu(tmp_pa
     kinds = {a.kind for a in got.artifacts}
     assert {"ptx", "ptxas"} <= kinds and ("sass" in kinds or "sass" in got.skipped)
     assert {a.kernel for a in got.artifacts} == {"square_vec4_kernel<float, 4>"}  # the one that ran, no other
+    tiled = code.capture(get("square-cuda-vec4"), None, tmp_path / "tiled", "float32",
+                         launched=["void square_tiled_kernel<float, 4>(float const*, float*, long)"])
+    assert {a.kernel for a in tiled.artifacts} == {"square_tiled_kernel<float, 4>"}  # the other path, likewise
     ptx = next(a for a in got.artifacts if a.kind == "ptx")
     text = (tmp_path / ptx.file).read_text()
     assert ".target sm_90" in text and text.count(".entry") == 1 and "square_lecture" not in text

@@ -534,6 +534,10 @@ def _cuda(variant, x, dtype: str, out_dir: Path, out: Captured, launched=None) -
     sass = split_sass(compiled["sass"]) if compiled["sass"] else {}
     if compiled["sass_error"]:
         out.skipped["sass"] = compiled["sass_error"]
+    if launched:  # a launcher with several paths (tiled, grid-stride): keep the kernels that ran
+        ran = [_squeezed(n) for n in launched]
+        kernels = [k for k in kernels if any(_squeezed(shown) + "(" in n for _, shown in
+                                             select_symbols(list(module.functions), k, dtype) for n in ran)] or kernels
     taken: set[str] = set()
     for kernel in kernels:
         symbols = select_symbols(list(module.functions), kernel, dtype, launched)

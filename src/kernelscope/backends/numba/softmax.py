@@ -46,10 +46,10 @@ from kernelscope.backends.numba.common import (NEG_INF, SIM_THREADS, SIMULATED, 
 ONE = np.float32(1.0)
 
 # Launch defaults; scripts/gpu/tune_numba.py sweeps them.
-MAX_THREADS = 512  # row plan: the widest block; at 4096-16384 columns 3-4 blocks an SM overlap their passes
+MAX_THREADS = 256  # row plan: the widest block (H100: 256 beat 512 at 8192-16384 columns: more blocks an SM overlap their passes)
 LONE_BLOCK_THREADS = 1024  # row plan, a row filling an SM's shared memory: a lone block keeps the loads in flight
 COLS_PER_THREAD = 16  # row plan: a row's block gets about this many columns a thread (at least 32 threads)
-ROW_UNROLL = 8  # row plan: loads a thread has in flight in pass 1 (H100: 8 beat 4 at 4096-50257 columns)
+ROW_UNROLL = 16  # row plan: loads a thread has in flight in pass 1 (H100: 16 beat 8 and 4 at 256 threads, 4096-16384 columns)
 RECOMPUTE = False  # row plan: pass 3 recomputes exp instead of pass 2 storing it to shared memory
 UNROLL = 4  # split plan: loads a thread has in flight in the DRAM passes
 CHUNK = 8192  # split plan: columns a block

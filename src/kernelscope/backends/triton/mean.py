@@ -36,7 +36,7 @@ TUNED_BLOCK = 4096  # elements per program per loop step: 8 per thread with 16 w
 TUNED_WARPS = 16  # H100, 2^24: 26.70 us at 16 warps, 27.14 at 8 (same BLOCK and grid)
 PROGRAMS_PER_SM = 4  # the grid: at most this many programs per SM, each looping over its share
 TUNED_STAGES = None  # None: Triton's default num_stages
-EVICT = ""  # eviction policy of the loads ("evict_first": x is read once, keep it out of L2's way)
+EVICT = "evict_first"  # x is read once: keep it out of L2's way (H100, 2^24: 25.8 us against 26.7 without)
 CONTIGUOUS = False  # True: each program reads one contiguous span (inductor's split reduction), not grid-stride
 FINISH_BLOCK = 1024  # partials the last program adds per step (a loop: any grid, one compiled kernel)
 
