@@ -197,3 +197,18 @@ def test_build_hashes_the_headers_the_sources_include():
         included |= set(re.findall(r'^#include "([\w.]+)"', (build.HERE / name).read_text(), re.M))
     assert included == set(build.HEADERS)
     assert "HEADERS" in (build.HERE / "build.py").read_text().split("def extension", 1)[1]
+
+
+def test_every_file_the_extension_build_reads_ships_with_the_package():
+    # asv installs kernelscope as a package (not editable) for each commit: a header left out of
+    # package-data fails every CUDA benchmark there while the editable install works (seen on the H100).
+    import fnmatch
+    import tomllib
+
+    root = build.HERE.parents[3]
+    patterns = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]["kernelscope"]
+    needed = [p for p in build.HERE.iterdir() if p.is_file() and p.suffix not in (".py", ".pyc")]
+    assert {p.name for p in needed} >= set(build.CU_SOURCES) | {build.BINDINGS}
+    for path in needed:
+        rel = f"backends/cuda/{path.name}"
+        assert any(fnmatch.fnmatch(rel, pattern) for pattern in patterns), f"{rel} is not in package-data"

@@ -63,13 +63,16 @@ class SystemSitePackages(environment.Environment):
         util.check_call([self._executable, "-m", "venv", "--without-pip", self._path])
         # The chosen Python is often itself a venv (the GPU box's torch lives in
         # one), and `venv --system-site-packages` would see only its base
-        # interpreter. List its site directories in a .pth file instead; they come
+        # interpreter. Add its site directories from a .pth file instead; they come
         # after the env's own site-packages, so the kernelscope installed per
-        # commit wins over any copy the parent has.
+        # commit wins over any copy the parent has. site.addsitedir, not a bare
+        # path: it also runs the parent's own .pth files, such as numba-cuda's,
+        # which redirects `numba.cuda` to numba-cuda (without it the old built-in
+        # numba.cuda loads and rejects launch_bounds).
         parent = util.check_output([self._executable, "-c", _SITE_DIRS]).split()
         purelib = self.run_executable("python", ["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
         with open(os.path.join(purelib.strip(), "_kernelscope_parent_site.pth"), "w") as f:
-            f.write("\n".join(parent) + "\n")
+            f.write("".join(f"import site; site.addsitedir({d!r})\n" for d in parent))
         wanted = {**self._requirements, **self._base_requirements}
         missing = [name for name in wanted if not self._has(name)]
         if missing:
