@@ -30,6 +30,7 @@ class Run:
     results_dir: Path
     commit: str | None = None
     machine: str | None = None
+    env: str | None = None  # one asv environment's results (asv compare -E); None: every env, measured ones first
 
 
 def _unrolled(run: Run) -> dict[str, tuple]:
@@ -43,14 +44,23 @@ def _unrolled(run: Run) -> dict[str, tuple]:
             continue
         if run.machine and result.params.get("machine") != run.machine:
             continue
+        if run.env and result.env_name != run.env:
+            continue
         for key in result.get_all_result_keys():
             params = result.get_result_params(key)
             version = result.benchmark_version.get(key)
             unrolled = unroll_result(key, params, result.get_result_value(key, params),
                                      result.get_result_stats(key, params), result.get_result_samples(key, params))
             for name, value, stats, samples in unrolled:
-                found[name] = (value, stats, samples, version)
+                # Two environments at one commit (a rerun of what failed in one): a measured value
+                # wins over a failure, and either over a skip, whichever file comes first.
+                if name not in found or _rank(value) > _rank(found[name][0]):
+                    found[name] = (value, stats, samples, version)
     return found
+
+
+def _rank(value) -> int:
+    return 0 if _missing(value) and not _failed(value) else 1 if _failed(value) else 2
 
 
 def _missing(value) -> bool:
@@ -83,7 +93,8 @@ def mark_of(a: tuple, b: tuple, factor: float, use_stats: bool = True) -> str:
 
 
 def compare(a: Run, b: Run, factor: float = 1.1, use_stats: bool = True, measured_only: bool = True) -> list[dict]:
-    """One row per benchmark present in both: A's and B's value, B/A and asv's mark.
+    """One row per benchmark (present in both, or, without ``measured_only``, in either): A's and B's value,
+    B/A and asv's mark.
 
     ``measured_only`` keeps the rows where both sides have a time (the noise
     check's view); without it, new failures and version changes are listed too.
@@ -94,7 +105,11 @@ def compare(a: Run, b: Run, factor: float = 1.1, use_stats: bool = True, measure
             raise FileNotFoundError(f"no results in {run.results_dir}" + (f" for commit {run.commit}" if run.commit else "")
                                     + (f" on machine {run.machine}" if run.machine else ""))
     rows = []
-    for name in sorted(found_a.keys() & found_b.keys()):
+    absent = (float("nan"), None, None, None)  # a benchmark one side does not have: not run, as asv reads it
+    names = found_a.keys() & found_b.keys() if measured_only else found_a.keys() | found_b.keys()
+    for name in sorted(names):
+        found_a.setdefault(name, absent)
+        found_b.setdefault(name, absent)
         va, vb = found_a[name][0], found_b[name][0]
         both = not _missing(va) and not _missing(vb)
         if measured_only and not both:
