@@ -15,6 +15,7 @@ Numbers come only from the artifacts and the results, formatted here.
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Callable
 
 from kernelscope.catalog import OPS, VARIANTS, variants_of
@@ -438,7 +439,7 @@ def fixed_block_points(profiles: ProfileData) -> list[dict]:
             pct = 100 * r.reported_gbps / r.copy_gbps if r.copy_gbps else None
             points.append({"machine": m.name, "cols": r.cols, "passed": r.passed,
                            "check": "matches the reference" if r.passed else "wrong",
-                           "rel_err": r.rel_err, "rel_err_text": f"{r.rel_err:.2g}", "time_us": r.time_us,
+                           "rel_err": _finite(r.rel_err), "rel_err_text": _err_text(r.rel_err), "time_us": r.time_us,
                            "time": fmt_time(r.time_us * 1e-6), "reported_gbps": r.reported_gbps,
                            "gbps_text": fmt_gbps(r.reported_gbps), "copy_gbps": r.copy_gbps, "pct": pct,
                            "pct_text": fmt_pct(pct)})
@@ -480,7 +481,7 @@ def _fixed_block(m: MachineProfiles) -> str:
     rows = []
     for r in sorted(d.fixed_block, key=lambda r: r.cols):
         pct = 100 * r.reported_gbps / r.copy_gbps if r.copy_gbps else None
-        rows.append([f"{r.cols:,}", "✓ matches" if r.passed else "✗ wrong", f"{r.rel_err:.2g}",
+        rows.append([f"{r.cols:,}", "✓ matches" if r.passed else "✗ wrong", _err_text(r.rel_err),
                      fmt_time(r.time_us * 1e-6), fmt_gbps(r.reported_gbps), fmt_pct(pct)])
     out.append(table(["columns", "check", "relative error", "time", "reported bandwidth", "of copy bandwidth"],
                      rows, ["r", "l", "r", "r", "r", "r"]))
@@ -495,3 +496,14 @@ def _legacy(d) -> str:
                "deprecated) around the three squares, its `key_averages()` table as printed:")
     out.append(fence(d.legacy_autograd_table, "text"))
     return "\n\n".join(out)
+
+
+def _finite(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None
+
+
+def _err_text(err: float | None) -> str:
+    # NaN: the check poisons the output with NaN first, so NaN means elements the kernel never wrote
+    if err is None or math.isnan(err):
+        return "NaN (elements never written)"
+    return f"{err:.2g}"
