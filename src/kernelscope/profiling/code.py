@@ -22,9 +22,7 @@
 from __future__ import annotations
 
 import functools
-import os
 import re
-import shutil
 import subprocess
 import tempfile
 from contextlib import contextmanager
@@ -35,6 +33,7 @@ import torch
 
 from kernelscope import backends
 from kernelscope.profiling.artifacts import CodeArtifact, write_text
+from kernelscope.profiling.tools import find_tool, version_output
 
 CUDA_DIR = Path(backends.__file__).parent / "cuda"
 ARCH = "sm_90"  # the H100's: the code the lecture's GPU and ours run
@@ -95,34 +94,12 @@ def safe(name: str) -> str:
 # --- tools -------------------------------------------------------------------------------------------------------
 
 
-def find_tool(name: str) -> str | None:
-    """A CUDA tool on PATH, in the CUDA toolkit, or (cuobjdump, nvdisasm) in Triton's bundled copy."""
-    found = shutil.which(name)
-    if found:
-        return found
-    dirs = [Path(h) / "bin" for h in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda")
-            if h]
-    try:
-        import importlib.util
-
-        spec = importlib.util.find_spec("triton")
-        if spec and spec.origin:
-            dirs.append(Path(spec.origin).parent / "backends" / "nvidia" / "bin")
-    except (ImportError, ValueError):
-        pass
-    for d in dirs:
-        if os.access(d / name, os.X_OK):
-            return str(d / name)
-    return None
-
-
 def tool_version(name: str) -> str:
     path = find_tool(name)
     if not path:
         return "not found"
-    try:
-        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60).stdout
-    except (OSError, subprocess.TimeoutExpired):
+    out = version_output(path)
+    if out is None:
         return "unknown"
     found = re.search(r"release ([\d.]+), V([\d.]+)", out)
     return found.group(2) if found else "unknown"

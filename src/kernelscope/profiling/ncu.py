@@ -22,7 +22,6 @@ import io
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -31,6 +30,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernelscope.profiling import tools
 from kernelscope.profiling.artifacts import Hint, KernelMetrics
 
 # A push/pop range named op:variant at the top of the stack (the trailing "/" is ncu's
@@ -42,18 +42,12 @@ PERMISSION_ERROR = "ERR_NVGPUCTRPERM"
 TIMEOUT_S = 1500  # the whole pass; profile.sh aims at 5 minutes for every variant
 
 
-DEFAULT_CUDA_HOME = "/usr/local/cuda"
+DEFAULT_CUDA_HOME = tools.DEFAULT_CUDA_HOME
 
 
 def find_ncu() -> str | None:
     """ncu on PATH, else in the CUDA toolkit (CUDA_HOME, /usr/local/cuda)."""
-    found = shutil.which("ncu")
-    if found:
-        return found
-    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), DEFAULT_CUDA_HOME):
-        if home and os.access(Path(home) / "bin" / "ncu", os.X_OK):
-            return str(Path(home) / "bin" / "ncu")
-    return None
+    return tools.find_tool("ncu", DEFAULT_CUDA_HOME)
 
 
 def unavailable() -> str | None:
@@ -71,9 +65,8 @@ def version(ncu: str | None = None) -> str:
     ncu = ncu or find_ncu()
     if not ncu:
         return "not found"
-    try:
-        out = subprocess.run([ncu, "--version"], capture_output=True, text=True, timeout=60).stdout
-    except (OSError, subprocess.TimeoutExpired):
+    out = tools.version_output(ncu)
+    if out is None:
         return "unknown"
     found = re.search(r"Version\s+(\S+)", out)
     return found.group(1) if found else out.strip().splitlines()[-1] if out.strip() else "unknown"
