@@ -119,8 +119,8 @@ def variant_sources(variant: Variant) -> list[SourceRef]:
     if variant.backend == "cuda":
         return [SourceRef(CUDA_DIR / f"{variant.op}.cu")]
     path = module_path(module)
-    if path.stem == variant.op:
-        return [SourceRef(path)]
+    if path.stem == variant.op:  # and the sibling modules it takes its kernels from (numba/elementwise.py)
+        return [SourceRef(path)] + [SourceRef(p) for p in _sibling_modules(path, module)]
     refs = [python_symbol(path, attr)]
     tree = ast.parse(path.read_text())
     for node in tree.body:  # square = torch.compile(torch_ops.square, ...): show torch_ops.square too
@@ -131,6 +131,16 @@ def variant_sources(variant: Variant) -> list[SourceRef]:
                     if owner:
                         refs.append(python_symbol(module_path(owner), arg.attr))
     return refs
+
+
+def _sibling_modules(path: Path, module: str) -> list[Path]:
+    """Modules of ``module``'s own package that it imports by name (``from pkg import elementwise``)."""
+    package = module.rpartition(".")[0]
+    found = []
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.ImportFrom) and node.module == package:
+            found += [path.parent / f"{a.name}.py" for a in node.names if (path.parent / f"{a.name}.py").exists()]
+    return found
 
 
 def _imported_module(tree: ast.Module, alias: str) -> str | None:

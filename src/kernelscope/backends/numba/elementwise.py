@@ -1,0 +1,112 @@
+"""Numba CUDA elementwise maps, shared by square_flat and gelu: y[i] = f(x[i]) on the array flattened to 1-D.
+
+Two modes, both with ``unroll`` independent loads a thread issued before any store:
+
+* tiled (the default): one lap, no loop. Block b owns the contiguous tile
+  [b * threads * unroll, (b + 1) * threads * unroll); thread t loads elements
+  tile + t + u * threads for u < unroll (each load a coalesced warp access),
+  and the grid is ceil(n / tile) blocks, as torch and Triton launch theirs.
+* grid-stride: a grid of a few resident blocks per SM, each thread walking the
+  array in steps of the whole grid.
+
+``f`` is a ``@cuda.jit(device=True)`` function of one float32. Each (f, launch
+shape) compiles once; the kernels are named after ``f`` (``square_tiled``).
+"""
+
+from dataclasses import dataclass
+from functools import cache
+
+import torch
+from numba import cuda, float32
+
+from kernelscope.backends.numba import as_array, stream
+from kernelscope.backends.numba.common import (SIM_THREADS, SIMULATED, check_threads, grid_stride_blocks, jit_bounded,
+                                                resident_blocks_per_sm)
+
+
+@dataclass(frozen=True)
+class Defaults:
+    """An op's launch defaults (its module's constants; scripts/gpu/tune_numba.py sweeps them)."""
+
+    threads: int
+    blocks_per_sm: int  # the launch bound; in grid-stride mode also the grid
+    unroll: int
+    tiled: bool
+
+
+def _named(fn, name: str):
+    fn.__name__ = fn.__qualname__ = name  # the name Numba's PTX and the profiler show
+    return fn
+
+
+@cache
+def grid_stride_kernel(f, name: str, threads: int, blocks_per_sm: int, unroll: int):
+    """The grid-stride kernel of ``f`` for one launch shape."""
+
+    # launch_bounds: ptxas keeps registers low enough for blocks_per_sm blocks an SM,
+    # so the whole grid is resident at once.
+    def kernel(x, y):
+        n = x.size
+        stride = cuda.gridsize(1)
+        i = cuda.grid(1)
+        v = cuda.local.array(unroll, float32)  # registers: unroll is a compile-time constant
+        # Full steps: all `unroll` elements of the thread are in range, every load
+        # issued before the first store, so they are in flight together.
+        while i + (unroll - 1) * stride < n:
+            for u in range(unroll):
+                v[u] = x[i + u * stride]
+            for u in range(unroll):
+                y[i + u * stride] = f(v[u])
+            i += unroll * stride
+        while i < n:  # the tail, one element at a time
+            y[i] = f(x[i])
+            i += stride
+
+    return jit_bounded(threads, blocks_per_sm)(_named(kernel, f"{name}_flat"))
+
+
+@cache
+def tiled_kernel(f, name: str, threads: int, blocks_per_sm: int, unroll: int):
+    """The tiled one-lap kernel of ``f`` for one launch shape."""
+
+    def kernel(x, y):
+        n = x.size
+        i = cuda.blockIdx.x * (threads * unroll) + cuda.threadIdx.x
+        v = cuda.local.array(unroll, float32)
+        if cuda.blockIdx.x * (threads * unroll) + threads * unroll <= n:  # a full tile: no bounds checks
+            for u in range(unroll):
+                v[u] = x[i + u * threads]
+            for u in range(unroll):
+                y[i + u * threads] = f(v[u])
+        else:  # the last, partial tile
+            for u in range(unroll):
+                if i + u * threads < n:
+                    y[i + u * threads] = f(x[i + u * threads])
+
+    return jit_bounded(threads, blocks_per_sm)(_named(kernel, f"{name}_tiled"))
+
+
+def tiled_blocks(n: int, threads: int, unroll: int) -> int:
+    """The one-lap grid: one block a tile of threads * unroll elements."""
+    return -(-n // (threads * unroll))
+
+
+def launch(f, name: str, defaults: Defaults, x: torch.Tensor, out: torch.Tensor | None = None,
+           threads: int | None = None, blocks_per_sm: int | None = None, unroll: int | None = None,
+           tiled: bool | None = None) -> torch.Tensor:
+    """y = f(x) elementwise with an explicit launch shape and mode (None: ``defaults``)."""
+    threads = threads or (SIM_THREADS if SIMULATED else defaults.threads)
+    blocks_per_sm = resident_blocks_per_sm(threads, blocks_per_sm or defaults.blocks_per_sm)
+    unroll = unroll or (2 if SIMULATED else defaults.unroll)
+    check_threads(threads)
+    y = torch.empty_like(x) if out is None else out
+    n = x.numel()
+    if n == 0:
+        return y
+    if defaults.tiled if tiled is None else tiled:
+        blocks, kernel = tiled_blocks(n, threads, unroll), tiled_kernel(f, name, threads, blocks_per_sm, unroll)
+    else:
+        blocks = grid_stride_blocks(x.device, n, threads * unroll, blocks_per_sm)
+        kernel = grid_stride_kernel(f, name, threads, blocks_per_sm, unroll)
+    kernel[blocks, threads, stream()](as_array(x.view(-1)), as_array(y.view(-1)))
+    return y
