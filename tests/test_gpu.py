@@ -73,6 +73,25 @@ def test_held_warm_clock_reads_the_kernel_not_the_launch():
     assert graph_per_call <= per_call * 1.2  # a graph drops launch costs, it adds none
 
 
+def test_graph_capture_gives_every_call_the_same_output_block():
+    # CPU counterpart: test_timing.py checks no earlier output is alive at each captured call.
+    from kernelscope import timing
+    from kernelscope.timing.cases import prepare
+
+    case = prepare("square", "square-torch", "1024x1024", "float32")
+    ptrs = []
+
+    def call():
+        out = case.call()
+        ptrs.append(out.data_ptr())
+        return out
+
+    graph, out = timing.capture_graph(call, 4)
+    graph.replay()
+    assert len(set(ptrs[-4:])) == 1 and out.data_ptr() == ptrs[-1]
+    case.check(out)
+
+
 def test_held_samples_read_a_plausible_sm_clock():
     # CPU counterpart: test_timing.py's simulated clock (readings, throttle flags, settle).
     from kernelscope import timing

@@ -243,3 +243,35 @@ def test_benchmark_processes_are_told_where_asv_keeps_results():
     from kernelscope.timing import clocks
 
     assert asv_env.CLOCK_LOG_RESULTS_DIR == clocks.RESULTS_DIR_ENV  # one name, written twice to keep torch out of asv
+
+
+def test_graph_capture_keeps_one_output_alive(monkeypatch):
+    # The GPU counterpart (test_gpu.py) checks the pool really hands every call the same block.
+    import contextlib
+    import weakref
+
+    class Fake:
+        def __init__(self, *a, **k):
+            pass
+
+        def wait_stream(self, other):
+            pass
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "Stream", Fake)
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", Fake)
+    monkeypatch.setattr(torch.cuda, "current_stream", Fake)
+    monkeypatch.setattr(torch.cuda, "stream", lambda s: contextlib.nullcontext())
+    monkeypatch.setattr(torch.cuda, "graph", lambda g: contextlib.nullcontext())
+    alive_at_call, made = [], []
+
+    def call():
+        alive_at_call.append(sum(r() is not None for r in made))
+        out = torch.empty(4)
+        made.append(weakref.ref(out))
+        return out
+
+    graph, out = timing.capture_graph(call, 5)
+    assert out is made[-1]()
+    # 3 warm-up calls, then 5 captured: each captured call runs with no earlier output alive
+    assert alive_at_call[3:] == [0] * 5

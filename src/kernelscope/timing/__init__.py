@@ -156,6 +156,7 @@ def grown_hold(host_s: float) -> float:
     return 1.5 * host_s + HOLD_MARGIN_S
 
 
+PROBE_HOLD_S = 10e-3  # covers 8 calls of the slowest launch path here (Numba, about 0.25 ms a call)
 MAX_QUEUED_CALLS = 128  # CUDA queues about a thousand launches; softmax-manual is 5 a call
 WARM_TARGET_S = 2e-3  # GPU time per warm sample: with the queue full, enough for 0.1% event resolution
 
@@ -192,8 +193,11 @@ def plan_warm(fn: Callable[[], object], device: str, target_s: float = WARM_TARG
         number, per_call = calibrate(fn, device)
         return WarmPlan(number, 0.0, per_call, per_call)
     probe = 8
-    clock = HeldClock(hold_s=0.05)  # ample for 8 calls of any launch path here
+    clock = HeldClock(hold_s=PROBE_HOLD_S)
     gpu_s = clock.sample(fn, probe)
+    if clock.starved:  # a launch path slower than the probe's hold: again, behind one that covers it
+        clock = HeldClock(grown_hold(clock.last_host_s))
+        gpu_s = clock.sample(fn, probe)
     host_per_call = clock.last_host_s / probe
     number = max(1, min(max_calls, math.ceil(target_s / max(gpu_s / probe, 1e-9))))
     plan = WarmPlan(number, grown_hold(number * host_per_call), gpu_s / probe, host_per_call)
@@ -309,6 +313,12 @@ def capture_graph(fn: Callable[[], torch.Tensor], calls: int):
     """Capture ``calls`` back-to-back calls of ``fn`` into a CUDA graph.
 
     Returns the graph and the output of its last call (valid after each replay).
+    Each call's output is released before the next call runs, so the graph's
+    memory pool hands the same block to every call: one output alive, as in
+    warm mode, where the caching allocator does the same. Holding each output
+    until the next one was made (two 1 GiB outputs alternating at 2^28
+    elements) read 3-16% slow, in samples that jumped between the warm time
+    and the slow one.
     """
     if not torch.cuda.is_available():
         raise GraphUnavailable("CUDA graphs need a GPU")
@@ -321,7 +331,9 @@ def capture_graph(fn: Callable[[], torch.Tensor], calls: int):
     graph = torch.cuda.CUDAGraph()
     try:
         with torch.cuda.graph(graph):
+            out = None
             for _ in range(calls):
+                out = None  # freed within the capture: the next call's output takes its block
                 out = fn()
     except Exception as exc:  # e.g. a library that synchronizes inside the call
         torch.cuda.synchronize()

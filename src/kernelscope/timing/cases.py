@@ -20,6 +20,7 @@ from kernelscope import backends
 from kernelscope.catalog import VARIANTS, Variant
 from kernelscope.check import error_against_reference, fresh_seed, run_once
 from kernelscope.ops import Shape, numel, parse_shape, shape_str
+from kernelscope.timing.phases import phase
 
 # Without a GPU the suite is a smoke test of the machinery: small sizes only.
 CPU_MAX_NUMEL = int(os.environ.get("KERNELSCOPE_CPU_MAX_NUMEL", 2**12))
@@ -85,14 +86,22 @@ def prepare(op: str, variant_name: str, size: str, dtype: str) -> Case:
     variant = VARIANTS[variant_name]
     shape = parse_shape(size)
     seed = fresh_seed()
-    x = variant.op_spec.make_input(shape, dtype, device, seed)
-    variant(x)  # validates once; the first call also compiles (JIT, torch.compile, load_inline)
+    if device == "cuda":
+        with phase("cuda"):  # the process's CUDA context
+            torch.empty(1, device=device)
+    with phase("input"):
+        x = variant.op_spec.make_input(shape, dtype, device, seed)
+    with phase("first_call"):
+        variant(x)  # validates once; the first call also compiles (JIT, torch.compile, load_inline)
+        if device == "cuda":
+            torch.cuda.synchronize()
     raw = variant.function()
     call = (lambda: raw(x, None)) if variant.takes_out else (lambda: raw(x))
     case = Case(variant, shape, dtype, device, x, call, seed, float("nan"))
-    out = run_once(variant, x)  # poisoned output, as in `kernelscope check`
-    case.check(out)
-    case.rel_err = case.check(call())  # and the exact call that is timed
-    del out
+    with phase("gate"):
+        out = run_once(variant, x)  # poisoned output, as in `kernelscope check`
+        case.check(out)
+        case.rel_err = case.check(call())  # and the exact call that is timed
+        del out
     _CASES[key] = case
     return case
