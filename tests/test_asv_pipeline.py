@@ -26,6 +26,15 @@ pytestmark = pytest.mark.skipif(ASV is None or not (ROOT / ".git").exists(),
 
 
 def asv(tmp_path, *args, env=None):
+    config = write_config(tmp_path, (env or {}).get("RESULTS", "results"))
+    full_env = {**os.environ, "HOME": str(tmp_path), **CPU_CAP, **(env or {})}
+    proc = subprocess.run([ASV, *args, "--config", str(config)], cwd=ROOT, env=full_env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc.stdout
+
+
+def write_config(tmp_path, results: str) -> Path:
     conf = {
         "version": 1, "project": "kernelscope", "repo": str(ROOT), "branches": ["main"], "dvcs": "git",
         "environment_type": "syssite", "plugins": [".src.kernelscope.results.asv_env"],
@@ -33,17 +42,13 @@ def asv(tmp_path, *args, env=None):
         "install_command": ["in-dir={env_dir} python -m pip install --no-deps --no-index --force-reinstall {wheel_file}"],
         "uninstall_command": ["return-code=any python -m pip uninstall -y {project}"],
         "benchmark_dir": str(ROOT / "benchmarks"), "env_dir": str(tmp_path / "env"),
-        "results_dir": str(tmp_path / (env or {}).get("RESULTS", "results")), "html_dir": str(tmp_path / "html"),
+        "results_dir": str(tmp_path / results), "html_dir": str(tmp_path / "html"),
         "launch_method": "forkserver", "default_benchmark_timeout": 600,
     }
     (tmp_path / "asv.json").write_text(json.dumps(conf))
     if not (tmp_path / "src").exists():  # asv imports the ".src...." plugin relative to the config's folder
         (tmp_path / "src").symlink_to(ROOT / "src")
-    full_env = {**os.environ, "HOME": str(tmp_path), **CPU_CAP, **(env or {})}
-    proc = subprocess.run([ASV, *args, "--config", str(tmp_path / "asv.json")], cwd=ROOT, env=full_env,
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc.stdout
+    return tmp_path / "asv.json"
 
 
 @pytest.fixture(scope="module")
@@ -96,3 +101,41 @@ def test_injected_slowdown_is_flagged(runs):
     stats = compare.summary(rows)
     assert stats["flagged_worse"] == 1 and stats["by_mode"]["warm"]["flagged_worse"] == 1
     assert set(stats["by_mode"]) == {"warm"}
+
+
+def test_a_run_cut_off_keeps_what_it_finished_and_goes_on_from_there(tmp_path):
+    # asv saves a commit's results only after its last benchmark; the syssite plugin saves after each one.
+    import json as json_
+    import signal
+    import time
+
+    subprocess.run([ASV, "machine", "--machine", "ci-cpu", "--yes"], cwd=ROOT, env={**os.environ, "HOME": str(tmp_path)},
+                   check=True, capture_output=True)
+    bench = "(Square|Mean|Softmax|Gelu)\\.time_warm.*'(square-mul|mean-torch|softmax-torch|gelu-torch)'"
+    args = [ASV, "run", "--machine", "ci-cpu", "--config", str(write_config(tmp_path, "results")), "-b", bench, "HEAD^!"]
+    env = {**os.environ, "HOME": str(tmp_path), **CPU_CAP}
+    proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    files = []
+    try:
+        deadline = time.time() + 600
+        while time.time() < deadline and proc.poll() is None:
+            files = [p for p in (tmp_path / "results" / "ci-cpu").glob("*.json") if p.name != "machine.json"]
+            if files:
+                break
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)  # cut off after the first save: the next benchmarks are still to run
+    finally:
+        proc.wait(timeout=120)
+    assert len(files) == 1, "no result was saved before the run ended"
+    saved = json_.loads(files[0].read_text())  # whole: a save is written aside and renamed over the file
+    finished = set(saved["results"])
+    assert finished and len(finished) < 4, finished
+    started = {k: dict(zip(saved["result_columns"], v))["started_at"] for k, v in saved["results"].items()}
+
+    asv(tmp_path, "run", "--machine", "ci-cpu", "--skip-existing-successful", "-b", bench, "HEAD^!")
+    resumed = json_.loads(files[0].read_text())
+    assert len(resumed["results"]) == 4
+    for name in finished:  # what the cut-off run finished is kept, not measured again
+        assert dict(zip(resumed["result_columns"], resumed["results"][name]))["started_at"] == started[name]
+    assert not list((tmp_path / "results").rglob("*.partial"))

@@ -10,6 +10,11 @@ and saved results without ``--set-commit-hash``.
 
 asv.conf.json loads it with ``"plugins": [".src.kernelscope.results.asv_env"]``
 (a leading dot imports from the repository root).
+
+Loading it also makes asv save as it goes (:func:`save_as_it_goes`): asv
+itself writes a commit's results once, after its last benchmark, so a run cut
+off at minute 14 of 15 (a preempted or time-limited GPU box) would keep
+nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import sys
 
 from asv import environment, util
 from asv.console import log
+from asv.results import Results
 
 
 def _find_python(python: str) -> str | None:
@@ -100,3 +106,52 @@ class SystemSitePackages(environment.Environment):
     def run(self, args, **kwargs):
         log.debug(f"Running '{' '.join(args)}' in {self.name}")
         return self.run_executable("python", args, **kwargs)
+
+
+PARTIAL = ".partial"  # asv and kernelscope read results/*/*.json: a file being written is never one of them
+
+
+def save_as_it_goes() -> None:
+    """Make ``asv run`` write a commit's results after every benchmark, each write atomic.
+
+    asv (0.6, asv/commands/run.py) loads a commit's stored results, runs every
+    selected benchmark, then saves once. Here each benchmark's result is saved
+    as soon as asv has added it (a benchmark is one method over all its
+    parameters: ``Square.time_warm``), into a temporary file renamed over the
+    result file, so a run killed at any moment leaves the last complete save.
+    ``asv run --skip-existing-successful`` then goes on from there. Runs that
+    asv does not save (``--dry-run``, an existing environment without
+    ``--set-commit-hash``) never loaded results from disk and are left alone.
+    """
+    if getattr(Results, "_kernelscope_saves_as_it_goes", False):
+        return
+    load_data, add_result, save = Results.load_data, Results.add_result, Results.save
+
+    def load_data_and_remember(self, result_dir):
+        load_data(self, result_dir)
+        self._kernelscope_result_dir = result_dir  # asv loads exactly the results it will save
+
+    def add_result_and_save(self, *args, **kwargs):
+        add_result(self, *args, **kwargs)
+        result_dir = getattr(self, "_kernelscope_result_dir", None)
+        if result_dir is not None:
+            self.save(result_dir)
+
+    def save_atomically(self, result_dir):
+        final = self._filename
+        if final is None:
+            return save(self, result_dir)
+        self._filename = final + PARTIAL
+        try:
+            save(self, result_dir)
+        finally:
+            self._filename = final
+        os.replace(os.path.join(result_dir, final + PARTIAL), os.path.join(result_dir, final))
+
+    Results.load_data = load_data_and_remember
+    Results.add_result = add_result_and_save
+    Results.save = save_atomically
+    Results._kernelscope_saves_as_it_goes = True
+
+
+save_as_it_goes()
