@@ -18,6 +18,10 @@
 #             lecture's demos, into profiles/<machine> (issue #8)
 #   probe     the small-size spread between processes, diagnosed: clock_probe.py (SM clock, settled
 #             or not), placement_probe.py (where tensors sit), process_probe.py (streams, code copies, graphs)
+#   graphprobe  graph mode at 2^28 elements: suite v3's capture, the fixed one, do_bench_cudagraph (#13)
+#   spreadprobe launch-bound cases in 10 forked processes each, per knob, with each process's phase costs (#13)
+#   cost      a Square subset (64x64 and 16384x16384, every mode) through asv, stamped and phase-logged:
+#             where a run's time goes (run_cost.py)
 #   prewarm   asv run --quick --dry-run -b FirstCall: first-call caches warm before anything is recorded
 #   full      asv run --record-samples HEAD^! into results/ (every benchmark)
 #   rerun     the same again into results-rerun (its time is the full run with warm caches),
@@ -56,6 +60,15 @@ steps() {
   alt() {  # an asv config identical to the repo's but for its results folder
     python3 scripts/asv-config-with-results "$STATE/$1" "asv.$1.json"
   }
+  logged() {  # logged NAME ASV-ARGS...: asv's output stamped into NAME.log, the processes' phases into
+    # NAME.phases.jsonl, and where the time went into NAME.cost.txt
+    local name=$1; shift
+    KERNELSCOPE_PHASE_LOG=$STATE/$name.phases.jsonl asv "$@" 2>&1 | python3 scripts/gpu/stamp.py > "$STATE/$name.log"
+    local rc=${PIPESTATUS[0]}
+    python3 scripts/gpu/run_cost.py "$STATE/$name.log" "$STATE/$name.phases.jsonl" --json "$STATE/$name.cost.json" \
+      > "$STATE/$name.cost.txt" 2>&1 && head -n 14 "$STATE/$name.cost.txt"
+    return "$rc"
+  }
   step gputests sh -c "kernelscope check -q --json-file $STATE/check.json > $STATE/check.txt 2>&1;
     python3 -m pytest -m gpu -q -p no:cacheprovider > $STATE/pytest-gpu.txt 2>&1; tail -n 3 $STATE/check.txt $STATE/pytest-gpu.txt"
   step check sh -c "kernelscope check -q --json-file $STATE/check.json > $STATE/check.txt 2>&1; tail -n 2 $STATE/check.txt"
@@ -63,8 +76,13 @@ steps() {
   step profile sh -c "kernelscope profile --ncu --demos --out $STATE/profiles/$M --json > $STATE/profile.jsonl 2> $STATE/profile.log;
     echo rc=\$?; tail -n 5 $STATE/profile.log; kernelscope profile --cross-check --profiles-dir $STATE/profiles > $STATE/crosscheck.txt 2>&1; tail -n 40 $STATE/crosscheck.txt"
   step probe sh -c "for p in clock placement process; do python3 scripts/gpu/\${p}_probe.py --json $STATE/\$p-probe.json > $STATE/\$p-probe.txt 2>&1; done; tail -n 6 $STATE/*-probe.txt"
+  step graphprobe sh -c "python3 scripts/gpu/method_probe.py graph --json $STATE/graph-probe.json > $STATE/graph-probe.txt 2>&1; cat $STATE/graph-probe.txt"
+  step spreadprobe sh -c "python3 scripts/gpu/method_probe.py spread --json $STATE/spread-probe.json > $STATE/spread-probe.txt 2>&1; cat $STATE/spread-probe.txt"
+  alt results-cost
+  step cost logged asv-cost run --config asv.results-cost.json --record-samples --machine "$M" \
+    -b "Square\..*'(64x64|16384x16384)'" HEAD^!
   step prewarm sh -c "asv run --quick --dry-run --machine $M -b FirstCall HEAD^! > $STATE/asv-prewarm.log 2>&1"
-  step full sh -c "asv run --record-samples --machine $M --show-stderr HEAD^! > $STATE/asv-full.log 2>&1"
+  step full logged asv-full run --record-samples --machine "$M" --show-stderr HEAD^!
   alt results-rerun
   step rerun sh -c "asv run --config asv.results-rerun.json --record-samples --machine $M --show-stderr HEAD^! > $STATE/asv-rerun.log 2>&1 &&
     kernelscope compare-runs results $STATE/results-rerun --commit $head --all > $STATE/compare-rerun.txt &&
