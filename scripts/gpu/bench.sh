@@ -22,6 +22,8 @@
 #   spreadprobe launch-bound cases in 10 forked processes each, per knob, with each process's phase costs (#13)
 #   cost      a Square subset (64x64 and 16384x16384, every mode) through asv, stamped and phase-logged:
 #             where a run's time goes (run_cost.py)
+#   cutoff    asv run of the Mean class interrupted (SIGINT) after CUTOFF_S seconds, then resumed with
+#             --skip-existing-successful: what the cut-off run had saved, and what the resumed one kept (#13 item 7)
 #   prewarm   asv run --quick --dry-run -b FirstCall: first-call caches warm before anything is recorded
 #   full      asv run --record-samples HEAD^! into results/ (every benchmark)
 #   rerun     the same again into results-rerun (its time is the full run with warm caches),
@@ -81,6 +83,16 @@ steps() {
   alt results-cost
   step cost logged asv-cost run --config asv.results-cost.json --record-samples --machine "$M" \
     -b "Square\..*'(64x64|16384x16384)'" HEAD^!
+  alt results-cutoff
+  cutoff() {
+    local bench="Mean\\." args="--config asv.results-cutoff.json --record-samples --machine $M"
+    { python3 scripts/gpu/cut_off.py "${CUTOFF_S:-100}" "$STATE/asv-cutoff.log" asv run $args -b "$bench" HEAD^!
+      echo "--- saved by the run cut off"; python3 scripts/gpu/saved.py "$STATE/results-cutoff"; } > "$STATE/cutoff.txt"
+    asv run $args --skip-existing-successful -b "$bench" HEAD^! > "$STATE/asv-cutoff-resumed.log" 2>&1
+    { echo "--- after asv run --skip-existing-successful (rc=$?)"; python3 scripts/gpu/saved.py "$STATE/results-cutoff"; } >> "$STATE/cutoff.txt"
+    cat "$STATE/cutoff.txt"
+  }
+  step cutoff cutoff
   step prewarm sh -c "asv run --quick --dry-run --machine $M -b FirstCall HEAD^! > $STATE/asv-prewarm.log 2>&1"
   step full logged asv-full run --record-samples --machine "$M" --show-stderr HEAD^!
   alt results-rerun

@@ -32,9 +32,12 @@ GRAPH_CASES = [("square", "square-torch"), ("square", "square-numba-flat"), ("sq
 GRAPH_SIZE = "16384x16384"
 SAMPLES = 30
 
-SPREAD_CASES = [("square", "square-torch", "64x64"), ("softmax", "softmax-cuda", "64x64"),
-                ("square", "square-triton-flat1024", "1024x1024"), ("mean", "mean-numba", "4096")]
-KNOBS = ["default", "max_connections_1", "high_priority_stream"]
+SPREAD_CASES = [("square", "square-torch", "64x64"), ("softmax", "softmax-cuda", "64x64")]
+# A knob that changes the spread between processes is a lead on its cause. Suite v3 at 6c7faa1:
+# max_connections_1 and high_priority_stream left it as it was (10-12% over 10 processes).
+# cpuN pins the process to one CPU before its CUDA context exists (where the host memory the
+# GPU fetches launches from was allocated may follow the CPU).
+KNOBS = ["default", "cpu0", "cpu15"]
 
 
 def summary(times: list[float]) -> dict:
@@ -121,6 +124,9 @@ def spread_child(op: str, variant: str, size: str, knob: str) -> dict:
     t0 = time.perf_counter()
     if knob == "max_connections_1":
         os.environ["CUDA_DEVICE_MAX_CONNECTIONS"] = "1"
+    if knob.startswith("cpu"):
+        os.sched_setaffinity(0, {int(knob[3:]) % os.cpu_count()})
+    cpu = int(open("/proc/self/stat").read().rsplit(")", 1)[1].split()[36])  # field 39: the CPU it last ran on
     import torch
 
     from kernelscope import timing
@@ -140,7 +146,8 @@ def spread_child(op: str, variant: str, size: str, knob: str) -> dict:
         t_warm = time.perf_counter()
         cold = timing.time_cold(case.call, "cuda", 20, hold_s=timing.grown_hold(plan.host_per_call_s))
         torch.cuda.synchronize()
-    return {"case": f"{variant} {size}", "knob": knob, "warm": statistics.median(warm), "cold": statistics.median(cold),
+    return {"case": f"{variant} {size}", "knob": knob, "cpu": cpu, "warm": statistics.median(warm),
+            "cold": statistics.median(cold),
             "number": plan.number, "starved": clock.starved, "phases": phases._case["phases"],
             "prepare_s": t_prepared - t0, "plan_s": t_planned - t_prepared, "warm_s": t_warm - t_planned,
             "cold_s": time.perf_counter() - t_warm}
@@ -185,6 +192,7 @@ def spread_probe(procs: int) -> list[dict]:
             warm = [r["warm"] * 1e6 for r in runs]
             cold = [r["cold"] * 1e6 for r in runs]
             ph = {k: statistics.median(r["phases"].get(k, 0) for r in runs) for k in ("cuda", "input", "first_call", "gate")}
+            print("  per process (cpu: warm us): " + " ".join(f"{r['cpu']}:{r['warm'] * 1e6:.3f}" for r in runs))
             print(f"{variant} {size:<10} {knob:<22} warm {statistics.median(warm):6.3f} us spread "
                   f"{max(warm) / min(warm) - 1:6.1%} sd {statistics.pstdev(warm) / statistics.mean(warm):5.1%} | cold "
                   f"{statistics.median(cold):6.3f} spread {max(cold) / min(cold) - 1:6.1%} | per process: "

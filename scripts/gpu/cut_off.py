@@ -1,0 +1,21 @@
+#!/usr/bin/env python3
+"""Run a command and interrupt it (SIGINT to its whole process group) after SECONDS: cut_off.py SECONDS LOG CMD...
+
+A run cut off midway, as a preempted or time-limited GPU box cuts one: the
+command's output goes to LOG, its exit status is printed.
+"""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+seconds, log, cmd = float(sys.argv[1]), sys.argv[2], sys.argv[3:]
+with open(log, "w") as out:
+    proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        proc.wait(timeout=seconds)
+        print(f"finished before the cut-off: rc={proc.returncode}")
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGINT)
+        print(f"cut off after {seconds:.0f} s: rc={proc.wait()}")
