@@ -13,12 +13,12 @@ extension load only when a variant is first called.
 
 from __future__ import annotations
 
+import functools
 import importlib
-import os
 from dataclasses import dataclass
 from typing import Callable
 
-from kernelscope import backends
+from kernelscope import backends, canary
 from kernelscope.ops import Op, gelu, mean, softmax, square
 from kernelscope.validation import validate_call
 
@@ -60,6 +60,9 @@ class Variant:
     limits: tuple[Limit, ...] = ()  # stress inputs it is known to fail: the check reports, does not fail, them
     bench_dtypes: tuple[str, ...] = F32  # dtypes the asv suite times (float32 for all; bfloat16 for some)
     tuned: bool = False  # written for speed: the site sets it beside the lecture variants
+    # "module:function" taking (x, out, fraction): the same kernel doing that fraction more work, for
+    # KERNELSCOPE_INJECT_SLOWDOWN=name:fraction (kernelscope.canary); the regression gate's canary
+    canary: str | None = None
     notes: str = ""
 
     def limit_for(self, stress: str, dtype: str) -> Limit | None:
@@ -78,11 +81,15 @@ class Variant:
         return needs
 
     def function(self) -> Callable:
-        """The raw implementation (imports its framework on first use)."""
-        fn = _resolve(self.impl)
-        if self.name in os.environ.get(INJECT_SLOWDOWN, "").split(","):
-            return _run_twice(fn)
-        return fn
+        """The raw implementation (imports its framework on first use), slowed down if
+        ``kernelscope.canary`` says so: run twice, or its canary kernel doing a fraction more work."""
+        injected = canary.injected()  # a bad setting raises here, naming the variant and the problem
+        if self.name not in injected:
+            return _resolve(self.impl)
+        fraction = injected[self.name]
+        if fraction is None:
+            return _run_twice(_resolve(self.impl))
+        return functools.partial(_resolve(self.canary), fraction=fraction)
 
     def unavailable(self, device: str) -> str | None:
         """Why this variant cannot run on ``device`` here, or None."""
@@ -115,10 +122,12 @@ class Variant:
         return result
 
 
-# A canary for the regression gate: KERNELSCOPE_INJECT_SLOWDOWN=name1,name2 makes
-# those variants compute their result twice per call (redundant work, same
-# answer), so `asv compare` / `kernelscope compare-runs` must flag them.
-INJECT_SLOWDOWN = "KERNELSCOPE_INJECT_SLOWDOWN"
+# A canary for the regression gate (kernelscope.canary says how it is set):
+# KERNELSCOPE_INJECT_SLOWDOWN=name1,name2 makes those variants compute their
+# result twice per call (redundant work, same answer); name:0.1 makes a
+# variant's kernel do 10% more work through its `canary` kernel. `asv compare`,
+# `asv continuous` and `kernelscope compare-runs` must flag them.
+INJECT_SLOWDOWN = canary.ENV
 
 
 def _run_twice(fn: Callable) -> Callable:
@@ -162,7 +171,8 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
             f"{_B}.triton.square:square_rows", lecture=True, takes_out=True, max_cols=2**16, max_numel=INT32),
     Variant("square-triton-flat1024", "square", "triton",
             "flat Triton kernel with a fixed BLOCK_SIZE of 1024: correct at every width, unlike a per-row fixed block",
-            f"{_B}.triton.square:square_flat", takes_out=True, max_numel=INT32, tuned=True, bench_dtypes=F32_BF16),
+            f"{_B}.triton.square:square_flat", takes_out=True, max_numel=INT32, tuned=True, bench_dtypes=F32_BF16,
+            canary=f"{_B}.triton.canary:square_flat"),
     Variant("square-triton-flat256", "square", "triton",
             "the flat kernel with BLOCK_SIZE 256: four times the programs, a quarter of the work each",
             f"{_B}.triton.square:square_flat256", takes_out=True, max_numel=INT32),

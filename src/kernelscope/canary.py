@@ -1,0 +1,86 @@
+"""An injected slowdown, to show that the regression gate fires: what is injected, and where it is set.
+
+The setting is a comma-separated list of variant names, each with an optional
+fraction::
+
+    square-mul                          run the variant's function twice per call (twice the work, same answer)
+    square-triton-flat1024:0.1          its one launch does 10% more work: the variant's canary kernel
+                                        (``Variant.canary`` in the catalog) on ceil(blocks * 1.1) programs,
+                                        the extra ones redoing the first blocks (same values, same answer)
+    square-mul,square-triton-flat1024:0.2
+
+A fraction slows the kernel itself, not the launch path: a second launch would
+add far more than 10% where a kernel is launch-bound. A fraction is in (0, 1];
+only a variant with a canary kernel in the catalog takes one.
+
+Where it is set, last one wins:
+
+1. ``INJECT`` below, the tracked default (empty: nothing is injected). ``asv
+   continuous BASE CANARY`` compares two commits run in the same environment,
+   so a slowdown to be caught there has to live in a commit: a canary commit
+   changes this one line (``scripts/gpu/canary.sh`` makes such commits with
+   ``python -m kernelscope.results.canary commit``).
+2. the environment variable ``KERNELSCOPE_INJECT_SLOWDOWN``: when set, even to
+   the empty string, it replaces the default (one run against another run of
+   the same commit, ``kernelscope compare-runs``; or switching a canary commit's
+   slowdown off).
+
+The setting is read, and checked whole, whenever a variant's function is
+resolved (``Variant.function``): a malformed entry, an unknown variant, a bad
+fraction, or a fraction on a variant without a canary kernel raises
+``ValueError`` naming the variant and the problem.
+"""
+
+from __future__ import annotations
+
+import os
+from fractions import Fraction
+from functools import lru_cache
+
+INJECT = ""
+
+ENV = "KERNELSCOPE_INJECT_SLOWDOWN"
+
+
+def setting() -> str:
+    """The setting in force: the environment variable when set, else the tracked default."""
+    value = os.environ.get(ENV)
+    return INJECT if value is None else value
+
+
+def injected() -> dict[str, Fraction | None]:
+    """The variants slowed down by the setting in force: a fraction of more work, or None: run twice."""
+    return parse(setting())
+
+
+@lru_cache(maxsize=16)
+def parse(value: str) -> dict[str, Fraction | None]:
+    """``"a,b:0.1"`` -> ``{"a": None, "b": Fraction(1, 10)}``, every entry checked against the catalog."""
+    from kernelscope.catalog import VARIANTS  # the catalog imports this module
+
+    where = f"{ENV}={value!r}" if os.environ.get(ENV) is not None else f"kernelscope.canary.INJECT = {value!r}"
+    found: dict[str, Fraction | None] = {}
+    for entry in value.split(","):
+        entry = entry.strip()
+        if not entry:
+            continue
+        name, colon, raw = (part.strip() for part in entry.partition(":"))
+        if name not in VARIANTS:
+            raise ValueError(f"{where}: {name!r} is not a variant (known: {', '.join(VARIANTS)})")
+        if name in found:
+            raise ValueError(f"{where}: {name} is named twice")
+        if not colon:
+            found[name] = None
+            continue
+        try:
+            fraction = Fraction(raw)
+        except (ValueError, ZeroDivisionError):
+            raise ValueError(f"{where}: {name}: {raw!r} is not a fraction (0.1 is 10% more work)") from None
+        if not 0 < fraction <= 1:
+            raise ValueError(f"{where}: {name}: the fraction {raw} is outside (0, 1] (0.1 is 10% more work)")
+        if VARIANTS[name].canary is None:
+            with_canary = [v.name for v in VARIANTS.values() if v.canary]
+            raise ValueError(f"{where}: {name} has no canary kernel, so it takes no fraction (run it twice: "
+                             f"{name} without one; the variants with one: {', '.join(with_canary) or 'none'})")
+        found[name] = fraction
+    return found
