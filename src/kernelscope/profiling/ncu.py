@@ -72,12 +72,16 @@ def version(ncu: str | None = None) -> str:
     return found.group(1) if found else out.strip().splitlines()[-1] if out.strip() else "unknown"
 
 
-def command(ncu: str, report: Path, child: list[str]) -> list[str]:
-    """The ncu command line that profiles ``child``'s op:variant ranges into ``report`` (.ncu-rep)."""
+def command(ncu: str, report: Path, child: list[str], sections: tuple[str, ...] = SECTIONS,
+            metrics: tuple[str, ...] = METRICS) -> list[str]:
+    """The ncu command line that profiles ``child``'s op:variant ranges into ``report`` (.ncu-rep).
+
+    ``sections=()`` and one metric: a single pass per kernel, no replay (``kernelscope crosscheck``'s durations).
+    """
     cmd = [ncu, "--clock-control", "none", "--nvtx", "--nvtx-include", NVTX_INCLUDE]
-    for section in SECTIONS:
+    for section in sections:
         cmd += ["--section", section]
-    cmd += ["--metrics", ",".join(METRICS), "--force-overwrite", "--export", str(report)]
+    cmd += ["--metrics", ",".join(metrics), "--force-overwrite", "--export", str(report)]
     return cmd + child
 
 

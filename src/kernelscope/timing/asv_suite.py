@@ -63,6 +63,14 @@ GRAPH_TARGET_S = 2e-3  # calls per graph: enough to make one replay last about t
 GRAPH_MAX_CALLS = 100
 
 
+def graph_calls(per_call_s: float) -> int:
+    """Calls captured per graph for a call of ``per_call_s`` (warm): a replay lasts about GRAPH_TARGET_S.
+
+    Also what ``kernelscope crosscheck`` captures, so its graph mode is the suite's.
+    """
+    return max(1, min(GRAPH_MAX_CALLS, math.ceil(GRAPH_TARGET_S / max(per_call_s, 1e-9))))
+
+
 def _versioned(fn, unit: str | None = None, version: str = VERSION):
     fn.version = version
     if unit:
@@ -115,7 +123,7 @@ class _OpBenchmarks:
         case = self.case
         if case.device != "cuda":
             raise SkipNotImplemented(f"{variant}: CUDA graphs need a GPU")
-        calls = max(1, min(GRAPH_MAX_CALLS, math.ceil(GRAPH_TARGET_S / _plan(case).per_call_s)))
+        calls = graph_calls(_plan(case).per_call_s)
         try:
             graph, out = capture_graph(case.call, calls)
         except GraphUnavailable as exc:
