@@ -34,9 +34,9 @@ def asv(tmp_path, *args, env=None):
     return proc.stdout
 
 
-def write_config(tmp_path, results: str) -> Path:
+def write_config(tmp_path, results: str, repo: Path = ROOT) -> Path:
     conf = {
-        "version": 1, "project": "kernelscope", "repo": str(ROOT), "branches": ["main"], "dvcs": "git",
+        "version": 1, "project": "kernelscope", "repo": str(repo), "branches": ["main"], "dvcs": "git",
         "environment_type": "syssite", "plugins": [".src.kernelscope.results.asv_env"],
         "build_command": ["python -m pip wheel --no-deps --no-build-isolation --no-index -w {build_cache_dir} {build_dir}"],
         "install_command": ["in-dir={env_dir} python -m pip install --no-deps --no-index --force-reinstall {wheel_file}"],

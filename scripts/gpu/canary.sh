@@ -16,7 +16,8 @@
 # never touched (the commits are made with git plumbing); the branches and asv
 # configs it made are removed on exit. MACHINE defaults to the only machine in
 # ~/.asv-machine.json. Square.time_warm (13 variants x 6 sizes, both commits, two
-# runs) takes about 6 to 8 minutes on an H100.
+# runs: 312 benchmark processes) should take 4 to 8 minutes on an H100 (estimated
+# from the H100's earlier runs, not yet timed).
 set -u
 cd "$(git rev-parse --show-toplevel)" || exit 2
 PY=${PYTHON:-python3}
@@ -63,12 +64,13 @@ for level in $levels; do
   echo "=== $(date +%T) +$pct%: exit $rc in $(( $(date +%s) - t0 )) s"
   sed -n '/Change/,$p' "$out/continuous-$pct.log" | tail -n 25
   echo "$rc" > "$out/continuous-$pct.rc"
-  args+=(--level "$variant:$level" "$commit" "$out/results-$pct" "$rc" "${cmd[*]}")
+  quoted=$(printf '%q ' "${cmd[@]}")
+  args+=(--level "$variant:$level" "$commit" "$out/results-$pct" "$rc" "${quoted% }")
 done
 
 evidence=evidence/$machine/canary.json
 $PY -m kernelscope.results.canary write "$evidence" --machine "$machine" --base "$head" ${FACTOR:+--factor "$FACTOR"} \
-  --command "MACHINE=$machine BENCH='$bench' LEVELS='$levels' VARIANT=$variant${FACTOR:+ FACTOR=$FACTOR} bash scripts/gpu/canary.sh" \
+  --command "$(printf '%q=%q ' MACHINE "$machine" BENCH "$bench" LEVELS "$levels" VARIANT "$variant" FACTOR "${FACTOR:-}")bash scripts/gpu/canary.sh $(printf '%q' "$out")" \
   "${args[@]}" || exit 2
 cp "$evidence" "$out/canary.json"
 echo "canary.sh: wrote $evidence (and $out/canary.json)"
