@@ -124,7 +124,7 @@ def test_a_run_cut_off_keeps_what_it_finished_and_goes_on_from_there(tmp_path):
             if files:
                 break
             time.sleep(0.05)
-        os.killpg(proc.pid, signal.SIGINT)  # cut off after the first save: the next benchmarks are still to run
+        os.killpg(proc.pid, signal.SIGTERM)  # cut off after the first save: the next benchmarks are still to run
     finally:
         proc.wait(timeout=120)
     assert len(files) == 1, "no result was saved before the run ended"

@@ -22,13 +22,16 @@
 #   spreadprobe launch-bound cases in 10 forked processes each, per knob, with each process's phase costs (#13)
 #   cost      a Square subset (64x64 and 16384x16384, every mode) through asv, stamped and phase-logged:
 #             where a run's time goes (run_cost.py)
-#   cutoff    asv run of the Mean class interrupted (SIGINT) after CUTOFF_S seconds, then resumed with
+#   cutoff    asv run of the Mean class ended (SIGTERM) after CUTOFF_S seconds, then resumed with
 #             --skip-existing-successful: what the cut-off run had saved, and what the resumed one kept (#13 item 7)
 #   prewarm   asv run --quick --dry-run -b FirstCall: first-call caches warm before anything is recorded
 #   full      asv run --record-samples HEAD^! into results/ (every benchmark)
+#   graph     the same for graph mode alone (-b track_graph), into results/: a new track_graph version
 #   rerun     the same again into results-rerun (its time is the full run with warm caches),
 #             then compare-runs: the noise check, per mode
 #   slowdown  one variant's warm benchmarks twice, the second with KERNELSCOPE_INJECT_SLOWDOWN
+#   canary    scripts/gpu/canary.sh: asv continuous HEAD against canary commits that slow
+#             square-triton-flat1024's kernel by 10% and 20%: evidence/<machine>/canary.json (#13 item 4)
 #   ncu       warm-mode medians against Nsight Compute kernel durations
 #   smoke     the smoke run (every variant and mode at the smallest size, --quick --dry-run), timed
 #   history   time_warm at two sizes per op for up to HISTORY earlier commits with this suite
@@ -95,6 +98,7 @@ steps() {
   step cutoff cutoff
   step prewarm sh -c "asv run --quick --dry-run --machine $M -b FirstCall HEAD^! > $STATE/asv-prewarm.log 2>&1"
   step full logged asv-full run --record-samples --machine "$M" --show-stderr HEAD^!
+  step graph logged asv-graph run --record-samples --machine "$M" --show-stderr -b track_graph HEAD^!
   alt results-rerun
   step rerun sh -c "asv run --config asv.results-rerun.json --record-samples --machine $M --show-stderr HEAD^! > $STATE/asv-rerun.log 2>&1 &&
     kernelscope compare-runs results $STATE/results-rerun --commit $head --all > $STATE/compare-rerun.txt &&
@@ -105,6 +109,7 @@ steps() {
     KERNELSCOPE_INJECT_SLOWDOWN=square-triton-flat1024 asv run --config asv.results-slowdown.json \
       --record-samples --machine $M -b '$canary' HEAD^! > $STATE/asv-slowdown.log 2>&1 &&
     kernelscope compare-runs $STATE/results-base $STATE/results-slowdown --commit $head --all > $STATE/compare-slowdown.txt"
+  step canary env MACHINE="$M" bash scripts/gpu/canary.sh "$STATE/canary"
   step ncu python3 scripts/gpu/ncu_compare.py --json "$STATE/ncu.json"
   alt results-smoke  # a dry run saves no results, but its clock logs would land beside them
   step smoke sh -c "asv run --config asv.results-smoke.json --quick --dry-run --machine $M -b \"'(64x64|4096)'\" HEAD^! > $STATE/asv-smoke.log 2>&1"
@@ -135,7 +140,7 @@ case "${1:-}" in
     cat "$STATE/steps.txt" 2>/dev/null; tail -n 5 "$STATE/log"
     for f in "$STATE"/asv-*.log; do [ -f "$f" ] && echo "--- $f" && grep -E '^\[' "$f" | tail -n 2; done ;;
   collect)  # safe at any time: what has finished so far
-    [ -d "$REPO/results" ] && tar czf "$OUT/results.tgz" -C "$REPO" results
+    [ -d "$REPO/results" ] && tar czf "$OUT/results.tgz" -C "$REPO" results $(cd "$REPO" && ls -d evidence 2>/dev/null)
     tar czf "$OUT/state.tgz" -C "$STATE" --exclude=repo --exclude=cache . ;;
   *) sed -n '2,/^set -u/{/^#/p}' "$0"; exit 2 ;;
 esac

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Run a command and interrupt it (SIGINT to its whole process group) after SECONDS: cut_off.py SECONDS LOG CMD...
+"""Run a command and end it (SIGTERM to its whole process group) after SECONDS: cut_off.py SECONDS LOG CMD...
 
-A run cut off midway, as a preempted or time-limited GPU box cuts one: the
+A run cut off midway, as a preempted or time-limited GPU box ends one
+(SIGTERM, what a shutdown sends; SIGINT would not do: a job started in the
+background of a script ignores it, and so does the Python it starts). The
 command's output goes to LOG, its exit status is printed.
 """
 import os
@@ -17,5 +19,5 @@ with open(log, "w") as out:
         proc.wait(timeout=seconds)
         print(f"finished before the cut-off: rc={proc.returncode}")
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGINT)
+        os.killpg(proc.pid, signal.SIGTERM)
         print(f"cut off after {seconds:.0f} s: rc={proc.wait()}")
