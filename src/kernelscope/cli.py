@@ -22,6 +22,7 @@ examples:
   kernelscope profile --op square       torch.profiler and compiled code per variant, into profiles/<machine>/
   kernelscope profile --ncu --demos     also Nsight Compute metrics and the lecture's demos (GPU box)
   kernelscope profile --cross-check     ncu's kernel time against the suite's warm time, per variant
+  kernelscope crosscheck --gate        the suite's clocks beside Timer, do_bench, do_bench_cudagraph, ncu
 
 Without a GPU, Triton runs under TRITON_INTERPRET=1 and Numba under
 NUMBA_ENABLE_CUDASIM=1 (set automatically); CUDA C++ variants are skipped with
@@ -233,6 +234,44 @@ def cmd_profile(args) -> int:
     return capture.run(opts)
 
 
+def cmd_crosscheck(args) -> int:
+    from kernelscope.peers import command
+
+    if args.size:
+        from kernelscope.ops import parse_shape
+
+        try:
+            parse_shape(args.size)
+        except ValueError as exc:
+            print(f"kernelscope: {exc}", file=sys.stderr)
+            return 2
+    return command.run(command.Options(op=args.op, variant=args.variant, backend=args.backend, size=args.size,
+                                       ncu=False if args.no_ncu else None, out=args.out, json=args.json,
+                                       gate=args.gate, command=" ".join(["kernelscope", *args.argv])))
+
+
+CROSSCHECK_EPILOG = """\
+clocks, per case (median seconds per call; the same callable, one process):
+  suite warm  ~ torch.utils.benchmark.Timer     back-to-back calls (Timer: a host clock, then a synchronize)
+  suite cold  ~ triton.testing.do_bench         one call after an L2 flush, between events
+  suite graph ~ triton.testing.do_bench_cudagraph   CUDA-graph replay, no launches
+  ncu         Nsight Compute's summed kernel durations per call (second process; caches flushed; not gated)
+  host/call   the host's cost of a call: a case is host-bound for Timer when it exceeds the warm GPU time,
+              for do_bench when it exceeds do_bench's flush plus the cold GPU time
+Without a GPU, warm, cold and Timer run (host clocks) and the rest is recorded as skipped with the reason.
+
+The gate (--gate): every mode of every case of 50 us or more within 2% of its peer, except host-bound pairs
+(listed with the reason; their graph pair must still agree). Exit status 1 if a case failed or a clock
+errored (Nsight Compute's errors aside), or with --gate if the gate failed.
+
+examples:
+  kernelscope crosscheck                                  every variant at its op's sizes, into evidence/<machine>/
+  kernelscope crosscheck --gate                           the same, exit 1 unless the gate passes (the H100's check)
+  kernelscope crosscheck --variant mean-numba --size 268435456 --no-ncu
+  kernelscope crosscheck --op square --json --out /tmp/peers.json
+"""
+
+
 PROFILE_EPILOG = """\
 what each part writes, under profiles/<machine>/<variant>/ (machine: asv's name, as `kernelscope machine`):
   profile.json        everything below as data (kernelscope.profiling.artifacts), skips and errors with reasons
@@ -353,6 +392,26 @@ def build_parser() -> argparse.ArgumentParser:
                    help="--cross-check: the profiles folder, or one machine's folder in it (default: profiles)")
     p.add_argument("--results-dir", default="results", help="--cross-check: asv's results folder (default: results)")
     p.set_defaults(func=cmd_profile)
+
+    p = sub.add_parser("crosscheck", help="the suite's warm, cold and graph medians beside peer timers and ncu",
+                       description="For every selected variant at its op's benchmark sizes (float32), time the\n"
+                                   "suite's checked case with the suite's three modes and, on the same callable in\n"
+                                   "the same process, with torch.utils.benchmark.Timer, triton.testing.do_bench and\n"
+                                   "do_bench_cudagraph; then Nsight Compute in one second process. Writes\n"
+                                   "evidence/<machine>/peers.json, prints a table, the agreement per mode and the gate.",
+                       epilog=CROSSCHECK_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--op", help="only this op")
+    p.add_argument("--variant", help="only this variant (see `kernelscope list`)")
+    p.add_argument("--backend", help="only this backend (torch, torch-compile, triton, cuda, numba)")
+    p.add_argument("--size", help="one shape for every selected variant, e.g. 4096x4096 or 268435456 "
+                                  "(default: each op's benchmark sizes)")
+    p.add_argument("--no-ncu", action="store_true",
+                   help="skip the Nsight Compute pass (default: run it when ncu is found and a GPU is there)")
+    p.add_argument("--out", type=Path, metavar="PATH",
+                   help="where to write the file (default: evidence/<machine>/peers.json, the machine as asv names it)")
+    p.add_argument("--json", action="store_true", help="stamp, summary, gate and every record as JSON on stdout")
+    p.add_argument("--gate", action="store_true", help="exit 1 unless the gate passes, printing what failed")
+    p.set_defaults(func=cmd_crosscheck)
     return parser
 
 

@@ -1,0 +1,196 @@
+"""How well the suite's clocks agree with their peers, and the gate: pure functions of the records.
+
+Per mode (warm ~ Timer, cold ~ do_bench, graph ~ do_bench_cudagraph): the
+cases with both readings, the share within 1% and within 2% of the peer, and
+the worst case. The gate: every case whose suite time in a mode is
+:data:`JUDGED_MIN_S` or more is within :data:`GATE_PCT` of that mode's peer,
+except where the peer's clock takes in host time that exceeds the GPU time it
+runs behind (:func:`host_bound`): those are listed with the reason and the
+numbers, and their graph pair is judged whatever its time.
+
+Why a peer can read the host: ``Timer`` is a host clock around back-to-back
+calls and one synchronize, so when a call costs the host more than the GPU
+(a Numba launch, a Python-heavy call), it reads the host's time per call.
+``do_bench`` puts each call between events behind its L2 flush; when the
+host takes longer to launch the call than the GPU takes to run the flush and
+the call, the GPU idles between the events. Graph replay launches nothing
+from the host: its pair is never excused. The suite holds the stream with a
+spin kernel for both warm and cold mode, so its own readings stay the GPU's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kernelscope.peers.data import MEASURED, MODES, PEER_OF, SHORT_TITLES, Record
+
+JUDGED_MIN_S = 50e-6  # the gate judges a mode of a case whose suite time is at least this
+GATE_PCT = 2.0  # ... within this of its peer
+SHARES_PCT = (1.0, 2.0)  # the summary's bands
+
+
+def diff_pct(suite: float | None, peer: float | None) -> float | None:
+    """(suite / peer - 1) x 100: positive when the suite reads longer than its peer."""
+    if suite is None or peer is None or peer <= 0:
+        return None
+    return (suite / peer - 1.0) * 100.0
+
+
+def diffs(rec: Record) -> dict[str, float | None]:
+    """Mode -> the suite's difference from its peer, in %."""
+    return {mode: diff_pct(rec.clock(mode), rec.clock(PEER_OF[mode])) for mode in MODES}
+
+
+def us(seconds: float) -> str:
+    return f"{seconds * 1e6:,.1f} us"
+
+
+def host_bound(rec: Record, mode: str) -> str | None:
+    """Why the peer of ``mode`` reads the host's time for this case (with the numbers), or None.
+
+    Judged on a GPU only: on the CPU every clock is the host's, and calls finish when they return.
+    """
+    h = rec.host_per_call_s
+    if rec.device != "cuda" or h is None or mode == "graph":
+        return None
+    if mode == "warm":
+        gpu = rec.clock("warm")
+        if gpu is not None and h > gpu:
+            return (f"a call costs {us(h)} on the host and {us(gpu)} on the GPU (warm): Timer's host clock around "
+                    "back-to-back calls reads the host")
+    if mode == "cold":
+        gpu, flush = rec.clock("cold"), rec.flush_s
+        if gpu is not None and flush is not None and h > flush + gpu:
+            return (f"a call costs {us(h)} on the host, more than do_bench's L2 flush ({us(flush)}) and the call "
+                    f"({us(gpu)}, cold) take on the GPU: the GPU waits for the launch between do_bench's events")
+    return None
+
+
+@dataclass
+class ModeSummary:
+    mode: str
+    peer: str
+    compared: int = 0  # cases with both readings
+    within: dict[str, int] = field(default_factory=dict)  # "1" / "2" -> cases within that many %
+    worst: dict | None = None  # {"variant", "size", "diff_pct", "suite_s", "peer_s"}
+    judged: int = 0  # of the compared, suite time >= JUDGED_MIN_S and not host-bound
+    judged_within: dict[str, int] = field(default_factory=dict)
+    judged_worst: dict | None = None
+    host_bound: int = 0  # compared cases whose peer read the host
+
+    def share(self, pct: float, judged: bool = False) -> float | None:
+        n = self.judged if judged else self.compared
+        counts = self.judged_within if judged else self.within
+        return counts.get(_band(pct), 0) / n if n else None
+
+
+def _band(pct: float) -> str:
+    return f"{pct:g}"
+
+
+def _case(rec: Record, mode: str, d: float) -> dict:
+    return {"variant": rec.variant, "size": rec.size, "dtype": rec.dtype, "diff_pct": d,
+            "suite_s": rec.clock(mode), "peer_s": rec.clock(PEER_OF[mode])}
+
+
+def summarize(records: list[Record]) -> dict[str, ModeSummary]:
+    """Mode -> its agreement with its peer over the measured records."""
+    out = {}
+    for mode in MODES:
+        s = ModeSummary(mode, PEER_OF[mode])
+        for rec in records:
+            if rec.status != MEASURED:
+                continue
+            d = diff_pct(rec.clock(mode), rec.clock(PEER_OF[mode]))
+            if d is None:
+                continue
+            s.compared += 1
+            for pct in SHARES_PCT:
+                s.within[_band(pct)] = s.within.get(_band(pct), 0) + (abs(d) <= pct)
+            if s.worst is None or abs(d) > abs(s.worst["diff_pct"]):
+                s.worst = _case(rec, mode, d)
+            if host_bound(rec, mode):
+                s.host_bound += 1
+            elif rec.clock(mode) >= JUDGED_MIN_S:
+                s.judged += 1
+                for pct in SHARES_PCT:
+                    s.judged_within[_band(pct)] = s.judged_within.get(_band(pct), 0) + (abs(d) <= pct)
+                if s.judged_worst is None or abs(d) > abs(s.judged_worst["diff_pct"]):
+                    s.judged_worst = _case(rec, mode, d)
+        out[mode] = s
+    return out
+
+
+@dataclass
+class Gate:
+    passed: bool
+    judged: int  # (case, mode) pairs judged
+    failures: list[dict] = field(default_factory=list)  # {"variant", "size", "mode", "why"}
+    exceptions: list[dict] = field(default_factory=list)  # {"variant", "size", "mode", "reason", "diff_pct"}
+    why: str = ""  # one line: the verdict's reason
+
+    def as_dict(self) -> dict:
+        return {"passed": self.passed, "judged": self.judged, "failures": self.failures,
+                "exceptions": self.exceptions, "why": self.why}
+
+
+def _missing(rec: Record, clock: str) -> str:
+    why = rec.skipped.get(clock) or rec.errors.get(clock) or "not measured"
+    return f"no {SHORT_TITLES[clock]} reading: {why}"
+
+
+def gate(records: list[Record], min_s: float = JUDGED_MIN_S, tolerance_pct: float = GATE_PCT) -> Gate:
+    """Every mode of every case at ``min_s`` or more within ``tolerance_pct`` of its peer, but the host-bound.
+
+    A case counts in a mode when the suite's time there is ``min_s`` or more
+    (a mode the suite could not time counts when another of the case's modes
+    does). A host-bound pair is an exception, listed with its reason; its
+    case's graph pair is then judged at any time. A judged pair without a peer
+    reading fails: the gate passes only on what was measured, and only when
+    something was judged at all.
+    """
+    failures, exceptions, judged = [], [], 0
+    for rec in records:
+        if rec.status == "failed":
+            failures.append({"variant": rec.variant, "size": rec.size, "mode": "*", "why": rec.reason})
+            continue
+        if rec.status != MEASURED:
+            continue
+        suite_times = [t for t in (rec.clock(m) for m in MODES) if t is not None]
+        big = any(t >= min_s for t in suite_times)
+        excused = False
+        for mode in MODES:
+            suite, peer = rec.clock(mode), rec.clock(PEER_OF[mode])
+            in_gate = suite >= min_s if suite is not None else big
+            if mode == "graph" and excused:
+                in_gate = True  # an excused case must still agree where no host is involved
+            if not in_gate:
+                continue
+            reason = host_bound(rec, mode)
+            d = diff_pct(suite, peer)
+            if reason:
+                excused = True
+                exceptions.append({"variant": rec.variant, "size": rec.size, "mode": mode,
+                                   "peer": PEER_OF[mode], "reason": reason, "diff_pct": d})
+                continue
+            judged += 1
+            if suite is None:
+                failures.append({"variant": rec.variant, "size": rec.size, "mode": mode, "why": _missing(rec, mode)})
+            elif peer is None:
+                failures.append({"variant": rec.variant, "size": rec.size, "mode": mode,
+                                 "why": _missing(rec, PEER_OF[mode])})
+            elif abs(d) > tolerance_pct:
+                failures.append({"variant": rec.variant, "size": rec.size, "mode": mode,
+                                 "why": f"{mode} {us(suite)} against {SHORT_TITLES[PEER_OF[mode]]} {us(peer)}: "
+                                        f"{d:+.2f}%, outside {tolerance_pct:g}%"})
+    if failures:
+        cases = sum(f["mode"] == "*" for f in failures)
+        pairs = len(failures) - cases
+        why = ", ".join(part for part in (
+            f"{pairs} of {judged} judged pairs outside {tolerance_pct:g}% or unmeasured" if pairs else "",
+            f"{cases} case{'s' if cases > 1 else ''} failed" if cases else "") if part)
+    elif not judged:
+        why = f"nothing judged: no case ran {us(min_s)} or more in a mode with a peer reading to compare"
+    else:
+        why = f"all {judged} judged pairs within {tolerance_pct:g}%"
+    return Gate(passed=judged > 0 and not failures, judged=judged, failures=failures, exceptions=exceptions, why=why)

@@ -1,0 +1,315 @@
+"""The in-process clocks of ``kernelscope crosscheck``: one case, every clock, the same callable.
+
+A case is the suite's own (:func:`kernelscope.timing.cases.prepare`: the
+input made, the variant checked against the float64 reference, ``case.call``
+checked too), and every clock times ``case.call``:
+
+* **warm**, as ``asv_suite`` times it: :func:`~kernelscope.timing.plan_warm`,
+  then a :class:`~kernelscope.timing.HeldClock` of the plan's hold around
+  ``plan.number`` calls per sample; beside it ``Timer.blocked_autorange``;
+* **cold**, as the suite: :func:`~kernelscope.timing.time_cold` behind a hold
+  that outlasts one call's launch; beside it ``triton.testing.do_bench``
+  (which flushes L2 before each call);
+* **graph**, as the suite: ``asv_suite.graph_calls`` calls captured, replays
+  timed by :func:`~kernelscope.timing.time_graph`; beside it
+  ``triton.testing.do_bench_cudagraph``;
+* the **host's cost of one call**: N calls enqueued behind a spin kernel (so
+  the GPU never pushes back), host clock, / N; and the GPU time of
+  do_bench's L2 flush. :mod:`~kernelscope.peers.agreement` tells from them
+  where a peer's clock reads the host.
+
+Pairs run next to each other (warm then Timer, cold then do_bench, graph then
+do_bench_cudagraph). Without a GPU the host clocks still run (the suite's CPU
+path and Timer); graph, do_bench, do_bench_cudagraph are recorded as skipped
+with the reason. A clock that fails is the case's error and the others go on.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+import torch
+
+from kernelscope import timing
+from kernelscope.catalog import VARIANTS, select
+from kernelscope.ops import numel, parse_shape, shape_str
+from kernelscope.peers.agreement import diffs
+from kernelscope.peers.data import CLOCKS, FAILED, MEASURED, SKIPPED, Record
+from kernelscope.timing import asv_suite, cases
+
+DTYPE = "float32"
+
+
+@dataclass
+class Budgets:
+    """What each clock gets per case: small, so every variant at every size takes minutes, not an hour."""
+
+    warm_samples: int = 15
+    cold_samples: int = 30
+    graph_samples: int = 20
+    # Timer grows its block of calls tenfold until one block passes min_run_time, then times one block: at
+    # 0.02 s a 5 us kernel's block is 10^4 calls (50 ms; its synchronize is 0.04% of it); at 0.05 s it can
+    # reach 10^5 calls, half a second, twice, per case.
+    timer_min_run_time_s: float = 0.02
+    do_bench_warmup_ms: float = 5.0
+    do_bench_rep_ms: float = 25.0
+    cudagraph_rep_ms: float = 20.0
+    host_calls: int = 20  # calls per reading of the host's cost of a call (three readings, the median)
+    ncu_calls: int = 3  # calls inside the NVTX range the ncu pass profiles
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class CaseSpec:
+    op: str
+    variant: str
+    size: str
+    dtype: str = DTYPE
+
+
+def case_specs(op: str | None = None, variant: str | None = None, backend: str | None = None,
+               size: str | None = None) -> list[CaseSpec]:
+    """Every selected variant at each of its op's benchmark sizes (or at ``size``), smallest first."""
+    specs = []
+    for v in select(op=op, variant=variant, backend=backend):
+        shapes = [parse_shape(size)] if size else sorted(v.op_spec.bench_shapes, key=numel)
+        specs += [CaseSpec(v.op, v.name, shape_str(s)) for s in shapes]
+    return specs
+
+
+def skip_reason(spec: CaseSpec, device: str) -> str | None:
+    """Why this case is not timed here: what the suite refuses (``cases.skip_reason``), or a shape of the wrong rank."""
+    op = VARIANTS[spec.variant].op_spec
+    if len(parse_shape(spec.size)) != op.ndim:
+        return f"{spec.variant}: {spec.op} takes {op.ndim}-D inputs, not {spec.size}"
+    return cases.skip_reason(spec.variant, spec.op, spec.size, spec.dtype, device)
+
+
+def _median(values: list[float]) -> float:
+    value = statistics.median(values)
+    if not math.isfinite(value) or value <= 0:
+        raise RuntimeError(f"a non-positive or non-finite reading ({value!r})")
+    return value
+
+
+CPU_PATH = " (the CPU path times with host clocks only)"
+GPU_ONLY = {"graph": "CUDA graphs need a GPU", "do_bench": "triton.testing.do_bench needs a GPU",
+            "do_bench_cudagraph": "triton.testing.do_bench_cudagraph needs a GPU"}
+
+
+_FLUSHERS: dict[str, timing.L2Flusher] = {}
+
+
+def _flusher(device: str) -> timing.L2Flusher:
+    if device not in _FLUSHERS:
+        _FLUSHERS[device] = timing.L2Flusher(device)
+    return _FLUSHERS[device]
+
+
+# --- the clocks ------------------------------------------------------------------------------------------------------
+
+def suite_warm(case, plan: timing.WarmPlan, samples: int) -> tuple[float, dict]:
+    """asv's warm benchmark: ``plan.number`` calls per sample between readings of a HeldClock of the plan's hold."""
+    clock = timing.HeldClock(plan.hold_s)
+    per_call = [clock.sample(case.call, plan.number) / plan.number for _ in range(samples)]
+    return _median(per_call), {"warm_number": plan.number, "warm_samples": samples, "warm_starved": clock.starved,
+                               "warm_hold_s": clock.hold_s}
+
+
+def suite_cold(case, plan: timing.WarmPlan, samples: int) -> tuple[float, dict]:
+    """asv's cold benchmark: the L2 flushed, then one call between events behind a hold that outlasts its launch."""
+    hold = timing.grown_hold(plan.host_per_call_s)
+    times = timing.time_cold(case.call, case.device, samples, _flusher(case.device), hold_s=hold)
+    case.check(case.call())
+    return _median(times), {"cold_samples": len(times), "cold_hold_s": hold}
+
+
+def suite_graph(case, plan: timing.WarmPlan, samples: int) -> tuple[float, dict]:
+    """asv's graph benchmark: ``graph_calls`` calls captured, each replay timed, the replayed output checked."""
+    calls = asv_suite.graph_calls(plan.per_call_s)
+    graph, out = timing.capture_graph(case.call, calls)
+    try:
+        times = timing.time_graph(graph, calls, samples)
+        case.check(out)
+    finally:
+        del graph, out
+    return _median(times), {"graph_calls": calls, "graph_samples": len(times)}
+
+
+def timer_peer(case, min_run_time_s: float) -> tuple[float, dict]:
+    """``torch.utils.benchmark.Timer(stmt="fn()").blocked_autorange``: a host clock around blocks of calls,
+    each block ended by a synchronize; its median per call."""
+    from torch.utils.benchmark import Timer
+
+    # num_threads: the process's own (Timer's default is 1), so on the CPU path both clocks run the same code
+    m = Timer(stmt="fn()", globals={"fn": case.call}, num_threads=torch.get_num_threads()).blocked_autorange(
+        min_run_time=min_run_time_s)
+    return _median([m.median]), {"timer_number": m.number_per_run, "timer_blocks": len(m.raw_times)}
+
+
+def do_bench_peer(case, warmup_ms: float, rep_ms: float) -> tuple[float, dict]:
+    """``triton.testing.do_bench(fn, return_mode="median")``: each call between events after an L2 flush."""
+    import triton.testing
+
+    ms = triton.testing.do_bench(case.call, warmup=warmup_ms, rep=rep_ms, return_mode="median")
+    return _median([ms / 1e3]), {}
+
+
+def cudagraph_peer(case, rep_ms: float) -> tuple[float, dict]:
+    """``triton.testing.do_bench_cudagraph(fn, return_mode="median")``: a graph of rep_ms of calls, replayed."""
+    import triton.testing
+
+    ms = triton.testing.do_bench_cudagraph(case.call, rep=rep_ms, return_mode="median")
+    return _median([ms / 1e3]), {}
+
+
+def host_per_call(case, calls: int, readings: int = 3) -> float:
+    """Host seconds a call costs: ``calls`` calls with no synchronize in between, host clock, / calls.
+
+    On a GPU the calls are only enqueued (a few dozen launches never fill
+    CUDA's queue, so the GPU does not push back): what is left is the host's
+    own path, Python, the framework's dispatch and the driver's launch, plus
+    any wait a call makes on the GPU itself. On the CPU the calls are
+    synchronous: this is their whole time. The median of ``readings``.
+    """
+    found = []
+    for _ in range(readings):
+        if case.device == "cuda":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            case.call()
+        found.append((time.perf_counter() - t0) / calls)
+    if case.device == "cuda":
+        torch.cuda.synchronize()
+    return _median(found)
+
+
+_FLUSH_S: list[float] = []
+
+
+def do_bench_flush_s(samples: int = 10) -> float:
+    """GPU seconds of one of do_bench's L2 flushes (its cache buffer zeroed, between events), measured once."""
+    if not _FLUSH_S:
+        from triton import runtime
+
+        driver = runtime.driver.active
+        cache = driver.get_empty_cache_for_benchmark()
+        driver.clear_cache(cache)
+        times = []
+        for _ in range(samples):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            driver.clear_cache(cache)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1e3)
+        del cache
+        _FLUSH_S.append(_median(times))
+    return _FLUSH_S[0]
+
+
+# --- one case --------------------------------------------------------------------------------------------------------
+
+def _run(rec: Record, clock: str, fn: Callable[[], tuple[float, dict]]) -> None:
+    """One clock into the record: its median, or why it is missing; the other clocks go on."""
+    try:
+        value, details = fn()
+    except timing.GraphUnavailable as exc:
+        rec.skipped[clock] = str(exc)
+        return
+    except Exception as exc:  # this clock's error; the case's other clocks still run
+        rec.errors[clock] = f"{type(exc).__name__}: {exc}"
+        if rec.device == "cuda":
+            try:
+                torch.cuda.synchronize()
+            except Exception:
+                pass
+        return
+    rec.seconds[clock] = value
+    rec.details.update(details)
+
+
+def _free(device: str) -> None:
+    """Drop every prepared case (a 16384x16384 float32 input is 1 GiB) and give the memory back."""
+    cases._CASES.clear()
+    if device == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+
+
+def measure_case(spec: CaseSpec, budgets: Budgets, device: str, log: Callable[[str], None] = lambda _: None
+                 ) -> Record:
+    """Every clock on one case; the record says what was measured, skipped (why) or failed (what)."""
+    v = VARIANTS[spec.variant]
+    rec = Record(op=spec.op, variant=spec.variant, backend=v.backend, size=spec.size, dtype=spec.dtype, device=device,
+                 seconds={c: None for c in CLOCKS})
+    t0 = time.perf_counter()
+    why = skip_reason(spec, device)
+    if why:
+        rec.status, rec.reason = SKIPPED, why
+        return rec
+    try:
+        log("checking against the float64 reference")
+        case = cases.prepare(spec.op, spec.variant, spec.size, spec.dtype)
+    except NotImplementedError as exc:
+        rec.status, rec.reason = SKIPPED, str(exc)
+        return rec
+    except Exception as exc:  # a wrong answer (RuntimeError), or out of memory: the case fails, the run goes on
+        rec.status, rec.reason = FAILED, f"{type(exc).__name__}: {exc}"
+        _free(device)
+        return rec
+    try:
+        log("planning warm mode")
+        plan = timing.plan_warm(case.call, case.device)
+    except Exception as exc:
+        rec.status, rec.reason = FAILED, f"planning warm mode: {type(exc).__name__}: {exc}"
+        del case
+        _free(device)
+        return rec
+    rec.details["rel_err"] = case.rel_err
+    try:
+        cpu_path = device != "cuda"
+
+        log("warm, then Timer")
+        _run(rec, "warm", lambda: suite_warm(case, plan, budgets.warm_samples))
+        _run(rec, "timer", lambda: timer_peer(case, budgets.timer_min_run_time_s))
+
+        log("cold, then do_bench")
+        _run(rec, "cold", lambda: suite_cold(case, plan, budgets.cold_samples))
+        if cpu_path:
+            rec.skipped["do_bench"] = GPU_ONLY["do_bench"] + CPU_PATH
+        else:
+            _run(rec, "do_bench", lambda: do_bench_peer(case, budgets.do_bench_warmup_ms, budgets.do_bench_rep_ms))
+
+        log("graph, then do_bench_cudagraph")
+        if cpu_path:
+            rec.skipped["graph"] = GPU_ONLY["graph"] + CPU_PATH
+            rec.skipped["do_bench_cudagraph"] = GPU_ONLY["do_bench_cudagraph"] + CPU_PATH
+        else:
+            _run(rec, "graph", lambda: suite_graph(case, plan, budgets.graph_samples))
+            _run(rec, "do_bench_cudagraph", lambda: cudagraph_peer(case, budgets.cudagraph_rep_ms))
+
+        log("the host's cost of a call")
+        try:
+            rec.host_per_call_s = host_per_call(case, budgets.host_calls)
+        except Exception as exc:
+            rec.errors["host"] = f"{type(exc).__name__}: {exc}"
+        if not cpu_path:
+            try:
+                rec.flush_s = do_bench_flush_s()
+            except Exception as exc:
+                rec.errors["flush"] = f"{type(exc).__name__}: {exc}"
+    finally:
+        del case
+        _free(device)
+    rec.diff_pct = diffs(rec)
+    rec.wall_s = time.perf_counter() - t0
+    rec.status = MEASURED
+    return rec
