@@ -18,6 +18,7 @@ from pathlib import Path
 from kernelscope.catalog import OPS, VARIANTS
 from kernelscope.ops import numel, parse_shape
 from kernelscope.results import export, history
+from kernelscope.site.evidence import EvidenceData
 from kernelscope.site.profiles import ProfileData
 
 BACKEND_TITLES = {"torch": "PyTorch eager", "torch-compile": "torch.compile", "triton": "Triton",
@@ -86,10 +87,11 @@ class Snapshot:
 
 class SiteData:
     def __init__(self, results_dir: str | Path = "results", repo: str | Path = ".",
-                 profiles_dir: str | Path | None = None):
+                 profiles_dir: str | Path | None = None, evidence_dir: str | Path | None = None):
         self.results_dir = Path(results_dir)
         self.repo = Path(repo)
         self.profiles = ProfileData(profiles_dir)  # no folder: no profiles, and the pages say so
+        self.evidence = EvidenceData(evidence_dir)  # evidence/<machine>/peers.json; none: the pages say so
         found = (self.results_dir / "benchmarks.json").exists()
         self.rows: list[dict] = export.rows(self.results_dir, include_failed=True) if found else []
         self._runs = export.runs(self.results_dir) if found else []

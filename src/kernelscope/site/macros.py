@@ -18,6 +18,7 @@ yet" instead of a number.
     {{ demo_host_clock() }}    the host-clock demo's readings, in a sentence (from profiles/<machine>/demos.json)
     {{ demo_fixed_block() }}   where the fixed-BLOCK_SIZE row kernel fails and what its plot then reports
     {{ profile_link("square-torch") }}                  a link to a variant's profile page ("not profiled yet" without)
+    {{ peer_agreement() }}     the suite's clocks against their peer timers, and the gate (evidence/<machine>/peers.json)
 
 The demo macros read the machine the concept pages quote (``machine:`` in
 mkdocs.yml's kernelscope entry, else the one with most results) when it has
@@ -31,6 +32,7 @@ from kernelscope.ops import numel, parse_shape
 from kernelscope.site import charts
 from kernelscope.site.data import MODES, SiteData, fmt_gbps, fmt_pct, fmt_time
 from kernelscope.site.pages import chart, fmt_interval, stamp as stamp_line, table
+from kernelscope.site.peer_pages import agreement_summary
 from kernelscope.site.profile_pages import fixed_block_sentence, host_clock_sentence
 from kernelscope.site.profiles import PROFILE_COMMAND
 from kernelscope.site.sources import source as source_ref
@@ -190,10 +192,15 @@ class Macros:
             return f"`{variant}` *(not profiled yet)*"
         return f"[{text or f'`{variant}`'}](../results/profiles/{variant}.md)"
 
+    def peer_agreement(self) -> str:
+        """The quoted machine's (else the first machine's) peer-timer evidence: agreement per mode, the gate."""
+        return agreement_summary(self.data.evidence.pick(self.machine))
+
     def namespace(self) -> dict:
         return {"stamp": self.stamp, "value": self.value, "ratio": self.ratio, "results_table": self.results_table,
                 "source": self.source, "sweep_chart": self.sweep_chart, "bytes_moved": self.bytes_moved,
                 "stress_table": self.stress_table, "machine": self.machine,
                 "demo_host_clock": self.demo_host_clock, "demo_fixed_block": self.demo_fixed_block,
                 "profile_link": self.profile_link, "has_profiles": not self.data.profiles.empty,
+                "peer_agreement": self.peer_agreement,
                 "has_results": not self.data.empty, "ops": list(OPS), "variants": VARIANTS}

@@ -32,8 +32,9 @@ from mkdocs.exceptions import PluginError
 from mkdocs.plugins import BasePlugin
 from mkdocs.structure.files import File, Files
 
-from kernelscope.site import pages, profile_pages
+from kernelscope.site import pages, peer_pages, profile_pages
 from kernelscope.site.data import SiteData
+from kernelscope.site.evidence import EVIDENCE_ENV, EvidenceError
 from kernelscope.site.macros import Macros
 from kernelscope.site.profiles import PROFILES_ENV, ProfilesError
 from kernelscope.site.sources import ROOT as SOURCE_ROOT
@@ -46,11 +47,13 @@ RESULTS_NAV = "results/"  # the nav value the plugin replaces with the generated
 # KERNELSCOPE_RESULTS_DIR builds the site from another results folder (the tests' fixtures)
 RESULTS_ENV = "KERNELSCOPE_RESULTS_DIR"
 # KERNELSCOPE_PROFILES_DIR: the same for profiles/ (a missing folder builds pages that say "No profiles yet")
+# KERNELSCOPE_EVIDENCE_DIR: the same for evidence/ (peers.json per machine; none: the page gives the command)
 
 
 class KernelscopeConfig(Config):
     results_dir = config_options.Type(str, default="results")
     profiles_dir = config_options.Type(str, default="profiles")
+    evidence_dir = config_options.Type(str, default="evidence")
     node_modules = config_options.Type(str, default="node_modules")
     machine = config_options.Optional(config_options.Type(str))  # the machine concept pages quote
 
@@ -64,10 +67,13 @@ class KernelscopePlugin(BasePlugin[KernelscopeConfig]):
                               "(pip install -e .)")
         results_dir = Path(os.environ.get(RESULTS_ENV) or root / self.config.results_dir)
         profiles_dir = Path(os.environ.get(PROFILES_ENV) or root / self.config.profiles_dir)
+        evidence_dir = Path(os.environ.get(EVIDENCE_ENV) or root / self.config.evidence_dir)
         try:
-            self.data = SiteData(results_dir, root, profiles_dir)
+            self.data = SiteData(results_dir, root, profiles_dir, evidence_dir)
         except ProfilesError as exc:
             raise PluginError(f"kernelscope: cannot read profiles from {profiles_dir}: {exc}") from exc
+        except EvidenceError as exc:
+            raise PluginError(f"kernelscope: cannot read evidence from {evidence_dir}: {exc}") from exc
         except (OSError, ValueError) as exc:
             raise PluginError(f"kernelscope: cannot read results from {results_dir}: {exc}") from exc
         if self.config.machine and self.config.machine not in self.data.machines and not self.data.empty:
@@ -85,7 +91,8 @@ class KernelscopePlugin(BasePlugin[KernelscopeConfig]):
 
     def _nav(self, nav):
         """Replace ``Results: results/`` with the generated pages."""
-        generated = [{pages.NAV_TITLES[path]: path} for path in pages.PAGES] + profile_pages.nav(self.data.profiles)
+        generated = ([{pages.NAV_TITLES[path]: path} for path in pages.PAGES] + peer_pages.nav()
+                     + profile_pages.nav(self.data.profiles))
         if nav is None:
             return nav
         found = False
@@ -112,6 +119,10 @@ class KernelscopePlugin(BasePlugin[KernelscopeConfig]):
             raise PluginError(f"kernelscope: generating the profile pages failed: {type(exc).__name__}: {exc}") from exc
         for path, content in generated.items():
             files.append(File.generated(config, path, content=content))
+        try:
+            files.append(File.generated(config, peer_pages.PATH, content=peer_pages.page(self.data.evidence)))
+        except Exception as exc:
+            raise PluginError(f"kernelscope: generating {peer_pages.PATH} failed: {type(exc).__name__}: {exc}") from exc
         for path, records in {**pages.data_files(self.data), **profile_pages.data_files(self.data)}.items():
             files.append(File.generated(config, path, content=json.dumps(records, allow_nan=False, default=str)))
         for src, dest in self.data.profiles.files():  # traces and ncu printouts, for download

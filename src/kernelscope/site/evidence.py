@@ -1,0 +1,68 @@
+"""What the site knows of ``evidence/``: the method's evidence as data, per machine.
+
+Today one file per machine, ``evidence/<machine>/peers.json``, written by
+``kernelscope crosscheck`` (:mod:`kernelscope.peers.data` owns its format;
+nothing here opens a path that module does not name).
+``KERNELSCOPE_EVIDENCE_DIR`` builds the site from another folder (the tests'
+fixture). A missing folder, or one with no file in it, is not an error: the
+pages say so and give the command that writes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+from kernelscope.peers import agreement, data as peers_data
+from kernelscope.peers.data import PeersFile
+
+EVIDENCE_ENV = "KERNELSCOPE_EVIDENCE_DIR"
+PEERS_COMMAND = "kernelscope crosscheck --gate"
+NO_PEERS = (f"No peer-timer evidence yet. On a GPU box, `{PEERS_COMMAND}` times every variant at its op's sizes "
+            "with the suite's three clocks and, on the same callable, with `torch.utils.benchmark.Timer`, "
+            "`triton.testing.do_bench`, `triton.testing.do_bench_cudagraph` and Nsight Compute, and writes "
+            "`evidence/<machine>/peers.json`; commit it and rebuild the site.")
+
+
+class EvidenceError(ValueError):
+    """An evidence file the site cannot read: the message names the file."""
+
+
+@dataclass
+class MachinePeers:
+    name: str  # the machine folder's name: asv's machine name
+    path: Path
+    peers: PeersFile
+
+    @cached_property
+    def summary(self) -> dict[str, agreement.ModeSummary]:
+        return agreement.summarize(self.peers.records)
+
+    @cached_property
+    def gate(self) -> agreement.Gate:
+        return agreement.gate(self.peers.records)
+
+
+class EvidenceData:
+    def __init__(self, root: str | Path | None):
+        self.root = Path(root) if root is not None else None
+        self.machines: dict[str, MachinePeers] = {}
+        if self.root is None:
+            return
+        for path in peers_data.machines(self.root):
+            try:
+                peers = peers_data.read(path)
+            except (OSError, ValueError, TypeError, KeyError) as exc:
+                raise EvidenceError(f"{path}: {type(exc).__name__}: {exc}") from exc
+            self.machines[path.parent.name] = MachinePeers(path.parent.name, path, peers)
+
+    @property
+    def empty(self) -> bool:
+        return not self.machines
+
+    def pick(self, machine: str | None) -> MachinePeers | None:
+        """This machine's evidence when it has some, else the first machine's; None without any."""
+        if machine in self.machines:
+            return self.machines[machine]
+        return next(iter(self.machines.values()), None)

@@ -1,0 +1,185 @@
+"""The "Peer timers" page and the method page's macro, from ``evidence/<machine>/peers.json``.
+
+``results/peers.md``, per machine: the stamp, the agreement of each suite
+mode with its peer (within 1% and 2%, the worst case), the gate's verdict,
+the host-bound pairs with their reasons, and every case's clocks with the
+host-bound rows marked. Numbers come only from the file, through
+:mod:`kernelscope.peers.agreement`; without a file the page says how to make one.
+"""
+
+from __future__ import annotations
+
+import html
+
+from kernelscope.peers import agreement
+from kernelscope.peers.data import FAILED, MEASURED, MODES, PEER_OF, SHORT_TITLES, Record
+from kernelscope.site.data import fmt_time
+from kernelscope.site.evidence import NO_PEERS, PEERS_COMMAND, EvidenceData, MachinePeers
+from kernelscope.site.markdown import WIDE, indent, note, table, tabs, variant_cell
+from kernelscope.site.profiles import versions_text
+
+PATH = "results/peers.md"
+TITLE = "Peer timers"
+PEER_CODE = {"timer": "`torch.utils.benchmark.Timer`", "do_bench": "`triton.testing.do_bench`",
+             "do_bench_cudagraph": "`triton.testing.do_bench_cudagraph`"}
+HOST_BOUND_MARK = '<span class="ks-kind ks-host-bound" title="{title}">host-bound</span>'
+
+
+def nav() -> list[dict]:
+    return [{TITLE: PATH}]
+
+
+def stamp(m: MachinePeers) -> str:
+    man = m.peers.stamp
+    return (f'<p class="ks-stamp">Measured on {html.escape(man.gpu)} ({html.escape(versions_text(man))}), commit '
+            f"<code>{html.escape(man.commit[:8])}</code>, {html.escape(man.date[:10])}, by "
+            f"<code>{html.escape(man.command)}</code>.</p>")
+
+
+def fmt_diff(d: float | None) -> str:
+    return "—" if d is None else f"{d:+.2f}%"
+
+
+def _share(count: int, n: int) -> str:
+    return f"{count} of {n} ({count / n:.0%})" if n else "—"
+
+
+def _worst(w: dict | None) -> str:
+    return f"`{w['variant']}` {w['size']}: {fmt_diff(w['diff_pct'])}" if w else "—"
+
+
+def agreement_table(m: MachinePeers) -> str:
+    """Per mode: cases with both readings, within 1% and 2%, the worst; then the same over the gated cases."""
+    rows = []
+    for mode, s in m.summary.items():
+        rows.append([f"{mode} ~ {PEER_CODE[s.peer]}", "all", str(s.compared), _share(s.within.get("1", 0), s.compared),
+                     _share(s.within.get("2", 0), s.compared), _worst(s.worst)])
+        rows.append(["", f"{agreement.JUDGED_MIN_S * 1e6:.0f} µs or more, not host-bound", str(s.judged),
+                     _share(s.judged_within.get("1", 0), s.judged), _share(s.judged_within.get("2", 0), s.judged),
+                     _worst(s.judged_worst)])
+    return table(["suite mode ~ peer", "cases", "compared", "within 1%", "within 2%", "worst"], rows,
+                 ["l", "l", "r", "r", "r", "l"])
+
+
+def gate_note(m: MachinePeers) -> str:
+    g = m.gate
+    rule = (f"every mode of every case of {agreement.JUDGED_MIN_S * 1e6:.0f} µs or more within "
+            f"{agreement.GATE_PCT:g}% of its peer, host-bound pairs listed instead (their graph pair still judged)")
+    if g.passed:
+        return note("success", "The gate passed", f"{g.why}: {rule}.")
+    body = f"{g.why}. The rule: {rule}."
+    if g.failures:
+        body += "\n\n" + "\n".join(f"- `{f['variant']}` {f['size']}, {f['mode']}: {html.escape(f['why'])}"
+                                   for f in g.failures)
+    return note("failure", "The gate did not pass", body)
+
+
+def exceptions_table(m: MachinePeers) -> str:
+    ex = m.gate.exceptions
+    if not ex:
+        return "No pair of a gated case was host-bound."
+    by = {(r.variant, r.size): r for r in m.peers.records}
+    rows = []
+    for e in ex:
+        r = by[(e["variant"], e["size"])]
+        rows.append([variant_cell(e["variant"]), e["size"], f"{e['mode']} ~ {SHORT_TITLES[e['peer']]}",
+                     fmt_time(r.clock(e["mode"])), fmt_time(r.clock(e["peer"])), fmt_diff(e["diff_pct"]),
+                     fmt_time(r.host_per_call_s), fmt_diff(r.diff_pct.get("graph")), e["reason"]])
+    return table(["variant", "size", "pair", "suite", "peer", "diff", "host per call", "graph diff", "why"], rows,
+                 ["l", "l", "l", "r", "r", "r", "r", "r", "l"])
+
+
+def _marks(r: Record) -> str:
+    reasons = [(PEER_OF[mode], agreement.host_bound(r, mode)) for mode in MODES]
+    found = [(peer, why) for peer, why in reasons if why]
+    if not found:
+        return ""
+    title = html.escape(" / ".join(why for _, why in found), quote=True)
+    return HOST_BOUND_MARK.format(title=title) + " " + ", ".join(SHORT_TITLES[p] for p, _ in found)
+
+
+def cases_table(m: MachinePeers) -> str:
+    rows = []
+    for r in m.peers.measured:
+        cells = [variant_cell(r.variant), r.size]
+        for mode in MODES:
+            cells += [fmt_time(r.clock(mode)), fmt_time(r.clock(PEER_OF[mode])), fmt_diff(r.diff_pct.get(mode))]
+        gated = any((r.clock(mode) or 0) >= agreement.JUDGED_MIN_S for mode in MODES)
+        rows.append(cells + [fmt_time(r.clock("ncu")), fmt_time(r.host_per_call_s), "yes" if gated else "",
+                             _marks(r)])
+    header = ["variant", "size", "warm", "Timer", "diff", "cold", "do_bench", "diff", "graph", "do_bench_cudagraph",
+              "diff", "ncu", "host per call", "gated", "peer reads the host"]
+    return table(header, rows, ["l", "l"] + ["r"] * 11 + ["c", "l"])
+
+
+def not_measured(m: MachinePeers) -> str:
+    rest = [r for r in m.peers.records if r.status != MEASURED]
+    missing = [(r, clock, why) for r in m.peers.measured for clock, why in {**r.skipped, **r.errors}.items()]
+    parts = []
+    if rest:
+        rows = [[variant_cell(r.variant), r.size, "failed" if r.status == FAILED else "skipped", r.reason]
+                for r in rest]
+        parts.append(f'??? note "Cases not measured here ({len(rest)})"\n\n'
+                     + indent(table(["variant", "size", "", "why"], rows, ["l", "l", "l", "l"])))
+    if missing:
+        rows = [[variant_cell(r.variant), r.size, SHORT_TITLES.get(clock, clock), why] for r, clock, why in missing]
+        parts.append(f'??? note "Clocks without a reading ({len(missing)})"\n\n'
+                     + indent(table(["variant", "size", "clock", "why"], rows, ["l", "l", "l", "l"])))
+    return "\n\n".join(parts)
+
+
+def machine_body(m: MachinePeers) -> str:
+    b = m.peers.budgets
+    budgets = (f"Budgets per case: suite warm {b.get('warm_samples')} samples, cold {b.get('cold_samples')}, graph "
+               f"{b.get('graph_samples')}; Timer `blocked_autorange(min_run_time={b.get('timer_min_run_time_s')})`; "
+               f"do_bench warmup {b.get('do_bench_warmup_ms'):g} ms, rep {b.get('do_bench_rep_ms'):g} ms; "
+               f"do_bench_cudagraph rep {b.get('cudagraph_rep_ms'):g} ms; Nsight Compute over "
+               f"{b.get('ncu_calls')} calls.") if b else ""
+    parts = [stamp(m), "**Agreement.** The suite's median against its peer's, per case, as suite / peer − 1.",
+             agreement_table(m), gate_note(m),
+             "**Host-bound pairs of gated cases**, listed instead of judged against that peer:", exceptions_table(m),
+             "**Every case.** Median time per call by each clock. *gated*: a mode ran "
+             f"{agreement.JUDGED_MIN_S * 1e6:.0f} µs or more; *peer reads the host*: the host's cost of a call "
+             "exceeds the GPU time the peer's clock runs behind (hover the mark for the numbers).",
+             cases_table(m), budgets, not_measured(m)]
+    return "\n\n".join(p for p in parts if p)
+
+
+def page(evidence: EvidenceData) -> str:
+    intro = (
+        WIDE + f"# {TITLE}\n\n"
+        "The suite's three clocks are its own code. Here each one stands beside the timer such numbers are usually "
+        "checked with, run in the same process on the same callable (the suite's checked case): warm beside "
+        f"{PEER_CODE['timer']}, cold beside {PEER_CODE['do_bench']} (it flushes L2 before every call), graph beside "
+        f"{PEER_CODE['do_bench_cudagraph']}; and, from a second process, Nsight Compute's summed kernel durations "
+        "(kernel only, caches flushed before each kernel: shown, not judged). A peer that is a host clock reads the "
+        "host where launching a call costs more than running it: those rows are marked, and "
+        "[the method](../concepts/method.md#checked-against-peer-timers) says why. "
+        f"`{PEERS_COMMAND}` measures it into `evidence/<machine>/peers.json`.\n")
+    if evidence.empty:
+        return intro + "\n" + note("warning", "No peer-timer evidence yet", NO_PEERS)
+    return intro + "\n" + tabs([(name, machine_body(m)) for name, m in evidence.machines.items()])
+
+
+# --- the method page's macro -----------------------------------------------------------------------------------------
+
+def agreement_summary(m: MachinePeers | None, link: str = "../results/peers.md") -> str:
+    """For the method page: where the evidence comes from, the agreement table, the verdict, the host-bound pairs."""
+    if m is None:
+        return f"*(no peer-timer evidence yet: `{PEERS_COMMAND}` on a GPU box writes `evidence/<machine>/peers.json`)*"
+    g = m.gate
+    measured = len(m.peers.measured)
+    verdict = "passed" if g.passed else "did not pass"
+    text = [f"On {html.escape(m.peers.stamp.gpu)}, {measured} cases (every variant at its op's sizes that ran there):",
+            agreement_table(m),
+            f"The gate (every mode of every case of {agreement.JUDGED_MIN_S * 1e6:.0f} µs or more within "
+            f"{agreement.GATE_PCT:g}% of its peer) **{verdict}**: {g.why}."]
+    if g.exceptions:
+        worst = max(g.exceptions, key=lambda e: abs(e["diff_pct"] or 0))
+        graph = next((r.diff_pct.get("graph") for r in m.peers.records
+                      if (r.variant, r.size) == (worst["variant"], worst["size"])), None)
+        text.append(f"{len(g.exceptions)} pairs of gated cases were host-bound and listed instead; the farthest, "
+                    f"`{worst['variant']}` at {worst['size']}, read {fmt_diff(worst['diff_pct'])} against "
+                    f"{SHORT_TITLES[worst['peer']]} because {worst['reason']}; its graph pair read {fmt_diff(graph)}.")
+    text.append(f"Every case, with the stamp of the run: [Peer timers]({link}).")
+    return "\n\n".join(text)
