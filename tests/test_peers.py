@@ -1,0 +1,342 @@
+"""`kernelscope crosscheck`: the suite's clocks beside peer timers, the file, the agreement and the gate, the page."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import sys
+
+import pytest
+
+from kernelscope import backends
+from kernelscope.cli import main
+from kernelscope.peers import agreement, data, measure, ncu_pass
+from kernelscope.peers.data import PeersFile, Record
+from kernelscope.profiling import ncu
+from kernelscope.profiling.artifacts import Manifest
+from kernelscope.timing import asv_suite
+
+ON_CPU = not backends.cuda_available()
+cpu_only = pytest.mark.skipif(not ON_CPU, reason="the CPU path's skips (on a GPU these clocks run)")
+
+
+def run_cli(args: list[str], capsys) -> tuple[int, str, str]:
+    rc = main(args)
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+# --- the command on the CPU path --------------------------------------------------------------------------------------
+
+@cpu_only
+def test_crosscheck_times_the_case_with_host_clocks_and_says_why_the_rest_did_not_run(tmp_path, capsys):
+    path = tmp_path / "peers.json"
+    rc, out, err = run_cli(["crosscheck", "--variant", "square-torch", "--size", "64x64", "--out", str(path)], capsys)
+    assert rc == 0, err
+    assert "[1/1] square-torch 64x64: measuring" in err and "written to" in err
+    peers = data.read(path)
+    assert peers.device == "cpu" and peers.stamp.command == "kernelscope crosscheck --variant square-torch --size " \
+        f"64x64 --out {path}"
+    assert peers.stamp.machine and peers.stamp.commit and peers.stamp.versions["torch"]
+    (rec,) = peers.records
+    assert (rec.op, rec.variant, rec.size, rec.dtype, rec.status) == ("square", "square-torch", "64x64", "float32",
+                                                                      "measured")
+    for clock in ("warm", "cold", "timer"):
+        assert 0 < rec.seconds[clock] < 0.1, clock
+    assert rec.host_per_call_s > 0 and rec.details["warm_number"] >= 1 and rec.details["timer_number"] >= 1
+    for clock in ("graph", "do_bench", "do_bench_cudagraph", "ncu"):  # never faked: null and the reason
+        assert rec.seconds[clock] is None and "GPU" in rec.skipped[clock], clock
+    assert rec.diff_pct["warm"] == pytest.approx((rec.seconds["warm"] / rec.seconds["timer"] - 1) * 100)
+    assert rec.diff_pct["cold"] is None and rec.diff_pct["graph"] is None
+    assert agreement.host_bound(rec, "warm") is None  # on the CPU every clock is the host's: nothing to tell apart
+    assert re.search(r"^square-torch 64x64\s+[\d.,]+\s+[\d.,]+\s+[+-][\d.]+%", out, re.M), out
+    assert "warm ~ Timer" in out and "1 case," in out and "gate (" in out
+
+
+@cpu_only
+def test_a_triton_kernel_runs_under_the_interpreter_and_json_goes_to_stdout(tmp_path, capsys):
+    rc, out, err = run_cli(["crosscheck", "--variant", "square-triton-flat1024", "--size", "64x64", "--json",
+                            "--no-ncu", "--out", str(tmp_path / "p.json")], capsys)
+    assert rc == 0, err
+    assert os.environ.get("TRITON_INTERPRET") == "1"
+    doc = json.loads(out)
+    assert set(doc) == {"file", "stamp", "summary", "gate", "records"}
+    (rec,) = doc["records"]
+    assert rec["backend"] == "triton" and rec["seconds"]["warm"] > 0 and rec["seconds"]["timer"] > 0
+    assert rec["skipped"]["ncu"] == "not asked for (kernelscope crosscheck --no-ncu)"
+    assert doc["summary"]["warm"]["compared"] == 1 and doc["summary"]["graph"]["compared"] == 0
+    assert doc["stamp"]["variants"] == ["square-triton-flat1024"]
+
+
+@cpu_only
+def test_cases_the_suite_refuses_are_recorded_with_its_reason(tmp_path, capsys):
+    path = tmp_path / "p.json"
+    rc, _, err = run_cli(["crosscheck", "--backend", "cuda", "--op", "square", "--size", "64x64", "--no-ncu",
+                          "--out", str(path)], capsys)
+    assert rc == 0, err
+    records = data.read(path).records
+    assert {r.variant for r in records} == {"square-cuda-lecture", "square-cuda-vec4"}
+    assert all(r.status == "skipped" and "needs a CUDA GPU" in r.reason and r.seconds["warm"] is None
+               for r in records)
+    rc, _, _ = run_cli(["crosscheck", "--variant", "mean-torch", "--size", "64x64", "--no-ncu", "--out", str(path)],
+                       capsys)
+    (rec,) = data.read(path).records
+    assert rec.status == "skipped" and "1-D" in rec.reason
+
+
+@cpu_only
+def test_the_gate_on_the_cpu_fails_rather_than_pass_on_nothing(tmp_path, capsys):
+    rc, out, err = run_cli(["crosscheck", "--variant", "square-mul", "--size", "64x64", "--no-ncu", "--gate",
+                            "--out", str(tmp_path / "p.json")], capsys)
+    assert rc == 1
+    assert "the gate failed: nothing judged" in err and "FAILED" in out
+
+
+def test_crosscheck_help_and_bad_input(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["crosscheck", "--help"])
+    assert exc.value.code == 0
+    text = capsys.readouterr().out
+    for words in ("torch.utils.benchmark.Timer", "do_bench_cudagraph", "evidence/<machine>/peers.json", "examples:",
+                  "kernelscope crosscheck --gate", "--no-ncu", "50 us", "host-bound"):
+        assert words in text, words
+    rc, _, err = run_cli(["crosscheck", "--variant", "square-nonesuch"], capsys)
+    assert rc == 2 and "square-nonesuch" in err
+    rc, _, err = run_cli(["crosscheck", "--variant", "square-torch", "--size", "64by64"], capsys)
+    assert rc == 2 and "64by64" in err
+
+
+def test_cases_are_every_variant_at_its_ops_sizes():
+    specs = measure.case_specs()
+    from kernelscope.catalog import VARIANTS
+
+    assert len(specs) == sum(len(v.op_spec.bench_shapes) for v in VARIANTS.values())
+    assert measure.case_specs(variant="mean-numba")[-1] == measure.CaseSpec("mean", "mean-numba", "268435456")
+    assert [s.size for s in measure.case_specs(op="square", size="64x64")] == ["64x64"] * 13
+
+
+def test_graph_mode_captures_the_calls_the_suite_captures():
+    assert asv_suite.graph_calls(1e-6) == asv_suite.GRAPH_MAX_CALLS
+    assert asv_suite.graph_calls(1e-3) == 2
+    assert asv_suite.graph_calls(1.0) == 1
+
+
+# --- the file ---------------------------------------------------------------------------------------------------------
+
+def rec(variant="square-torch", size="16384x16384", warm=700e-6, timer=702e-6, cold=710e-6, do_bench=712e-6,
+        graph=698e-6, cudagraph=699e-6, host=8e-6, flush=90e-6, ncu_s=None, op=None) -> Record:
+    r = Record(op=op or variant.split("-")[0], variant=variant, backend="torch", size=size, dtype="float32",
+               device="cuda", seconds={"warm": warm, "cold": cold, "graph": graph, "timer": timer,
+                                       "do_bench": do_bench, "do_bench_cudagraph": cudagraph, "ncu": ncu_s},
+               host_per_call_s=host, flush_s=flush)
+    r.diff_pct = agreement.diffs(r)
+    return r
+
+
+def peers_file(records: list[Record], machine="nvidia-h100-80gb-hbm3") -> PeersFile:
+    stamp = Manifest(machine=machine, gpu="NVIDIA H100 80GB HBM3", commit="0123456789abcdef", date="2026-11-24",
+                     versions={"torch": "2.9.0", "triton": "3.5.0"}, variants=sorted({r.variant for r in records}),
+                     command="kernelscope crosscheck --gate")
+    return PeersFile(stamp=stamp, device="cuda", budgets=measure.Budgets().as_dict(), records=records)
+
+
+NUMBA_HOST_BOUND = dict(variant="mean-numba", size="268435456", warm=365e-6, timer=533e-6, cold=370e-6,
+                        do_bench=445e-6, graph=364e-6, cudagraph=365e-6, host=530e-6)
+
+
+def test_the_file_round_trips_through_its_reader(tmp_path):
+    skipped = Record("square", "square-cuda-lecture", "cuda", "16384x16384", "float32", "cuda", status="skipped",
+                     reason="square-cuda-lecture: more rows than a 2-D grid")
+    original = peers_file([rec(ncu_s=705e-6), rec(**NUMBA_HOST_BOUND), skipped])
+    path = data.write(tmp_path / "m" / data.FILE_NAME, original)
+    back = data.read(path)
+    assert back == original
+    assert data.machines(tmp_path) == [path] and data.machines(tmp_path / "m") == [path]
+    raw = json.loads(path.read_text())
+    raw["records"][0]["a_newer_field"] = 1  # a newer writer's field is ignored
+    raw["format"] = data.FORMAT + 1
+    path.write_text(json.dumps(raw))
+    with pytest.raises(ValueError, match="newer than this reader"):
+        data.read(path)
+
+
+# --- agreement and the gate --------------------------------------------------------------------------------------------
+
+def test_the_summary_counts_shares_within_1_and_2_percent_and_names_the_worst():
+    records = [rec(), rec(size="8192x8192", timer=689e-6), rec(size="4096x4096", timer=600e-6),
+               rec(variant="square-mul", warm=10e-6, timer=10.05e-6)]
+    s = agreement.summarize(records)["warm"]
+    assert s.compared == 4 and s.within == {"1": 2, "2": 3}
+    assert (s.worst["variant"], s.worst["size"]) == ("square-torch", "4096x4096")
+    assert s.worst["diff_pct"] == pytest.approx((700 / 600 - 1) * 100)
+    assert s.judged == 3 and s.judged_within == {"1": 1, "2": 2}  # the 10 us case is below the gate's 50 us
+    assert s.share(2.0) == 0.75
+
+
+def test_a_gate_passes_when_every_judged_pair_is_within_2_percent():
+    small = rec(variant="square-mul", warm=10e-6, timer=13e-6, cold=12e-6, do_bench=20e-6, graph=9e-6,
+                cudagraph=9.5e-6, host=5e-6)  # far off its peers, but under 50 us
+    g = agreement.gate([rec(), small])
+    assert g.passed and g.judged == 3 and not g.failures and not g.exceptions
+
+
+def test_a_gate_fails_on_a_pair_outside_2_percent_or_without_a_peer_reading():
+    g = agreement.gate([rec(), rec(variant="gelu-cuda-vec4", cold=730e-6, do_bench=700e-6)])
+    assert not g.passed and len(g.failures) == 1
+    f = g.failures[0]
+    assert (f["variant"], f["mode"]) == ("gelu-cuda-vec4", "cold") and "+4.29%" in f["why"]
+    missing = rec(cudagraph=None)
+    missing.skipped["do_bench_cudagraph"] = "RuntimeError: capture failed"
+    g = agreement.gate([missing])
+    assert not g.passed and g.failures[0]["why"] == "no do_bench_cudagraph reading: RuntimeError: capture failed"
+    assert not agreement.gate([rec(warm=5e-6, cold=6e-6, graph=4e-6)]).passed  # nothing judged: no verdict to give
+    failed = Record("square", "square-torch", "torch", "64x64", "float32", "cuda", status="failed",
+                    reason="RuntimeError: output does not match the float64 reference")
+    g = agreement.gate([rec(), failed])
+    assert not g.passed and g.why == "1 case failed" and g.failures[0]["why"].startswith("RuntimeError")
+
+
+def test_host_bound_pairs_are_listed_with_the_reason_and_their_graph_pair_still_judged():
+    numba = rec(**NUMBA_HOST_BOUND)
+    assert "530.0 us on the host and 365.0 us on the GPU" in agreement.host_bound(numba, "warm")
+    assert "do_bench's L2 flush (90.0 us)" in agreement.host_bound(numba, "cold")
+    assert agreement.host_bound(numba, "graph") is None
+    g = agreement.gate([rec(), numba])
+    assert g.passed, g.failures
+    assert [(e["variant"], e["mode"], e["peer"]) for e in g.exceptions] == [
+        ("mean-numba", "warm", "timer"), ("mean-numba", "cold", "do_bench")]
+    assert g.exceptions[0]["diff_pct"] == pytest.approx((365 / 533 - 1) * 100)
+    broken = rec(**{**NUMBA_HOST_BOUND, "graph": 380e-6})
+    assert not agreement.gate([broken]).passed
+    # the host below the GPU time: not an exception, and 31% off fails
+    assert not agreement.gate([rec(**{**NUMBA_HOST_BOUND, "host": 100e-6})]).passed
+    # an excused case's graph pair is judged even under 50 us
+    small = rec(**{**NUMBA_HOST_BOUND, "graph": 40e-6, "cudagraph": 45e-6})
+    assert any(f["mode"] == "graph" for f in agreement.gate([small]).failures)
+
+
+# --- the Nsight Compute pass -------------------------------------------------------------------------------------------
+
+FAKE_NCU = """#!{python}
+# Stands in for ncu: runs the child, keeps its spec as the "report", and on --import prints a CSV with
+# one 10 us kernel per call in each case's range.
+import csv, json, subprocess, sys
+args = sys.argv[1:]
+if "--import" in args:
+    spec = json.loads(open(args[args.index("--import") + 1]).read())
+    out = csv.writer(sys.stdout, quoting=csv.QUOTE_ALL)
+    nvtx = "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
+    out.writerow(["ID", nvtx, "Kernel Name", "Metric Name", "Metric Unit", "Metric Value"])
+    launch = 0
+    for job in spec["jobs"]:
+        for _ in range(spec["calls"]):
+            rng = '1  "<default domain>:%s:%s:none:none:none:none:none:none" ' % (job["op"], job["key"])
+            out.writerow([launch, rng, "kernel", "gpu__time_duration.sum", "us", "10.00"])
+            launch += 1
+else:
+    open({argv_file!r}, "w").write(json.dumps(args))
+    child = args[args.index("-m") - 1:]
+    code = subprocess.run(child).returncode
+    spec = child[child.index("--child") + 1]
+    open(args[args.index("--export") + 1], "w").write(open(spec).read())
+    sys.exit(code)
+"""
+
+
+def test_one_ncu_process_profiles_every_case_and_its_time_per_call_is_read_back(tmp_path, monkeypatch):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "ncu"
+    argv_file = tmp_path / "argv.json"
+    fake.write_text(FAKE_NCU.format(python=sys.executable, argv_file=str(argv_file)))
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(ncu, "unavailable", lambda: None)  # the stand-in runs without a GPU
+    records = [rec(size="64x64"), rec(variant="square-mul", size="64x64")]
+    lines = []
+    outcome = ncu_pass.run(records, calls=2, log=lines.append)
+    assert outcome.skipped is None and not outcome.errors, outcome.log
+    assert outcome.per_call_s == {"square-torch-64x64-float32": pytest.approx(10e-6),
+                                  "square-mul-64x64-float32": pytest.approx(10e-6)}
+    assert any("[2/2] square-mul 64x64" in line for line in lines)  # the child prepared and ran both cases
+    argv = json.loads(argv_file.read_text())
+    assert "--clock-control" in argv and argv[argv.index("--clock-control") + 1] == "none"
+    assert "--section" not in argv and argv[argv.index("--metrics") + 1] == "gpu__time_duration.sum"
+    assert argv[argv.index("--nvtx-include") + 1] == ncu.NVTX_INCLUDE
+    ncu_pass.apply(outcome, records)
+    assert records[0].seconds["ncu"] == pytest.approx(10e-6) and records[0].details["ncu_kernels"] == 1
+
+
+def test_every_case_range_passes_ncus_filter():
+    pattern = re.compile(ncu.NVTX_INCLUDE.removeprefix("regex:").removesuffix("/"))
+    for spec in measure.case_specs():
+        r = Record(spec.op, spec.variant, "", spec.size, spec.dtype, "cuda")
+        assert pattern.fullmatch(f"{r.op}:{ncu_pass.range_key(r)}"), r.name
+
+
+# --- the site ---------------------------------------------------------------------------------------------------------
+
+def test_without_evidence_the_page_and_the_macro_give_the_command():
+    from kernelscope.site import peer_pages
+    from kernelscope.site.evidence import EvidenceData
+
+    none = EvidenceData(None)
+    assert "No peer-timer evidence yet" in peer_pages.page(none) and "kernelscope crosscheck --gate" in \
+        peer_pages.page(none)
+    assert "kernelscope crosscheck --gate" in peer_pages.agreement_summary(none.pick("any"))
+
+
+def test_an_unreadable_evidence_file_is_named(tmp_path):
+    from kernelscope.site.evidence import EvidenceData, EvidenceError
+
+    bad = tmp_path / "m" / data.FILE_NAME
+    bad.parent.mkdir()
+    bad.write_text("{not json")
+    with pytest.raises(EvidenceError, match="m/peers.json"):
+        EvidenceData(tmp_path)
+
+
+def test_site_shows_the_evidence_the_gate_and_the_host_bound_rows(tmp_path, monkeypatch):
+    from sitebuild import RESULTS, build
+
+    if not (RESULTS / "benchmarks.json").exists():
+        pytest.skip("no committed results")
+    evidence = tmp_path / "evidence"
+    data.write(data.default_path("nvidia-h100-80gb-hbm3", evidence),
+               peers_file([rec(ncu_s=705e-6), rec(**NUMBA_HOST_BOUND),
+                           rec(variant="softmax-manual", size="64x64", warm=10e-6, timer=25e-6, cold=15e-6,
+                               do_bench=16e-6, graph=8e-6, cudagraph=8.1e-6, host=24e-6)]))
+    monkeypatch.setenv("KERNELSCOPE_EVIDENCE_DIR", str(evidence))
+    site = build(tmp_path / "site", RESULTS)
+    page = (site / "results" / "peers" / "index.html").read_text()
+    text = re.sub(r"<[^>]+>", " ", page)
+    assert "NVIDIA H100 80GB HBM3" in text and "01234567" in text and "kernelscope crosscheck --gate" in text
+    assert "The gate passed" in text and "all 4 judged pairs within 2%" in text
+    assert "530.0 us on the host and 365.0 us on the GPU" in text  # the exception's reason, with its numbers
+    assert page.count(">host-bound</span>") == 2  # mean-numba and softmax-manual's rows are marked
+    assert "1 of 3 (33%)" in text and "3 of 3 (100%)" in text  # warm within 1%; graph within 2%
+    method = re.sub(r"<[^>]+>", " ", (site / "concepts" / "method" / "index.html").read_text())
+    assert "Checked against peer timers" in method and "passed" in method and "mean-numba" in method
+    assert "no peer-timer evidence yet" not in method
+
+
+# --- on the GPU -------------------------------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+def test_one_case_on_the_gpu_with_every_peer():
+    spec = measure.CaseSpec("square", "square-torch", "4096x4096")  # 128 MiB moved: ~45 us, far above its launch
+    r = measure.measure_case(spec, measure.Budgets(), "cuda")
+    assert r.status == "measured" and not r.errors, r.errors
+    for clock in ("warm", "cold", "graph", "timer", "do_bench", "do_bench_cudagraph"):
+        assert 5e-6 < r.seconds[clock] < 5e-3, (clock, r.seconds[clock])
+    assert r.host_per_call_s < r.seconds["warm"] and r.flush_s > 0  # GPU-bound: no peer reads the host here
+    assert not agreement.host_bound(r, "warm") and not agreement.host_bound(r, "cold")
+    assert abs(r.diff_pct["graph"]) < 5 and abs(r.diff_pct["warm"]) < 5 and abs(r.diff_pct["cold"]) < 10, r.diff_pct
+    if ncu.unavailable() is None:
+        outcome = ncu_pass.run([r], calls=2)
+        ncu_pass.apply(outcome, [r])
+        assert r.seconds["ncu"] is not None or "ERR_NVGPUCTRPERM" in (outcome.skipped or ""), outcome.errors
+        if r.seconds["ncu"] is not None:
+            assert 0.5 < r.seconds["ncu"] / r.seconds["graph"] < 2
