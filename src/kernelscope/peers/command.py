@@ -97,7 +97,7 @@ def run(opts: Options) -> int:
         _say(f"{head}: measuring")
         rec = measure.measure_case(spec, budgets, device)
         records.append(rec)
-        _say(f"{head}: {_progress(rec)}")
+        _say(f"{head}: {_progress(rec)}; {time.perf_counter() - t0:.0f} s so far")
 
     from kernelscope.profiling import ncu
 
