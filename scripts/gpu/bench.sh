@@ -13,6 +13,8 @@
 #   machine   name the machine for asv, record GPU/versions/copy bandwidth
 #   gputests  kernelscope check and pytest -m gpu (also builds the CUDA extension into the cache)
 #   check     kernelscope check alone (gputests without pytest: validates, and warms every compile cache)
+#   crosscheck  kernelscope crosscheck: the suite's three modes beside Timer, do_bench, do_bench_cudagraph
+#             and ncu on the same callables, every variant and size: evidence/<machine>/peers.json (#13 item 2)
 #   tune      scripts/gpu/tune_{triton,cuda,numba}.py: launch-shape sweeps of the tuned kernels (issue #9)
 #   profile   kernelscope profile --ncu --demos: torch.profiler, Nsight Compute, compiled code, the
 #             lecture's demos, into profiles/<machine> (issue #8)
@@ -22,10 +24,10 @@
 #   spreadprobe launch-bound cases in 10 forked processes each, per knob, with each process's phase costs (#13)
 #   cost      a Square subset (64x64 and 16384x16384, every mode) through asv, stamped and phase-logged:
 #             where a run's time goes (run_cost.py)
-#   cutoff    asv run of the Mean class ended (SIGTERM) after CUTOFF_S seconds, then resumed with
-#             --skip-existing-successful: what the cut-off run had saved, and what the resumed one kept (#13 item 7)
 #   prewarm   asv run --quick --dry-run -b FirstCall: first-call caches warm before anything is recorded
 #   full      asv run --record-samples HEAD^! into results/ (every benchmark)
+#   cutoff    asv run of the Mean class ended (SIGTERM) after CUTOFF_S seconds, then resumed with
+#             --skip-existing-successful: what the cut-off run had saved, and what the resumed one kept (#13 item 7)
 #   graph     the same for graph mode alone (-b track_graph), into results/: a new track_graph version
 #   rerun     the same again into results-rerun (its time is the full run with warm caches),
 #             then compare-runs: the noise check, per mode
@@ -77,6 +79,7 @@ steps() {
   step gputests sh -c "kernelscope check -q --json-file $STATE/check.json > $STATE/check.txt 2>&1;
     python3 -m pytest -m gpu -q -p no:cacheprovider > $STATE/pytest-gpu.txt 2>&1; tail -n 3 $STATE/check.txt $STATE/pytest-gpu.txt"
   step check sh -c "kernelscope check -q --json-file $STATE/check.json > $STATE/check.txt 2>&1; tail -n 2 $STATE/check.txt"
+  step crosscheck sh -c "kernelscope crosscheck > $STATE/peers.txt 2> $STATE/peers.log; echo rc=\$?; tail -n 25 $STATE/peers.txt"
   step tune sh -c "for b in triton cuda numba; do echo \"--- \$b\"; timeout 300 python3 scripts/gpu/tune_\$b.py --json $STATE/tune_\$b.json > $STATE/tune_\$b.txt 2>&1; echo \"rc=\$?\"; tail -n 4 $STATE/tune_\$b.txt; done"
   step profile sh -c "kernelscope profile --ncu --demos --out $STATE/profiles/$M --json > $STATE/profile.jsonl 2> $STATE/profile.log;
     echo rc=\$?; tail -n 5 $STATE/profile.log; kernelscope profile --cross-check --profiles-dir $STATE/profiles > $STATE/crosscheck.txt 2>&1; tail -n 40 $STATE/crosscheck.txt"
@@ -95,9 +98,9 @@ steps() {
     { echo "--- after asv run --skip-existing-successful (rc=$?)"; python3 scripts/gpu/saved.py "$STATE/results-cutoff"; } >> "$STATE/cutoff.txt"
     cat "$STATE/cutoff.txt"
   }
-  step cutoff cutoff
   step prewarm sh -c "asv run --quick --dry-run --machine $M -b FirstCall HEAD^! > $STATE/asv-prewarm.log 2>&1"
   step full logged asv-full run --record-samples --machine "$M" --show-stderr HEAD^!
+  step cutoff cutoff
   step graph logged asv-graph run --record-samples --machine "$M" --show-stderr -b track_graph HEAD^!
   alt results-rerun
   step rerun sh -c "asv run --config asv.results-rerun.json --record-samples --machine $M --show-stderr HEAD^! > $STATE/asv-rerun.log 2>&1 &&
