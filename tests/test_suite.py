@@ -8,7 +8,7 @@ import torch
 from kernelscope import catalog, timing
 from kernelscope.catalog import OPS, VARIANTS, Variant
 from kernelscope.ops import shape_str
-from kernelscope.timing import asv_suite, cases
+from kernelscope.timing import asv_suite, cases, processes
 
 
 def test_one_class_per_op_with_every_variant_size_and_dtype():
@@ -115,3 +115,29 @@ def test_slowdown_canary_keeps_the_answer(monkeypatch):
     monkeypatch.setitem(catalog._IMPL_CACHE, VARIANTS["square-mul"].impl, lambda x: calls.append(1) or x * x)
     x = torch.randn(3, 3)
     assert torch.equal(VARIANTS["square-mul"](x), x * x) and len(calls) == 2
+
+
+def test_a_launch_bound_case_is_one_value_per_process(monkeypatch):
+    # The rule itself: a GPU call under 20 us; never on the CPU path, whose calls have no launch queue.
+    assert processes.launch_bound(5e-6, "cuda") and not processes.launch_bound(50e-6, "cuda")
+    assert not processes.launch_bound(5e-6, "cpu")
+    bench = asv_suite.build()["Square"]()
+    bench.setup("square-mul", "64x64", "float32")
+    assert not bench.one_per_process and bench.repeat == asv_suite._OpBenchmarks.repeat
+    assert len(bench.track_cold("square-mul", "64x64", "float32")["samples"]) >= timing.MIN_SAMPLES
+    # The same case where the rule says launch-bound, as it does on a GPU: one warm sample, and
+    # cold's calls collapse to this process's median.
+    seen = []
+    monkeypatch.setattr(asv_suite, "launch_bound", lambda per_call_s, device: seen.append(per_call_s) or True)
+    monkeypatch.setattr(asv_suite, "time_cold", lambda *a, **k: [3.0, 1.0, 2.0, 9.0, 2.5])
+    bench = asv_suite.build()["Square"]()
+    bench.setup("square-mul", "64x64", "float32")
+    assert bench.one_per_process and bench.repeat == 1
+    assert seen == [asv_suite._plan(bench.case).per_call_s]  # decided on the warm plan's time per call
+    assert bench.track_cold("square-mul", "64x64", "float32") == {"samples": [2.5], "number": 1}
+
+
+def test_warm_and_cold_run_up_to_three_processes_until_they_have_three_samples():
+    for method in (asv_suite._OpBenchmarks.time_warm, asv_suite._ColdMode.track_cold):
+        assert method.rounds == method.enough_samples == processes.LAUNCH_BOUND_PROCESSES == 3
+    assert not hasattr(asv_suite._OpBenchmarks.track_graph, "enough_samples")  # graph replays agree across processes

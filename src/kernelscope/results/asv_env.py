@@ -14,7 +14,10 @@ asv.conf.json loads it with ``"plugins": [".src.kernelscope.results.asv_env"]``
 Loading it also makes asv save as it goes (:func:`save_as_it_goes`): asv
 itself writes a commit's results once, after its last benchmark, so a run cut
 off at minute 14 of 15 (a preempted or time-limited GPU box) would keep
-nothing.
+nothing. And it runs a case in asv's further rounds only while the case has
+fewer samples than its benchmark's ``enough_samples``
+(:mod:`kernelscope.results.asv_rounds`): several processes for the
+launch-bound cases, one for the rest.
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ import sys
 from asv import environment, util
 from asv.console import log
 from asv.results import Results
+
+from .asv_rounds import rounds_until_enough_samples
 
 
 def _find_python(python: str) -> str | None:
@@ -155,3 +160,4 @@ def save_as_it_goes() -> None:
 
 
 save_as_it_goes()
+rounds_until_enough_samples()

@@ -20,12 +20,14 @@ Versions are pinned: refactoring this module does not orphan history. Bump
 from __future__ import annotations
 
 import math
+import statistics
 
 from kernelscope import backends
 from kernelscope.catalog import OPS, VARIANTS, variants_of
 from kernelscope.ops import shape_str
 from kernelscope.timing import GraphUnavailable, HeldClock, L2Flusher, WarmPlan, capture_graph, clocks, grown_hold, phases, plan_warm, time_cold, time_graph
 from kernelscope.timing.cases import prepare
+from kernelscope.timing.processes import LAUNCH_BOUND_PROCESSES, launch_bound
 
 try:  # inside a benchmark body asv wants this to record a skip (setup may raise NotImplementedError)
     from asv_runner.benchmarks.mark import SkipNotImplemented
@@ -87,7 +89,6 @@ class _OpBenchmarks:
     op: str
     param_names = ["variant", "size", "dtype"]
     timeout = 600  # seconds per process: torch import, CUDA context, JIT from warm caches
-    rounds = 1  # each process gives 12+ samples; a second round doubles the processes
     # (min samples, max samples, max seconds): a sample is about 2 ms of GPU work, so 30 take
     # under 0.2 s, except where the host cannot keep up (a Numba launch, 0.25 ms a call): there
     # 1 s of samples, at least 12 of them, not 5.
@@ -103,6 +104,11 @@ class _OpBenchmarks:
             plan = _plan(self.case)
         self.number = plan.number
         self.timer.hold_for(id(self.case), plan.hold_s)
+        # A launch-bound case is one value per process, in several processes (timing.processes);
+        # the others take all their samples here, and asv runs them in one process.
+        self.one_per_process = launch_bound(plan.per_call_s, self.case.device)
+        if self.one_per_process:
+            self.repeat = 1
         phases.setup_done()
 
     def teardown(self, variant, size, dtype):
@@ -146,6 +152,8 @@ class _ColdMode:
         samples = time_cold(case.call, case.device, COLD_SAMPLES, _flusher(case.device), hold_s=hold, watch=watch)
         case.check(case.call())
         clocks.log_case(self._name("track_cold"), [variant, size, dtype], watch)
+        if self.one_per_process:  # this process's value: its calls agree far more closely than processes do
+            samples = [statistics.median(samples)]
         return {"samples": samples, "number": 1}
 
 
@@ -248,8 +256,21 @@ class FirstCall:
             torch.cuda.synchronize()
 
 
-_versioned(_OpBenchmarks.time_warm)
-_versioned(_ColdMode.track_cold, unit="seconds")
+def _sampled_per_process(fn):
+    """Up to LAUNCH_BOUND_PROCESSES processes a case, for as long as it has fewer samples than that.
+
+    ``rounds`` is asv's own (a process per case per round; as a function attribute
+    it reaches track benchmarks too); ``enough_samples`` is read by
+    :mod:`kernelscope.results.asv_rounds`, which skips the further rounds of a case
+    that already has that many: everything but the launch-bound cases.
+    """
+    fn.rounds = LAUNCH_BOUND_PROCESSES
+    fn.enough_samples = LAUNCH_BOUND_PROCESSES
+    return fn
+
+
+_versioned(_sampled_per_process(_OpBenchmarks.time_warm))
+_versioned(_sampled_per_process(_ColdMode.track_cold), unit="seconds")
 _versioned(Launch.track_graph, unit="seconds")
 _versioned(_OpBenchmarks.track_graph, unit="seconds", version=GRAPH_VERSION)
 _versioned(FirstCall.time_first_call)

@@ -1,0 +1,39 @@
+"""How many processes a case is sampled in: one, or several where the process itself moves the number.
+
+A launch-bound kernel's warm or cold time is mostly the GPU's cost of taking
+each launch off its stream, and that cost is a property of the process: on the
+H100, medians of the same 2 us kernel in fresh processes spread by 4-12%
+(standard deviation about 0.1 us, whatever the kernel), while the samples of
+one process agree within 0.3% (results-proofs/2026-11-22-h100-noise,
+2026-11-24-h100/probes/spread-probe.txt). Graph replay does not have it. Samples
+from one process then give an interval that is far too narrow: a rerun lands
+outside it. So a launch-bound case is sampled in ``LAUNCH_BOUND_PROCESSES``
+processes, one sample each (warm: one sample of ``number`` back-to-back calls;
+cold: the median of the process's cold calls), and asv's interval of the
+median is computed over process values, as it should be.
+
+Everything else takes all its samples in one process: at 20 us a call the same
+0.1 us is 0.5%, inside the 2% that reruns are held to.
+
+Which cases are launch-bound is decided per process, from the warm plan's
+GPU time per call (measured in setup); the asv side
+(:mod:`kernelscope.results.asv_rounds`) runs a case in further rounds only
+while it has fewer than ``LAUNCH_BOUND_PROCESSES`` samples.
+"""
+
+from __future__ import annotations
+
+LAUNCH_BOUND_S = 20e-6  # GPU time per call under which a warm or cold case is sampled one value per process
+# Three processes: in a simulation of asv's statistics over 90 measured process medians
+# (four launch-bound cases), a rerun's median fell inside the first run's 99% interval in
+# 94.8% of pairs (half-width about 13%); 4-6 processes did no better, 8 reached 96% at
+# nearly three times the run time.
+LAUNCH_BOUND_PROCESSES = 3
+
+
+def launch_bound(per_call_s: float, device: str) -> bool:
+    """Whether a case is sampled one value per process: a GPU call under ``LAUNCH_BOUND_S``.
+
+    The CPU path has no launch queue whose state a process could set; its cases keep one process.
+    """
+    return device == "cuda" and per_call_s < LAUNCH_BOUND_S

@@ -1,0 +1,71 @@
+"""asv's rounds that stop once a case has enough samples (kernelscope.results.asv_rounds), through real asv runs."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from test_asv_pipeline import ASV, ROOT
+
+pytestmark = pytest.mark.skipif(ASV is None or not (ROOT / ".git").exists(),
+                                reason="needs asv (pip install -e '.[bench]') and a git checkout")
+SUITE = ROOT / "tests" / "fixtures" / "asv_rounds" / "benchmarks"
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("rounds")
+    conf = {
+        "version": 1, "project": "kernelscope", "repo": str(ROOT), "branches": ["main"], "dvcs": "git",
+        "environment_type": "existing", "plugins": [".src.kernelscope.results.asv_env"],
+        "benchmark_dir": str(SUITE), "env_dir": str(tmp / "env"), "results_dir": str(tmp / "results"),
+        "html_dir": str(tmp / "html"), "launch_method": "forkserver",
+    }
+    (tmp / "asv.json").write_text(json.dumps(conf))
+    (tmp / "src").symlink_to(ROOT / "src")  # asv imports the ".src...." plugin relative to the config's folder
+    env = {**os.environ, "HOME": str(tmp)}
+    subprocess.run([ASV, "machine", "--machine", "ci-cpu", "--yes"], cwd=ROOT, env=env, check=True, capture_output=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    proc = subprocess.run([ASV, "run", "--config", str(tmp / "asv.json"), "--machine", "ci-cpu", "--record-samples",
+                           "-E", f"existing:{sys.executable}", "--set-commit-hash", head, "--show-stderr"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    (path,) = (tmp / "results" / "ci-cpu").glob(f"{head[:8]}-*.json")
+    data = json.loads(path.read_text())
+    columns = data["result_columns"]
+    return {name: dict(zip(columns, row)) for name, row in data["results"].items()}, proc
+
+
+def _case(stored, name, i):
+    results, _ = stored
+    row = results[name]
+    return row["result"][i], row["samples"][i]
+
+
+def test_a_one_sample_case_runs_in_as_many_processes_as_it_needs(stored):
+    result, samples = _case(stored, "benchmarks.Track.track_pid", 0)
+    assert len(samples) == 3 and len(set(samples)) == 3  # three samples, three processes
+    result, samples = _case(stored, "benchmarks.Time.time_nothing", 0)
+    assert len(samples) == 3
+
+
+def test_a_case_with_enough_samples_runs_once(stored):
+    result, samples = _case(stored, "benchmarks.Track.track_pid", 1)
+    assert len(samples) == 12 and len(set(samples)) == 1  # all from its first process: no second one was started
+    result, samples = _case(stored, "benchmarks.Time.time_nothing", 1)
+    assert len(samples) == 12
+
+
+def test_a_failure_and_a_skip_stay_what_they_were_with_their_reason(stored):
+    results, proc = stored
+    assert _case(stored, "benchmarks.Track.track_pid", 2)[0] is None  # failed
+    result = _case(stored, "benchmarks.Track.track_pid", 3)[0]
+    assert result is not None and result != result  # NaN: skipped
+    assert proc.stdout.count("broken: the gate refused it") >= 1, proc.stdout[-3000:]
+
+
+def test_benchmarks_without_the_attribute_run_every_round(stored):
+    result, samples = _case(stored, "benchmarks.Plain.track_pid", 0)
+    assert len(samples) == 4 and len(set(samples)) == 2  # asv's own rounds: two processes, two samples each
