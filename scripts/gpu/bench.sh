@@ -12,7 +12,8 @@
 # then, after committing results/, STEPS="machine slowdown ncu smoke history"):
 #   machine   name the machine for asv, record GPU/versions/copy bandwidth
 #   gputests  kernelscope check and pytest -m gpu (also builds the CUDA extension into the cache)
-#   check     kernelscope check alone (gputests without pytest: validates, and warms every compile cache)
+#   check     kernelscope check alone (gputests without pytest: validates, and warms every compile cache;
+#             CHECK_ARGS="--op square" narrows it)
 #   crosscheck  kernelscope crosscheck: the suite's three modes beside Timer, do_bench, do_bench_cudagraph
 #             and ncu on the same callables, every variant and size: evidence/<machine>/peers.json (#13 item 2)
 #   tune      scripts/gpu/tune_{triton,cuda,numba}.py: launch-shape sweeps of the tuned kernels (issue #9)
@@ -26,6 +27,8 @@
 #             where a run's time goes (run_cost.py)
 #   prewarm   asv run --quick --dry-run -b FirstCall: first-call caches warm before anything is recorded
 #   full      asv run --record-samples HEAD^! into results/ (every benchmark)
+#   resume    the same for RESUME (a commit, default HEAD) with --skip-existing-successful: what a run
+#             cut off (a machine taken back) left to do, into the result file it left in results/
 #   cutoff    asv run of the Mean class ended (SIGTERM) after CUTOFF_S seconds, then resumed with
 #             --skip-existing-successful: what the cut-off run had saved, and what the resumed one kept (#13 item 7)
 #   graph     the same for graph mode alone (-b track_graph), into results/: a new track_graph version
@@ -78,7 +81,7 @@ steps() {
   }
   step gputests sh -c "kernelscope check -q --json-file $STATE/check.json > $STATE/check.txt 2>&1;
     python3 -m pytest -m gpu -q -p no:cacheprovider > $STATE/pytest-gpu.txt 2>&1; tail -n 3 $STATE/check.txt $STATE/pytest-gpu.txt"
-  step check sh -c "kernelscope check -q --json-file $STATE/check.json > $STATE/check.txt 2>&1; tail -n 2 $STATE/check.txt"
+  step check sh -c "kernelscope check -q ${CHECK_ARGS:-} --json-file $STATE/check.json > $STATE/check.txt 2>&1; tail -n 2 $STATE/check.txt"
   step crosscheck sh -c "kernelscope crosscheck > $STATE/peers.txt 2> $STATE/peers.log; echo rc=\$?; tail -n 25 $STATE/peers.txt"
   step tune sh -c "for b in triton cuda numba; do echo \"--- \$b\"; timeout 300 python3 scripts/gpu/tune_\$b.py --json $STATE/tune_\$b.json > $STATE/tune_\$b.txt 2>&1; echo \"rc=\$?\"; tail -n 4 $STATE/tune_\$b.txt; done"
   step profile sh -c "kernelscope profile --ncu --demos --out $STATE/profiles/$M --json > $STATE/profile.jsonl 2> $STATE/profile.log;
@@ -100,6 +103,8 @@ steps() {
   }
   step prewarm sh -c "asv run --quick --dry-run --machine $M -b FirstCall HEAD^! > $STATE/asv-prewarm.log 2>&1"
   step full logged asv-full run --record-samples --machine "$M" --show-stderr HEAD^!
+  step resume logged asv-resume run --record-samples --skip-existing-successful --machine "$M" --show-stderr \
+    "$(git rev-parse "${RESUME:-HEAD}")^!"
   step cutoff cutoff
   step graph logged asv-graph run --record-samples --machine "$M" --show-stderr -b track_graph HEAD^!
   alt results-rerun
