@@ -81,3 +81,16 @@ def test_a_case_rerun_in_a_second_environment_is_not_a_failure_of_its_commit():
     assert not failed & {export._case(r) for r in every if r["status"] == export.MEASURED}
     vec4 = [r for r in every if r["commit"].startswith("60691b52") and r["variant"] == "square-cuda-vec4"]
     assert vec4 and all(r["status"] == export.MEASURED for r in vec4)
+
+
+def test_launch_bound_is_a_warm_or_cold_gpu_time_under_20_us():
+    from kernelscope.timing import processes
+
+    assert processes.launch_bound_result("warm", 5e-6, "NVIDIA H100") and processes.launch_bound_result("cold", 19e-6, "x")
+    assert not processes.launch_bound_result("graph", 5e-6, "NVIDIA H100")  # replays agree across processes
+    assert not processes.launch_bound_result("warm", 25e-6, "NVIDIA H100")
+    assert not processes.launch_bound_result("warm", 5e-6, "")  # the CPU path: no launch queue
+    assert not processes.launch_bound_result("warm", None, "NVIDIA H100")  # failed
+    rows = export.rows(RESULTS)
+    assert any(r["launch_bound"] for r in rows)
+    assert all(r["launch_bound"] == processes.launch_bound_result(r["mode"], r["time_s"], r["gpu"]) for r in rows)

@@ -108,8 +108,8 @@ def test_regressions_flag_exactly_what_asv_compare_flags(data):
         if r["mark"] in "+-!*"}
     # The newest pair of commits with a change asv can judge (a suite version change is marked x, not judged).
     a, b, ours = next((a, b, judged(a, b)) for a, b in reversed(list(zip(commits, commits[1:]))) if judged(a, b))
-    out = subprocess.run([asv, "compare", a[:8], b[:8], "--machine", machine, "-E", "syssite:3.12", "--only-changed",
-                          "--factor", "1.1"],
+    # Not --only-changed: asv hides the fixed ('*') marks there, and a pair with a fix is judged whole.
+    out = subprocess.run([asv, "compare", a[:8], b[:8], "--machine", machine, "-E", "syssite:3.12", "--factor", "1.1"],
                          capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert out.returncode == 0, out.stderr
     theirs = {m.group(2): m.group(1) for m in re.finditer(r"^\|\s*([+\-!*])\s*\|.*\|\s*(benchmarks\.\S+\(.*?\))\s*\|$",
@@ -436,3 +436,23 @@ def test_roofline_points_carry_their_kind_and_the_chart_shapes_by_it(data):
     spec = charts.roofline("data/roofline.json", [data.reference_machine], "t")
     shapes = [layer["encoding"]["shape"] for layer in spec["layer"] if "shape" in layer.get("encoding", {})]
     assert shapes and shapes[0]["field"] == "variant_kind"
+
+
+def test_launch_bound_results_are_marked_with_where_their_interval_comes_from(data, built_site):
+    points = chart_data.op_points(data, "square")
+    marked = [p for p in points if p["launch_bound"]]
+    assert marked and all(p["mode"] in ("warm", "cold") and p["time_us"] < 20 for p in marked)
+    assert not any(p["launch_bound"] for p in points if p["mode"] == "graph" or p["time_us"] >= 20)
+    per_process = [p for p in marked if p["samples"] <= 3]
+    one_process = [p for p in marked if p["samples"] > 3]  # stored before the per-process rule
+    assert per_process and all(p["interval_note"] == f"launch-bound: {p['samples']} processes, one value each"
+                                 for p in per_process)
+    assert one_process and all("too narrow" in p["interval_note"] for p in one_process)
+    # The sweep draws them hollow, and the op page's tables mark them and say why.
+    spec = charts.size_sweep("data/square.json", ["warm"], ["m"], ["float32"], "t")
+    point_layer = next(layer for layer in spec["layer"] if layer["mark"]["type"] == "point")
+    assert point_layer["encoding"]["fillOpacity"]["condition"] == {"test": "datum.launch_bound", "value": 0}
+    square = (built_site / "results" / "square" / "index.html").read_text()
+    assert square.count(pages.LAUNCH_BOUND_MARK) >= len([p for p in per_process if p["current"] and p["mode"] == "warm"
+                                                         and p["dtype"] == "float32"])
+    assert "sampled one value per process" in html_lib.unescape(square)

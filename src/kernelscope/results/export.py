@@ -8,7 +8,9 @@ site read the same rows.
 
 Each timed row also carries the SM clock its samples ran at and how many of
 them ran throttled (below 75% of the GPU's max SM clock), from the clock log
-the benchmark wrote beside asv's result file (:mod:`kernelscope.timing.clocks`).
+the benchmark wrote beside asv's result file (:mod:`kernelscope.timing.clocks`),
+and whether it is a launch-bound one (:mod:`kernelscope.timing.processes`):
+a warm or cold GPU time under 20 us, whose interval spans processes.
 
 A benchmark asv recorded as failed (``null``: the correctness gate refused the
 output, or the process crashed) is a row with ``status = "failed"`` and no time
@@ -28,10 +30,10 @@ from pathlib import Path
 
 from kernelscope.catalog import VARIANTS
 from kernelscope.ops import numel, parse_shape
-from kernelscope.timing import clocks
+from kernelscope.timing import clocks, processes
 
 COLUMNS = ["machine", "gpu", "commit", "date", "run_at", "benchmark", "version", "status", "op", "variant", "backend",
-           "mode", "size", "numel", "dtype", "time_s", "ci_low", "ci_high", "samples", "bytes", "gbps",
+           "mode", "size", "numel", "dtype", "time_s", "ci_low", "ci_high", "samples", "launch_bound", "bytes", "gbps",
            "pct_of_peak", "copy_gbps", "flops", "gflops", "sm_mhz", "throttled"]
 MEASURED, FAILED = "measured", "failed"
 
@@ -140,6 +142,7 @@ def _rows_of(data: dict, params: dict, benchmarks: dict, include_failed: bool, c
                 "ci_low": _at(record.get("stats_ci_99_a"), i),
                 "ci_high": _at(record.get("stats_ci_99_b"), i),
                 "samples": len(samples) if samples else None,
+                "launch_bound": processes.launch_bound_result(mode, None if failed else time_s, params.get("gpu")),
                 "bytes": nbytes,
                 "gbps": gbps,
                 "pct_of_peak": 100 * gbps / peak if (gbps and peak == peak) else None,

@@ -12,6 +12,7 @@ from kernelscope.catalog import OPS, variants_of
 from kernelscope.results import compare, history
 from kernelscope.results.machine import fp32_peak
 from kernelscope.site import charts
+from kernelscope.timing.processes import LAUNCH_BOUND_PROCESSES
 from kernelscope.site.data import (MODES, SiteData, fmt_ci, fmt_gbps, fmt_pct, fmt_time, in_sweep, largest_shape,
                                    variant_kind)
 
@@ -32,7 +33,20 @@ def _timing_fields(r: dict) -> dict:
         "time": fmt_time(t), "ci": fmt_ci(r), "gbps_text": fmt_gbps(r.get("gbps")),
         "pct_text": fmt_pct(r.get("pct_of_peak")), "version": r.get("version"),
         "variant_kind": variant_kind(r["variant"]),
+        "launch_bound": r.get("launch_bound", False), "interval_note": interval_note(r),
     }
+
+
+def interval_note(r: dict) -> str:
+    """Where a result's interval comes from: one process's samples, or one value from each of several processes."""
+    n = r.get("samples")
+    if not n:
+        return ""
+    if not r.get("launch_bound"):
+        return f"{n} samples in one process"
+    if n <= LAUNCH_BOUND_PROCESSES:
+        return f"launch-bound: {n} processes, one value each"
+    return f"launch-bound, but {n} samples in one process (before per-process sampling): too narrow"
 
 
 def current_commits(data: SiteData) -> dict[tuple[str, str, str], str]:

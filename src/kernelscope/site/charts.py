@@ -63,9 +63,13 @@ TIMING_TOOLTIP = [
     {"field": "variant"}, {"field": "variant_kind", "title": "kind"}, {"field": "size"}, {"field": "dtype"},
     {"field": "mode"},
     {"field": "time", "title": "median time"}, {"field": "ci", "title": "99% interval"},
+    {"field": "interval_note", "title": "interval from"},
     {"field": "gbps_text", "title": "bandwidth"}, {"field": "pct_text", "title": "of copy bandwidth"},
     {"field": "samples"}, {"field": "commit"},
 ]
+# Launch-bound points (timing.processes) are drawn hollow: their time is mostly the GPU's
+# per-launch cost, and their interval spans processes.
+HOLLOW_IF_LAUNCH_BOUND = {"condition": {"test": "datum.launch_bound", "value": 0}, "value": 1}
 
 
 def _copy_rule(x_field: str | None = None) -> list[dict]:
@@ -98,8 +102,9 @@ def size_sweep(data_url: str, modes: list[str], machines: list[str], dtypes: lis
             {"mark": {"type": "rule"}, "encoding": {"x": POW2_X, "y": {"field": "gbps_low", "type": "quantitative"},
                                                      "y2": {"field": "gbps_high"}, "color": color,
                                                      "opacity": _faded_unless_selected()}},
-            {"mark": {"type": "point", "filled": True, "size": 70}, "params": [_series_selection()],
-             "encoding": {"x": POW2_X, "y": y, "color": color, "opacity": _faded_unless_selected(),
+            {"mark": {"type": "point", "filled": True, "size": 70, "strokeWidth": 2}, "params": [_series_selection()],
+             "encoding": {"x": POW2_X, "y": y, "color": color, "stroke": {**color, "legend": None},
+                          "fillOpacity": HOLLOW_IF_LAUNCH_BOUND, "opacity": _faded_unless_selected(),
                           "tooltip": TIMING_TOOLTIP}},
             *_copy_rule(),
         ],

@@ -19,6 +19,7 @@ yet" instead of a number.
     {{ demo_fixed_block() }}   where the fixed-BLOCK_SIZE row kernel fails and what its plot then reports
     {{ profile_link("square-torch") }}                  a link to a variant's profile page ("not profiled yet" without)
     {{ peer_agreement() }}     the suite's clocks against their peer timers, and the gate (evidence/<machine>/peers.json)
+    {{ launch_bound_intervals() }}   how many launch-bound results the newest run sampled per process, how wide
 
 The demo macros read the machine the concept pages quote (``machine:`` in
 mkdocs.yml's kernelscope entry, else the one with most results) when it has
@@ -36,6 +37,7 @@ from kernelscope.site.peer_pages import agreement_summary
 from kernelscope.site.profile_pages import fixed_block_sentence, host_clock_sentence
 from kernelscope.site.profiles import PROFILE_COMMAND
 from kernelscope.site.sources import source as source_ref
+from kernelscope.timing.processes import LAUNCH_BOUND_PROCESSES, LAUNCH_BOUND_S
 
 FIELDS = {
     "time": lambda r: fmt_time(r["time_s"]),
@@ -196,11 +198,37 @@ class Macros:
         """The quoted machine's (else the first machine's) peer-timer evidence: agreement per mode, the gate."""
         return agreement_summary(self.data.evidence.pick(self.machine))
 
+    def launch_bound_intervals(self) -> str:
+        """The quoted machine's newest run with launch-bound results sampled per process: how many, how wide."""
+        rows = [r for r in self.data.rows if r["machine"] == self.machine and r["status"] == "measured"
+                and r["mode"] in ("warm", "cold") and r["ci_low"] is not None and r["samples"]]
+        per_process = [r for r in rows if r["launch_bound"] and r["samples"] <= LAUNCH_BOUND_PROCESSES]
+        if not per_process:
+            return (f"*No launch-bound results sampled per process on `{self.machine}` yet: they come with the "
+                    "next `asv run`.*")
+        order = {c: i for i, c in enumerate(self.data.order)}
+        commit = max({r["commit"] for r in per_process}, key=lambda c: order.get(c, -1))
+        mine = [r for r in per_process if r["commit"] == commit]
+        others = [r for r in rows if r["commit"] == commit and not r["launch_bound"]]
+
+        def half_width(group):
+            widths = sorted((r["ci_high"] - r["ci_low"]) / 2 / r["time_s"] for r in group)
+            return f"±{100 * widths[len(widths) // 2]:.1f}%" if widths else "n/a"
+
+        n_proc = sorted({r["samples"] for r in mine})
+        return (f"On `{self.machine}` at `{commit[:8]}` ({self.data.subjects.get(commit, '')[:60]}…): "
+                f"**{len(mine)} launch-bound warm and cold results**, each from "
+                f"{' or '.join(map(str, n_proc))} processes, one value each; the median half-width of their 99% "
+                f"intervals is **{half_width(mine)}** of the median. The {len(others)} warm and cold results above "
+                f"{LAUNCH_BOUND_S * 1e6:.0f} µs of the same run, each from one process, read "
+                f"**{half_width(others)}**.")
+
     def namespace(self) -> dict:
         return {"stamp": self.stamp, "value": self.value, "ratio": self.ratio, "results_table": self.results_table,
                 "source": self.source, "sweep_chart": self.sweep_chart, "bytes_moved": self.bytes_moved,
                 "stress_table": self.stress_table, "machine": self.machine,
                 "demo_host_clock": self.demo_host_clock, "demo_fixed_block": self.demo_fixed_block,
                 "profile_link": self.profile_link, "has_profiles": not self.data.profiles.empty,
-                "peer_agreement": self.peer_agreement,
+                "peer_agreement": self.peer_agreement, "launch_bound_intervals": self.launch_bound_intervals,
+                "launch_bound_s_us": f"{LAUNCH_BOUND_S * 1e6:g}", "launch_bound_processes": LAUNCH_BOUND_PROCESSES,
                 "has_results": not self.data.empty, "ops": list(OPS), "variants": VARIANTS}

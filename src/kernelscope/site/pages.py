@@ -20,6 +20,7 @@ from kernelscope.site.data import (BACKEND_TITLES, KIND_WORDS, MODE_WORDS, MODES
                                    fmt_gbps, fmt_pct, fmt_time, in_sweep, largest_shape, variant_kind)
 from kernelscope.site.markdown import WIDE, chart, indent, note, table, tabs, variant_cell
 from kernelscope.site.sources import SourceRef, module_path, variant_sources
+from kernelscope.timing.processes import LAUNCH_BOUND_PROCESSES, LAUNCH_BOUND_S
 
 NO_RESULTS = ("No results are committed yet. Run the suite on a GPU (`asv run --record-samples "
               "--machine NAME HEAD^!`, see the README), commit `results/`, and rebuild the site.")
@@ -54,6 +55,18 @@ def fmt_interval(row: dict) -> str:
         if a != b:
             break
     return f"[{a}–{b}]"
+
+
+LAUNCH_BOUND_MARK = "◦"
+LAUNCH_BOUND_WORDS = (
+    f"Hollow points and {LAUNCH_BOUND_MARK} are launch-bound results (warm or cold, under "
+    f"{LAUNCH_BOUND_S * 1e6:.0f} µs a call): most of their time is the GPU's cost of taking each launch off its "
+    "stream, and that cost differs from one process to the next more than one process's samples differ from each "
+    f"other. So they are sampled one value per process, in {LAUNCH_BOUND_PROCESSES} processes, and their interval "
+    "is that of a median over processes: wide, and what a rerun lands in. Results stored before this rule took all "
+    "their samples in one process (more than "
+    f"{LAUNCH_BOUND_PROCESSES} samples): their intervals are too narrow. "
+    "[How it was measured](../concepts/method.md#launch-bound-intervals).")
 
 
 def sizes_of(op: str, sweep: bool | None = None) -> list[str]:
@@ -155,7 +168,8 @@ def _op_results(data: SiteData, op: str, machine: str) -> str:
     parts = ["## Size sweep\n",
              "GB/s against the number of elements, one line per variant, as the lecture's `perf_report` plot but "
              "for every backend; the dashed line is the machine's measured copy bandwidth. The vertical bars are "
-             "99% intervals. Switch the timing mode below the chart; hover a point for its exact numbers.\n",
+             "99% intervals. Switch the timing mode below the chart; hover a point for its exact numbers. "
+             f"{LAUNCH_BOUND_WORDS}\n",
              chart(charts.size_sweep(f"data/{op}.json", modes, [machine], dtypes, f"{op}: GB/s by size ({machine})"))]
     others = sizes_of(op, sweep=False)
     if others:
@@ -194,13 +208,15 @@ def _mode_tables(data: SiteData, op: str, machine: str, mode: str) -> str:
                     cells_t.append("failed" if r else "—")
                     cells_b.append("—")
                     continue
-                cells_t.append(f"{fmt_time(r['time_s'])} {fmt_interval(r)}")
+                cells_t.append(f"{fmt_time(r['time_s'])} {fmt_interval(r)}" + (LAUNCH_BOUND_MARK if r["launch_bound"] else ""))
                 cells_b.append(f"{fmt_gbps(r['gbps']).replace(' GB/s', '')} ({fmt_pct(r['pct_of_peak'])})")
             time_rows.append([variant_cell(name), *cells_t])
             bw_rows.append([variant_cell(name), *cells_b])
         label = f" ({dtype})" if len({k[2] for k in by}) > 1 else ""
         out += [f"**Median time [99% interval]{label}**", table(["variant", *sizes], time_rows),
                 f"**GB/s (% of copy bandwidth){label}**", table(["variant", *sizes], bw_rows)]
+    if any(r["launch_bound"] for r in snap.rows):
+        out.append(f"{LAUNCH_BOUND_MARK} launch-bound: {LAUNCH_BOUND_WORDS}")
     return "\n\n".join(out)
 
 

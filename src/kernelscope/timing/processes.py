@@ -24,10 +24,10 @@ while it has fewer than ``LAUNCH_BOUND_PROCESSES`` samples.
 from __future__ import annotations
 
 LAUNCH_BOUND_S = 20e-6  # GPU time per call under which a warm or cold case is sampled one value per process
-# Three processes: in a simulation of asv's statistics over 90 measured process medians
-# (four launch-bound cases), a rerun's median fell inside the first run's 99% interval in
-# 94.8% of pairs (half-width about 13%); 4-6 processes did no better, 8 reached 96% at
-# nearly three times the run time.
+# Three processes: replaying asv's statistics on 180 measured process medians of four
+# launch-bound cases (scripts/rounds_sim.py), a rerun's median fell inside the first run's
+# 99% interval in 94% of pairs (half-width about 13%); 4-6 processes did no better, 8
+# reached 96% for more than three times the added processes.
 LAUNCH_BOUND_PROCESSES = 3
 
 
@@ -37,3 +37,14 @@ def launch_bound(per_call_s: float, device: str) -> bool:
     The CPU path has no launch queue whose state a process could set; its cases keep one process.
     """
     return device == "cuda" and per_call_s < LAUNCH_BOUND_S
+
+
+def launch_bound_result(mode: str, time_s: float | None, gpu: str | None) -> bool:
+    """Whether a stored result is a launch-bound one: a warm or cold GPU time under ``LAUNCH_BOUND_S``.
+
+    What the site marks. Its interval is honest when its samples came one per
+    process (``samples <= LAUNCH_BOUND_PROCESSES``, suite runs from this rule on);
+    results stored before it took all their samples in one process, and their
+    intervals are too narrow.
+    """
+    return bool(gpu) and mode in ("warm", "cold") and time_s is not None and time_s < LAUNCH_BOUND_S
