@@ -24,10 +24,10 @@ of this repository uses it.
 
 from __future__ import annotations
 
-import weakref
 from dataclasses import dataclass
 
 from asv import runner
+from asv.commands import run as run_command
 
 
 @dataclass
@@ -47,22 +47,32 @@ class _Case:
                                       number=[self.number], errcode=self.errcode, stderr=self.stderr, profile=None)
 
 
-# Per asv run: a spawner is made for each run of one environment at one commit and
-# closed after it, so two commits of `asv continuous` never share a tally.
-_TALLIES: "weakref.WeakKeyDictionary[object, dict[tuple[str, int], _Case]]" = weakref.WeakKeyDictionary()
+# Per commit and environment: `asv run` runs all rounds in one call of run_benchmarks, but
+# `asv continuous` (and `asv run --interleave-rounds`) calls it once per round and commit,
+# each call with a new spawner and the results reloaded from disk, so the tally is keyed by
+# what those calls share. One asv process runs each (commit, environment) once.
+_TALLIES: dict[tuple, dict[tuple[str, int], _Case]] = {}
+_current: list[tuple] = []  # the (commit, environment) run_benchmarks is running now
 
 
 def rounds_until_enough_samples() -> None:
-    """Patch asv's per-case runner (idempotent)."""
+    """Patch asv's per-case runner, and run_benchmarks to know whose cases it runs (idempotent)."""
     if getattr(runner, "_kernelscope_rounds_until_enough", False):
         return
-    run_single = runner._run_benchmark_single_param
+    run_single, run_all = runner._run_benchmark_single_param, runner.run_benchmarks
+
+    def run_benchmarks(benchmarks, env, results=None, *args, **kwargs):
+        _current.append((getattr(results, "commit_hash", None), env.name))
+        try:
+            return run_all(benchmarks, env, results, *args, **kwargs)
+        finally:
+            _current.pop()
 
     def run_case(benchmark, spawner, param_idx, profile, extra_params, cwd):
         wanted = benchmark.get("enough_samples")
         if not wanted:
             return run_single(benchmark, spawner, param_idx, profile, extra_params, cwd)
-        tally = _TALLIES.setdefault(spawner, {})
+        tally = _TALLIES.setdefault(_current[-1] if _current else (id(spawner),), {})
         key = (benchmark["name"], param_idx)
         case = tally.get(key)
         if case is not None and case.done(int(wanted)):
@@ -75,4 +85,6 @@ def rounds_until_enough_samples() -> None:
         return res
 
     runner._run_benchmark_single_param = run_case
+    runner.run_benchmarks = run_benchmarks
+    run_command.run_benchmarks = run_benchmarks  # imported there by name
     runner._kernelscope_rounds_until_enough = True
