@@ -23,6 +23,8 @@
 #             or not), placement_probe.py (where tensors sit), process_probe.py (streams, code copies, graphs)
 #   graphprobe  graph mode at 2^28 elements: suite v3's capture, the fixed one, do_bench_cudagraph (#13)
 #   spreadprobe launch-bound cases in 10 forked processes each, per knob, with each process's phase costs (#13)
+#   firstcall scripts/gpu/first_call_probe.py: each backend's first call in a forked process, profiled,
+#             and with numba.cuda or Triton's driver preloaded in the parent (#13 item 8)
 #   cost      a Square subset (64x64 and 16384x16384, every mode) through asv, stamped and phase-logged:
 #             where a run's time goes (run_cost.py)
 #   prewarm   asv run --quick --dry-run -b FirstCall: first-call caches warm before anything is recorded
@@ -89,6 +91,7 @@ steps() {
   step probe sh -c "for p in clock placement process; do python3 scripts/gpu/\${p}_probe.py --json $STATE/\$p-probe.json > $STATE/\$p-probe.txt 2>&1; done; tail -n 6 $STATE/*-probe.txt"
   step graphprobe sh -c "python3 scripts/gpu/method_probe.py graph --json $STATE/graph-probe.json > $STATE/graph-probe.txt 2>&1; cat $STATE/graph-probe.txt"
   step spreadprobe sh -c "python3 scripts/gpu/method_probe.py spread --json $STATE/spread-probe.json > $STATE/spread-probe.txt 2>&1; cat $STATE/spread-probe.txt"
+  step firstcall sh -c "python3 scripts/gpu/first_call_probe.py --json $STATE/first-call-probe.json > $STATE/first-call-probe.txt 2>&1; head -n 20 $STATE/first-call-probe.txt"
   alt results-cost
   step cost logged asv-cost run --config asv.results-cost.json --record-samples --machine "$M" \
     -b "Square\..*'(64x64|16384x16384)'" HEAD^!
