@@ -456,3 +456,21 @@ def test_launch_bound_results_are_marked_with_where_their_interval_comes_from(da
     assert square.count(pages.LAUNCH_BOUND_MARK) >= len([p for p in per_process if p["current"] and p["mode"] == "warm"
                                                          and p["dtype"] == "float32"])
     assert "sampled one value per process" in html_lib.unescape(square)
+
+
+def test_regressions_mark_launch_bound_flags_and_discount_one_process_intervals(data, built_site):
+    from kernelscope.timing.processes import launch_bound_result
+
+    page = html_lib.unescape(re.sub("<[^>]+>", "", (built_site / "results" / "regressions" / "index.html").read_text()))
+    machine = data.reference_machine
+    a, b = history.last_two(data.rows, data.order, machine=machine)
+    rows = compare.compare(compare.Run(RESULTS, a, machine), compare.Run(RESULTS, b, machine), measured_only=False)
+    bound = [r for r in rows if r["mark"] in "+-" and launch_bound_result(
+        compare.parse_benchmark(r["benchmark"])["mode"], r["b"], "gpu")]
+    for r in bound:
+        assert ", ".join(compare.parse_benchmark(r["benchmark"])["params"]) + " " + pages.LAUNCH_BOUND_MARK in page
+    older = {(r["benchmark"], r["variant"], r["size"], r["dtype"]): r["samples"] for r in data.rows
+             if r["machine"] == machine and r["commit"] == a}
+    one_process = [r for r in bound if (older.get((r["benchmark"].partition("(")[0],
+                                                   *compare.parse_benchmark(r["benchmark"])["params"])) or 0) > 3]
+    assert ("not evidence of a change" in page) == bool(one_process)

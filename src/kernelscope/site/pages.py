@@ -20,7 +20,7 @@ from kernelscope.site.data import (BACKEND_TITLES, KIND_WORDS, MODE_WORDS, MODES
                                    fmt_gbps, fmt_pct, fmt_time, in_sweep, largest_shape, variant_kind)
 from kernelscope.site.markdown import WIDE, chart, indent, note, table, tabs, variant_cell
 from kernelscope.site.sources import SourceRef, module_path, variant_sources
-from kernelscope.timing.processes import LAUNCH_BOUND_PROCESSES, LAUNCH_BOUND_S
+from kernelscope.timing.processes import LAUNCH_BOUND_PROCESSES, LAUNCH_BOUND_S, launch_bound_result
 
 NO_RESULTS = ("No results are committed yet. Run the suite on a GPU (`asv run --record-samples "
               "--machine NAME HEAD^!`, see the README), commit `results/`, and rebuild the site.")
@@ -380,17 +380,30 @@ def regressions(data: SiteData) -> list[str]:
         if not flagged:
             parts.append("Nothing flagged.")
             continue
-        table_rows, commands = [], []
+        table_rows, commands, one_process_before = [], [], 0
+        samples_before = {(r["benchmark"], r["variant"], r["size"], r["dtype"]): r["samples"]
+                          for r in data.rows if r["machine"] == machine and r["commit"] == a}
         for r in sorted(flagged, key=lambda r: (r["mark"], -(r["ratio"] or 0))):
             info = compare.parse_benchmark(r["benchmark"])
             ratio = f"{r['ratio']:.2f}" if r["ratio"] else "n/a"
-            table_rows.append([r["mark"], f"`{info['class']}.{info['method']}`", ", ".join(info["params"]),
+            bound = any(launch_bound_result(info["mode"], t, "gpu") for t in (r["a"], r["b"]) if isinstance(t, float))
+            if bound:
+                name = r["benchmark"].partition("(")[0]
+                n = samples_before.get((name, *info["params"]))  # a warm or cold case: (variant, size, dtype)
+                one_process_before += bool(n and n > LAUNCH_BOUND_PROCESSES)
+            table_rows.append([r["mark"], f"`{info['class']}.{info['method']}`",
+                               ", ".join(info["params"]) + (f" {LAUNCH_BOUND_MARK}" if bound else ""),
                                fmt_time(r["a"]), fmt_time(r["b"]), ratio])
             regex = r["benchmark"].removeprefix("benchmarks.").replace(".", r"\.").replace("(", r"\(").replace(")", r"\)")
             commands += [f"# {r['mark']} {info['class']}.{info['method']}({', '.join(info['params'])}): {ratio}",
                          f'asv continuous {a[:8]} {b[:8]} --machine {machine} -b "{regex}"']
         parts.append(table(["", "benchmark", "parameters", "before", "after", "ratio"], table_rows,
                            ["c", "l", "l", "r", "r", "r"]))
+        if one_process_before:
+            parts.append(f"{LAUNCH_BOUND_MARK} launch-bound. {one_process_before} of these flags compare a launch-bound "
+                         f"result of `{a[:8]}`, sampled in one process before the per-process rule, whose interval is "
+                         "too narrow to judge by: such a flag is not evidence of a change. "
+                         "[Why](../concepts/method.md#launch-bound-intervals).")
         parts.append("Each row again, measured afresh on both commits (`asv continuous` runs them and reports "
                      "the change by the same rule):\n\n```sh\n" + "\n".join(commands) + "\n```")
     return parts
