@@ -3,7 +3,7 @@
 # kernelscope on the GPU box, with asv installed and a machine named for asv:
 #
 #   [MACHINE=name] [BENCH=Square.time_warm] [LEVELS="0.10 0.20"] [VARIANT=square-triton-flat1024] \
-#     [FACTOR=1.1] bash scripts/gpu/canary.sh [OUTDIR]        # OUTDIR: default $OUT, else /tmp/kernelscope-canary
+#     [FACTOR=1.05] bash scripts/gpu/canary.sh [OUTDIR]       # OUTDIR: default $OUT, else /tmp/kernelscope-canary
 #
 # Per level, a commit on top of HEAD whose only change is kernelscope.canary.INJECT
 # = VARIANT:LEVEL (its kernel does that fraction more work), on the throwaway
@@ -15,9 +15,9 @@
 # copy in OUTDIR) and the detection table. The checkout's files, index and HEAD are
 # never touched (the commits are made with git plumbing); the branches and asv
 # configs it made are removed on exit. MACHINE defaults to the only machine in
-# ~/.asv-machine.json. Square.time_warm (13 variants x 6 sizes, both commits, two
-# runs: 312 benchmark processes) should take 4 to 8 minutes on an H100 (estimated
-# from the H100's earlier runs, not yet timed).
+# ~/.asv-machine.json. On the H100, BENCH="Square.time_warm.*'(square-torch|square-triton-flat1024|square-cuda-vec4)'"
+# (18 cases) took 399 s a level at 6138c4f, when every case ran in all three rounds;
+# with launch-bound cases alone in three processes it is 72 processes a level.
 set -u
 cd "$(git rev-parse --show-toplevel)" || exit 2
 PY=${PYTHON:-python3}
@@ -27,6 +27,9 @@ mkdir -p "$out" && out=$(cd "$out" && pwd) || exit 2
 bench=${BENCH:-Square.time_warm}
 variant=${VARIANT:-square-triton-flat1024}
 levels=${LEVELS:-0.10 0.20}
+# asv's default factor, 1.1, can never flag a 10% slowdown: the H100's +10% canary read 1.0996
+# at 2^28 elements (results-proofs/2026-11-25-h100/canary). 1.05 asks whether the gate sees it.
+FACTOR=${FACTOR-1.05}
 # The checkout's own code makes the commits and reads the results, installed or not.
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"
 machine=${MACHINE:-$($PY -c '
