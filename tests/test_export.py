@@ -91,6 +91,10 @@ def test_launch_bound_is_a_warm_or_cold_gpu_time_under_20_us():
     assert not processes.launch_bound_result("warm", 25e-6, "NVIDIA H100")
     assert not processes.launch_bound_result("warm", 5e-6, "")  # the CPU path: no launch queue
     assert not processes.launch_bound_result("warm", None, "NVIDIA H100")  # failed
+    # A multi-kernel variant's cold time past 20 us, sampled per process because its warm time was not.
+    assert processes.launch_bound_result("cold", 21e-6, "NVIDIA H100", samples=3)
+    assert not processes.launch_bound_result("cold", 21e-6, "NVIDIA H100", samples=40)
     rows = export.rows(RESULTS)
     assert any(r["launch_bound"] for r in rows)
-    assert all(r["launch_bound"] == processes.launch_bound_result(r["mode"], r["time_s"], r["gpu"]) for r in rows)
+    assert all(r["launch_bound"] == processes.launch_bound_result(r["mode"], r["time_s"], r["gpu"], r["samples"])
+               for r in rows)

@@ -158,7 +158,7 @@ def cmd_results(args) -> int:
                             "SM MHz", "throttled"]))
         print(f"\n{len(table)} results from {args.results_dir}/")
         if any(r["launch_bound"] for r in table):
-            print("* launch-bound (warm or cold under 20 us a call): the GPU's per-launch cost, which moves from "
+            print("* launch-bound (under 20 us a call warm, and the same cases cold): the GPU's per-launch cost, which moves from "
                   "process to process, is most of it; sampled one value per process")
         mostly = [r for r in table if r["throttled"] and r["samples"] and r["throttled"] > r["samples"] / 2]
         for r in mostly:
@@ -342,8 +342,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("results", help="every stored asv result as a tidy table",
                        description="One row per benchmark, parameter set and commit: machine, gpu, commit, date, op, "
                                    "variant, backend, mode, size, dtype, time_s (median), ci_low, ci_high, samples, "
-                                   "launch_bound (a warm or cold GPU time under 20 us: sampled one value per "
-                                   "process, its interval spans processes), bytes, "
+                                   "launch_bound (under 20 us a call warm, and the same cases cold: sampled one "
+                                   "value per process, its interval spans processes), bytes, "
                                    "gbps, pct_of_peak (of the machine's measured copy bandwidth), sm_mhz (median SM "
                                    "clock of its samples) and throttled (samples below 75% of the max SM clock).")
     p.add_argument("--results-dir", default="results", help="asv's results folder (default: results)")

@@ -10,7 +10,7 @@ Each timed row also carries the SM clock its samples ran at and how many of
 them ran throttled (below 75% of the GPU's max SM clock), from the clock log
 the benchmark wrote beside asv's result file (:mod:`kernelscope.timing.clocks`),
 and whether it is a launch-bound one (:mod:`kernelscope.timing.processes`):
-a warm or cold GPU time under 20 us, whose interval spans processes.
+under 20 us a call warm (and the same case cold), its interval spanning processes.
 
 A benchmark asv recorded as failed (``null``: the correctness gate refused the
 output, or the process crashed) is a row with ``status = "failed"`` and no time
@@ -142,7 +142,8 @@ def _rows_of(data: dict, params: dict, benchmarks: dict, include_failed: bool, c
                 "ci_low": _at(record.get("stats_ci_99_a"), i),
                 "ci_high": _at(record.get("stats_ci_99_b"), i),
                 "samples": len(samples) if samples else None,
-                "launch_bound": processes.launch_bound_result(mode, None if failed else time_s, params.get("gpu")),
+                "launch_bound": processes.launch_bound_result(mode, None if failed else time_s, params.get("gpu"),
+                                                              len(samples) if samples else None),
                 "bytes": nbytes,
                 "gbps": gbps,
                 "pct_of_peak": 100 * gbps / peak if (gbps and peak == peak) else None,
