@@ -12,7 +12,7 @@ from kernelscope.catalog import OPS, variants_of
 from kernelscope.results import compare, history
 from kernelscope.results.machine import fp32_peak
 from kernelscope.site import charts
-from kernelscope.timing.processes import LAUNCH_BOUND_PROCESSES
+from kernelscope.timing.processes import sampled_per_process
 from kernelscope.site.data import (MODES, SiteData, fmt_ci, fmt_gbps, fmt_pct, fmt_time, in_sweep, largest_shape,
                                    variant_kind)
 
@@ -44,7 +44,7 @@ def interval_note(r: dict) -> str:
         return ""
     if not r.get("launch_bound"):
         return f"{n} samples in one process"
-    if n <= LAUNCH_BOUND_PROCESSES:
+    if sampled_per_process(n):
         return f"launch-bound: {n} processes, one value each"
     return f"launch-bound, but {n} samples in one process (before per-process sampling): too narrow"
 

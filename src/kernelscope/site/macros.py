@@ -37,7 +37,7 @@ from kernelscope.site.peer_pages import agreement_summary
 from kernelscope.site.profile_pages import fixed_block_sentence, host_clock_sentence
 from kernelscope.site.profiles import PROFILE_COMMAND
 from kernelscope.site.sources import source as source_ref
-from kernelscope.timing.processes import LAUNCH_BOUND_PROCESSES, LAUNCH_BOUND_S
+from kernelscope.timing.processes import LAUNCH_BOUND_PROCESSES, LAUNCH_BOUND_S, sampled_per_process
 
 FIELDS = {
     "time": lambda r: fmt_time(r["time_s"]),
@@ -202,7 +202,7 @@ class Macros:
         """The quoted machine's newest run with launch-bound results sampled per process: how many, how wide."""
         rows = [r for r in self.data.rows if r["machine"] == self.machine and r["status"] == "measured"
                 and r["mode"] in ("warm", "cold") and r["ci_low"] is not None and r["samples"]]
-        per_process = [r for r in rows if r["launch_bound"] and r["samples"] <= LAUNCH_BOUND_PROCESSES]
+        per_process = [r for r in rows if r["launch_bound"] and sampled_per_process(r["samples"])]
         if not per_process:
             return (f"*No launch-bound results sampled per process on `{self.machine}` yet: they come with the "
                     "next `asv run`.*")

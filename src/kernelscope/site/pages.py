@@ -20,7 +20,7 @@ from kernelscope.site.data import (BACKEND_TITLES, KIND_WORDS, MODE_WORDS, MODES
                                    fmt_gbps, fmt_pct, fmt_time, in_sweep, largest_shape, variant_kind)
 from kernelscope.site.markdown import WIDE, chart, indent, note, table, tabs, variant_cell
 from kernelscope.site.sources import SourceRef, module_path, variant_sources
-from kernelscope.timing.processes import LAUNCH_BOUND_PROCESSES, LAUNCH_BOUND_S, launch_bound_result
+from kernelscope.timing.processes import LAUNCH_BOUND_PROCESSES, LAUNCH_BOUND_S, launch_bound_result, sampled_per_process
 
 NO_RESULTS = ("No results are committed yet. Run the suite on a GPU (`asv run --record-samples "
               "--machine NAME HEAD^!`, see the README), commit `results/`, and rebuild the site.")
@@ -390,7 +390,7 @@ def regressions(data: SiteData) -> list[str]:
             if bound:
                 name = r["benchmark"].partition("(")[0]
                 n = samples_before.get((name, *info["params"]))  # a warm or cold case: (variant, size, dtype)
-                one_process_before += bool(n and n > LAUNCH_BOUND_PROCESSES)
+                one_process_before += bool(n) and not sampled_per_process(n)
             table_rows.append([r["mark"], f"`{info['class']}.{info['method']}`",
                                ", ".join(info["params"]) + (f" {LAUNCH_BOUND_MARK}" if bound else ""),
                                fmt_time(r["a"]), fmt_time(r["b"]), ratio])

@@ -39,6 +39,11 @@ def launch_bound(per_call_s: float, device: str) -> bool:
     return device == "cuda" and per_call_s < LAUNCH_BOUND_S
 
 
+def sampled_per_process(samples: int | None) -> bool:
+    """Whether a stored warm or cold result's samples came one per process: one process takes at least 6."""
+    return bool(samples) and samples <= LAUNCH_BOUND_PROCESSES
+
+
 def launch_bound_result(mode: str, time_s: float | None, gpu: str | None, samples: int | None = None) -> bool:
     """Whether a stored warm or cold GPU result is a launch-bound one: what the site marks.
 
@@ -51,4 +56,4 @@ def launch_bound_result(mode: str, time_s: float | None, gpu: str | None, sample
     """
     if not gpu or mode not in ("warm", "cold") or time_s is None:
         return False
-    return time_s < LAUNCH_BOUND_S or bool(samples and samples <= LAUNCH_BOUND_PROCESSES)
+    return time_s < LAUNCH_BOUND_S or sampled_per_process(samples)
