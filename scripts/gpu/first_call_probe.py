@@ -12,7 +12,8 @@ and knob. The child creates its CUDA context, then runs the variant's first call
 under cProfile, then a second variant of the same backend (what is left once the
 framework has started), and reports the top functions by cumulative time. The
 knobs preload more in the parent before forking: numba.cuda, or Triton's driver
-(only imports and host-side set-up: a child that cannot use CUDA after it says so).
+(only imports and host-side set-up: a child that cannot use CUDA after it says so),
+or Inductor's compile_threads set to 1 (no worker pool per process), or all three.
 
 Usage (on the GPU box, caches warm, e.g. after `kernelscope check`):
     python3 scripts/gpu/first_call_probe.py [--json OUT] [--top 20]
@@ -39,6 +40,10 @@ KNOBS = {
     "as the forkserver": lambda: None,
     "numba.cuda in parent": lambda: __import__("numba.cuda"),
     "triton driver in parent": lambda: __import__("triton.backends.nvidia.driver", fromlist=["CudaUtils"]).CudaUtils(),
+    # Inductor compiles (and, with warm caches, loads) through a pool of worker processes it starts per process
+    "inductor 1 compile thread": lambda: setattr(__import__("torch._inductor.config", fromlist=["config"]),
+                                                 "compile_threads", 1),
+    "all three": lambda: [f() for k, f in list(KNOBS.items())[1:4]],
 }
 
 
