@@ -203,6 +203,11 @@ def test_host_bound_pairs_are_listed_with_the_reason_and_their_graph_pair_still_
     assert "530.0 us on the host and 365.0 us on the GPU" in agreement.host_bound(numba, "warm")
     assert "do_bench's L2 flush (90.0 us)" in agreement.host_bound(numba, "cold")
     assert agreement.host_bound(numba, "graph") is None
+    # do_bench reads the host once the launch outlasts the flush alone (H100, square-numba-coalesced 4096x4096:
+    # host 151 us, flush 91 us, kernel 70 us, do_bench 144 us): the call's own time does not hide the launch
+    coalesced = rec(cold=70e-6, do_bench=144e-6, host=151e-6, flush=91e-6)
+    assert "waits 60.0 us for the launch" in agreement.host_bound(coalesced, "cold")
+    assert agreement.host_bound(rec(cold=70e-6, host=80e-6, flush=91e-6), "cold") is None
     g = agreement.gate([rec(), numba])
     assert g.passed, g.failures
     assert [(e["variant"], e["mode"], e["peer"]) for e in g.exceptions] == [

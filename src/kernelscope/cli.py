@@ -260,7 +260,7 @@ clocks, per case (median seconds per call; the same callable, one process):
   suite graph ~ triton.testing.do_bench_cudagraph   CUDA-graph replay, no launches
   ncu         Nsight Compute's summed kernel durations per call (second process; caches flushed; not gated)
   host/call   the host's cost of a call: a case is host-bound for Timer when it exceeds the warm GPU time,
-              for do_bench when it exceeds do_bench's flush plus the cold GPU time
+              for do_bench when it exceeds the GPU time of do_bench's L2 flush (the GPU then waits for the launch)
 Without a GPU, warm, cold and Timer run (host clocks) and the rest is recorded as skipped with the reason.
 
 The gate (--gate): every mode of every case of 50 us or more within 2% of its peer, except host-bound pairs
