@@ -83,3 +83,44 @@ def test_a_failure_and_a_skip_stay_what_they_were_with_their_reason(stored):
 def test_benchmarks_without_the_attribute_run_every_round(stored):
     result, samples = _case(stored, "benchmarks.Plain.track_pid", 0)
     assert len(samples) == 4 and len(set(samples)) == 2  # asv's own rounds: two processes, two samples each
+
+
+# --- one process per case (kernelscope.results.asv_siblings) ----------------------------------------------------------
+
+def test_siblings_are_measured_in_the_process_of_their_host(stored):
+    for i in (0, 1):  # one sample per process (three processes), many in one
+        _, host = _case(stored, "benchmarks.Modes.track_a_host", i)
+        _, sampled = _case(stored, "benchmarks.Modes.track_b_sampled", i)
+        _, once = _case(stored, "benchmarks.Modes.track_c_once", i)
+        assert sorted(set(sampled)) == sorted(set(host)), (host, sampled)  # the same processes, no others
+        assert len(set(once)) == 1 and once[0] in host  # its one round, taken in a host's process
+    assert len(set(_case(stored, "benchmarks.Modes.track_a_host", 0)[1])) == 3
+
+
+def test_a_sibling_skipped_in_the_hosts_process_runs_in_its_own_and_says_why(stored):
+    results, proc = stored
+    _, host = _case(stored, "benchmarks.Modes.track_a_host", 2)
+    result, _ = _case(stored, "benchmarks.Modes.track_c_once", 2)
+    assert result is not None and result != result  # NaN: asv's own skip, from a process of its own
+    _, sampled = _case(stored, "benchmarks.Modes.track_b_sampled", 2)
+    assert set(sampled) == set(host)  # its other sibling was still served from the host's process
+
+
+def test_a_sibling_selected_alone_runs_in_a_process_of_its_own(tmp_path):
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    conf = {"version": 1, "project": "kernelscope", "repo": str(ROOT), "branches": ["main"], "dvcs": "git",
+            "environment_type": "existing", "plugins": [".src.kernelscope.results.asv_env"],
+            "benchmark_dir": str(SUITE), "env_dir": str(tmp_path / "env"), "results_dir": str(tmp_path / "results"),
+            "html_dir": str(tmp_path / "html"), "launch_method": "forkserver"}
+    (tmp_path / "asv.json").write_text(json.dumps(conf))
+    (tmp_path / "src").symlink_to(ROOT / "src")
+    env = {**os.environ, "HOME": str(tmp_path)}
+    subprocess.run([ASV, "machine", "--machine", "ci-cpu", "--yes"], cwd=ROOT, env=env, check=True, capture_output=True)
+    proc = subprocess.run([ASV, "run", "--config", str(tmp_path / "asv.json"), "--machine", "ci-cpu", "--record-samples",
+                           "-b", r"Modes\.track_c_once", "-E", f"existing:{sys.executable}", "--set-commit-hash", head],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (path,) = (tmp_path / "results" / "ci-cpu").glob(f"{head[:8]}-*.json")
+    data = json.loads(path.read_text())
+    row = dict(zip(data["result_columns"], data["results"]["benchmarks.Modes.track_c_once"]))
+    assert len(row["samples"][0]) == 2 and list(data["results"]) == ["benchmarks.Modes.track_c_once"]

@@ -1,6 +1,7 @@
 """The asv suite is generated from the catalog, and its cases are gated on correctness."""
 
 import dataclasses
+import sys
 
 import pytest
 import torch
@@ -25,6 +26,8 @@ def test_one_class_per_op_with_every_variant_size_and_dtype():
         assert cls.time_warm.version == cls.track_cold.version == asv_suite.VERSION == "3"
         assert cls.track_graph.version == asv_suite.GRAPH_VERSION == "4"
     assert classes["FirstCall"].params == [list(VARIANTS)]
+    # The first call alone moved on: each framework's one-time start happens in the forkserver (#13 item 8).
+    assert classes["FirstCall"].time_first_call.version == asv_suite.FIRST_CALL_VERSION == "4"
 
 
 def test_other_dtypes_get_classes_of_their_own_over_the_variants_that_ask():
@@ -141,3 +144,26 @@ def test_warm_and_cold_run_up_to_three_processes_until_they_have_three_samples()
     for method in (asv_suite._OpBenchmarks.time_warm, asv_suite._ColdMode.track_cold):
         assert method.rounds == method.enough_samples == processes.LAUNCH_BOUND_PROCESSES == 3
     assert not hasattr(asv_suite._OpBenchmarks.track_graph, "enough_samples")  # graph replays agree across processes
+
+
+def test_a_cases_warm_process_measures_its_cold_and_graph_modes_too():
+    # asv_siblings serves track_cold and track_graph from time_warm's process; asv runs them in that order
+    assert asv_suite._OpBenchmarks.time_warm.also_runs == ["track_cold", "track_graph"]
+    assert sorted(["time_warm", "track_cold", "track_graph"])[0] == "time_warm"
+
+
+def test_the_forkserver_preload_starts_the_frameworks_and_has_children_run_their_siblings(monkeypatch):
+    from asv_runner import server
+
+    from kernelscope import backends
+
+    started = []
+    for name, backend in backends.BACKENDS.items():
+        monkeypatch.setitem(backends.BACKENDS, name, dataclasses.replace(backend, preload=lambda n=name: started.append(n)))
+    monkeypatch.setattr(sys, "argv", ["benchmark.py", "run_server"])
+    monkeypatch.setattr(server, "_run", server._run)  # restored after the test, with the flag
+    monkeypatch.setattr(server, "_kernelscope_siblings", False, raising=False)
+    asv_suite.preload()
+    device = backends.default_device()
+    assert started == [n for n, b in backends.BACKENDS.items() if b.why_unavailable(device) is None]
+    assert server._kernelscope_siblings and server._run.__name__ == "run_with_siblings"

@@ -22,11 +22,15 @@
 #   probe     the small-size spread between processes, diagnosed: clock_probe.py (SM clock, settled
 #             or not), placement_probe.py (where tensors sit), process_probe.py (streams, code copies, graphs)
 #   graphprobe  graph mode at 2^28 elements: suite v3's capture, the fixed one, do_bench_cudagraph (#13)
+#   graphpeers  graph mode at 2^28 elements against do_bench_cudagraph: placement_offset_probe.py (output
+#             offsets, graph pools), then crosscheck of five variants at 16384x16384 each in a fresh process
 #   spreadprobe launch-bound cases in 10 forked processes each, per knob, with each process's phase costs (#13)
 #   firstcall scripts/gpu/first_call_probe.py: each backend's first call in a forked process, profiled,
 #             and with numba.cuda or Triton's driver preloaded in the parent (#13 item 8)
 #   cost      a Square subset (64x64 and 16384x16384, every mode) through asv, stamped and phase-logged:
 #             where a run's time goes (run_cost.py)
+#   smoke     the smoke run (every variant and mode at 64x64 and 4096-sized cases, --quick --dry-run),
+#             timed and phase-logged (asv-smoke.cost.txt); it also warms every compile cache
 #   prewarm   asv run --quick --dry-run -b FirstCall: first-call caches warm before anything is recorded
 #   full      asv run --record-samples HEAD^! into results/ (every benchmark)
 #   resume    the same for RESUME (a commit, default HEAD) with --skip-existing-successful: what a run
@@ -34,13 +38,12 @@
 #   cutoff    asv run of the Mean class ended (SIGTERM) after CUTOFF_S seconds, then resumed with
 #             --skip-existing-successful: what the cut-off run had saved, and what the resumed one kept (#13 item 7)
 #   graph     the same for graph mode alone (-b track_graph), into results/: a new track_graph version
-#   rerun     the same again into results-rerun (its time is the full run with warm caches),
+#   rerun     the same again into results-rerun (its time is the full run with warm caches), phase-logged,
 #             then compare-runs: the noise check, per mode
 #   slowdown  one variant's warm benchmarks twice, the second with KERNELSCOPE_INJECT_SLOWDOWN
 #   canary    scripts/gpu/canary.sh: asv continuous HEAD against canary commits that slow
 #             square-triton-flat1024's kernel by 10% and 20%: evidence/<machine>/canary.json (#13 item 4)
 #   ncu       warm-mode medians against Nsight Compute kernel durations
-#   smoke     the smoke run (every variant and mode at the smallest size, --quick --dry-run), timed
 #   history   time_warm at two sizes per op for up to HISTORY earlier commits with this suite
 #             version and grid that results/ does not have yet
 set -u
@@ -90,6 +93,9 @@ steps() {
     echo rc=\$?; tail -n 5 $STATE/profile.log; kernelscope profile --cross-check --profiles-dir $STATE/profiles > $STATE/crosscheck.txt 2>&1; tail -n 40 $STATE/crosscheck.txt"
   step probe sh -c "for p in clock placement process; do python3 scripts/gpu/\${p}_probe.py --json $STATE/\$p-probe.json > $STATE/\$p-probe.txt 2>&1; done; tail -n 6 $STATE/*-probe.txt"
   step graphprobe sh -c "python3 scripts/gpu/method_probe.py graph --json $STATE/graph-probe.json > $STATE/graph-probe.txt 2>&1; cat $STATE/graph-probe.txt"
+  step graphpeers sh -c "python3 scripts/gpu/placement_offset_probe.py --json $STATE/placement-offset.json > $STATE/placement-offset.txt 2>&1;
+    cat $STATE/placement-offset.txt; for v in square-torch square-cuda-vec4 gelu-triton softmax-cuda gelu-numba; do
+    kernelscope crosscheck --variant \$v --size 16384x16384 --no-ncu --out $STATE/graphpeers-\$v.json 2>/dev/null | grep \"^\$v \"; done"
   step spreadprobe sh -c "python3 scripts/gpu/method_probe.py spread --json $STATE/spread-probe.json > $STATE/spread-probe.txt 2>&1; cat $STATE/spread-probe.txt"
   step firstcall sh -c "python3 scripts/gpu/first_call_probe.py --json $STATE/first-call-probe.json > $STATE/first-call-probe.txt 2>&1; head -n 20 $STATE/first-call-probe.txt"
   alt results-cost
@@ -98,12 +104,14 @@ steps() {
   alt results-cutoff
   cutoff() {
     local bench="Mean\\." args="--config asv.results-cutoff.json --record-samples --machine $M"
-    { python3 scripts/gpu/cut_off.py "${CUTOFF_S:-100}" "$STATE/asv-cutoff.log" asv run $args -b "$bench" HEAD^!
+    { python3 scripts/gpu/cut_off.py "${CUTOFF_S:-45}" "$STATE/asv-cutoff.log" asv run $args -b "$bench" HEAD^!
       echo "--- saved by the run cut off"; python3 scripts/gpu/saved.py "$STATE/results-cutoff"; } > "$STATE/cutoff.txt"
     asv run $args --skip-existing-successful -b "$bench" HEAD^! > "$STATE/asv-cutoff-resumed.log" 2>&1
     { echo "--- after asv run --skip-existing-successful (rc=$?)"; python3 scripts/gpu/saved.py "$STATE/results-cutoff"; } >> "$STATE/cutoff.txt"
     cat "$STATE/cutoff.txt"
   }
+  alt results-smoke  # a dry run saves no results, but its clock logs would land beside them
+  step smoke logged asv-smoke run --config asv.results-smoke.json --quick --dry-run --machine "$M" -b "'(64x64|4096)'" HEAD^!
   step prewarm sh -c "asv run --quick --dry-run --machine $M -b FirstCall HEAD^! > $STATE/asv-prewarm.log 2>&1"
   step full logged asv-full run --record-samples --machine "$M" --show-stderr HEAD^!
   step resume logged asv-resume run --record-samples --skip-existing-successful --machine "$M" --show-stderr \
@@ -111,9 +119,15 @@ steps() {
   step cutoff cutoff
   step graph logged asv-graph run --record-samples --machine "$M" --show-stderr -b track_graph HEAD^!
   alt results-rerun
-  step rerun sh -c "asv run --config asv.results-rerun.json --record-samples --machine $M --show-stderr HEAD^! > $STATE/asv-rerun.log 2>&1 &&
-    kernelscope compare-runs results $STATE/results-rerun --commit $head --all > $STATE/compare-rerun.txt &&
-    kernelscope compare-runs results $STATE/results-rerun --commit $head --json > $STATE/compare-rerun.json"
+  rerun() {
+    logged asv-rerun run --config asv.results-rerun.json --record-samples --machine "$M" --show-stderr HEAD^!
+    local rc=$?
+    kernelscope compare-runs results "$STATE/results-rerun" --commit "$head" --all > "$STATE/compare-rerun.txt"
+    kernelscope compare-runs results "$STATE/results-rerun" --commit "$head" --json > "$STATE/compare-rerun.json"
+    tail -n 12 "$STATE/compare-rerun.txt"
+    return "$rc"
+  }
+  step rerun rerun
   alt results-base; alt results-slowdown
   local canary="Square.time_warm.*square-triton-flat1024"
   step slowdown sh -c "asv run --config asv.results-base.json --record-samples --machine $M -b '$canary' HEAD^! > $STATE/asv-base.log 2>&1 &&
@@ -122,8 +136,6 @@ steps() {
     kernelscope compare-runs $STATE/results-base $STATE/results-slowdown --commit $head --all > $STATE/compare-slowdown.txt"
   step canary env MACHINE="$M" bash scripts/gpu/canary.sh "$STATE/canary"
   step ncu python3 scripts/gpu/ncu_compare.py --json "$STATE/ncu.json"
-  alt results-smoke  # a dry run saves no results, but its clock logs would land beside them
-  step smoke sh -c "asv run --config asv.results-smoke.json --quick --dry-run --machine $M -b \"'(64x64|4096)'\" HEAD^! > $STATE/asv-smoke.log 2>&1"
   # History: only commits whose suite has today's version and parameter grid (asv maps
   # parameter indices by position, so a commit with another grid would be mislabelled).
   local version=$(grep '^VERSION = ' src/kernelscope/timing/asv_suite.py)

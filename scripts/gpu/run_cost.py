@@ -9,7 +9,8 @@ on every line); RUN.phases.jsonl the phase log the benchmark processes wrote
 environment, build and install, discovery, the forkserver's start, then per
 phase of the benchmark processes (fork to setup, CUDA context, input, first
 call, the correctness gate, planning, the samples), and asv's time between
-processes; and the same per benchmark.
+processes; and the same per benchmark (a case measured in another benchmark's
+process, kernelscope.results.asv_siblings, counts under "in another's").
 """
 
 from __future__ import annotations
@@ -52,7 +53,8 @@ def table(log: Path, phase_log: Path) -> dict:
     for key, label in [("fork_to_setup", "process start to setup (fork, asv_runner)"),
                        ("cuda", "CUDA context"), ("input", "input"),
                        ("first_call", "first call (JIT, compile, extension load)"),
-                       ("gate", "correctness gate"), ("plan", "warm plan"), ("body", "samples (asv's benchmark body)")]:
+                       ("gate", "correctness gate"), ("plan", "warm plan"), ("body", "samples (asv's benchmark body)"),
+                       ("siblings", "other modes of the case, in its process (asv_siblings)")]:
         rows.append((label, per_phase.get(key, 0.0)))
     rows.append(("asv between processes (spawn, results)", summary["between_processes_s"]))
     tail = end - (first + summary["span_s"]) if procs else 0.0
@@ -73,10 +75,11 @@ def main() -> int:
         print(f"{name:<{width}}  {seconds:7.1f}  {seconds / t['total_s']:5.1%}")
     print(f"{'total':<{width}}  {t['total_s']:7.1f}   ({t['processes']} benchmark processes)")
     print()
-    print(f"{'benchmark':<32} processes  seconds  per process  samples share")
+    print(f"{'benchmark':<32} processes  in another's  seconds  per case  samples share")
     for name, b in sorted(t["benchmarks"].items()):
-        print(f"{name:<32} {b['processes']:9d}  {b['seconds']:7.1f}  {b['seconds'] / b['processes']:11.2f}"
-              f"  {b['body'] / b['seconds'] if b['seconds'] else 0:13.0%}")
+        cases = b["processes"] + b.get("in_other_processes", 0)
+        print(f"{name:<32} {b['processes']:9d}  {b.get('in_other_processes', 0):12d}  {b['seconds']:7.1f}"
+              f"  {b['seconds'] / cases if cases else 0:8.2f}  {b['body'] / b['seconds'] if b['seconds'] else 0:13.0%}")
     if args.json:
         args.json.write_text(json.dumps(t, indent=1))
     return 0

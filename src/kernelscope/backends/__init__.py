@@ -109,6 +109,67 @@ def _numba_unavailable(device: str) -> str | None:
     return None
 
 
+# --- each framework's one-time start in a process, done once in a parent that forks (asv's forkserver) ---
+# What the H100's first calls spent (scripts/gpu/first_call_probe.py, results-proofs/2026-11-25-h100/first-call):
+# Numba 1.3 s of 1.5 importing its typing and lowering registries, Triton 0.45 s hashing its own
+# library for the cache key and 0.2 s importing gluon, Inductor imports and Triton's same hash.
+# Host-only work: nothing here may initialize CUDA, or the forked children could not use it.
+
+def _import_all(*modules: str) -> None:
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except Exception:  # a module this framework version lacks: its first call imports what it has
+            pass
+
+
+def _nothing() -> None:
+    return None
+
+
+def _triton_preload() -> None:
+    if _missing("triton"):
+        return
+    _import_all("triton", "triton.language", "triton.experimental.gluon")
+    try:
+        from triton.runtime.cache import triton_key  # lru-cached: hashed once per process, by the first compile
+    except ImportError:
+        return
+    triton_key()
+
+
+def _compile_preload() -> None:
+    _import_all("torch._dynamo", "torch._inductor.compile_fx", "torch._dynamo.backends.inductor",
+                "torch._dynamo.repro.after_dynamo", "torch._functorch._aot_autograd.subclass_codegen",
+                "torch._higher_order_ops.passes.inline_invoke_subgraph", "torch._inductor.codegen.memory_planning",
+                "torch._inductor.codegen.cpp_wrapper_gpu", "torch._inductor.codegen.wrapper_fxir",
+                "torch._inductor.compiler_bisector", "torch._inductor.hooks", "torch._subclasses.schema_check_mode",
+                "torch.export._trace", "torch.fx.experimental.validator")
+    _triton_preload()  # Inductor's cache key includes Triton's
+
+
+def _cuda_preload() -> None:
+    _import_all("torch.utils.cpp_extension")
+
+
+def _numba_preload() -> None:
+    if _missing("numba") or numba_simulated() or not cuda_available():
+        return
+    from numba.cuda.cudadrv.driver import driver
+    from numba.cuda.descriptor import cuda_target
+
+    cuda_target.target_context.refresh()  # what the first kernel's load or compile would do in each process
+    if driver.is_initialized and driver.initialization_error is None:
+        raise RuntimeError("numba: preloading initialized the CUDA driver; forked processes could not use CUDA")
+
+
+def preload() -> None:
+    """Every available backend's one-time start (imports, caches of the host side), for a parent that forks."""
+    for backend in BACKENDS.values():
+        if backend.why_unavailable(default_device()) is None:
+            backend.preload()
+
+
 def _any_device(device: torch.device) -> str | None:
     return None
 
@@ -143,6 +204,9 @@ class Backend:
     # Largest input its CPU interpreter checks in reasonable time (None: no cap).
     # Numba's simulator runs every CUDA thread as a Python thread, about 1 ms each.
     interpreted_max_numel: int | None = None
+    # Its framework's one-time start in a process, host side only (imports, hashes): done once in
+    # a parent that then forks benchmark processes, so that each of them skips it.
+    preload: Callable[[], None] = _nothing
 
     def interpreted(self, device: str) -> bool:
         return device == "cpu" and self.interpreter is not None
@@ -163,12 +227,13 @@ class Backend:
 BACKENDS: dict[str, Backend] = {b.name: b for b in [
     Backend("torch", "PyTorch eager: ATen's own kernels", ("torch",), _torch_unavailable, _any_device),
     Backend("torch-compile", "torch.compile: Inductor generates Triton (GPU) or C++ (CPU) kernels",
-            ("torch>=2.0", "a C++ compiler on the CPU"), _compile_unavailable, _any_device),
+            ("torch>=2.0", "a C++ compiler on the CPU"), _compile_unavailable, _any_device, preload=_compile_preload),
     Backend("triton", "Triton kernels written in Python, JIT-compiled", ("triton", f"a CUDA GPU or {TRITON_INTERPRET}=1"),
-            _triton_unavailable, _gpu_or_interpreter(TRITON_INTERPRET), interpreter=TRITON_INTERPRET),
+            _triton_unavailable, _gpu_or_interpreter(TRITON_INTERPRET), interpreter=TRITON_INTERPRET,
+            preload=_triton_preload),
     Backend("cuda", "CUDA C++ from .cu files, built by torch.utils.cpp_extension.load_inline",
-            ("a CUDA GPU", "nvcc", "a CUDA build of torch"), _cuda_unavailable, _cuda_only),
+            ("a CUDA GPU", "nvcc", "a CUDA build of torch"), _cuda_unavailable, _cuda_only, preload=_cuda_preload),
     Backend("numba", "Numba CUDA kernels (@cuda.jit)", ("numba-cuda", f"a CUDA GPU or {NUMBA_CUDASIM}=1"),
             _numba_unavailable, _gpu_or_interpreter(NUMBA_CUDASIM), interpreter=NUMBA_CUDASIM,
-            interpreted_max_numel=1024),
+            interpreted_max_numel=1024, preload=_numba_preload),
 ]}

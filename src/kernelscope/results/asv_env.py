@@ -17,7 +17,9 @@ off at minute 14 of 15 (a preempted or time-limited GPU box) would keep
 nothing. And it runs a case in asv's further rounds only while the case has
 fewer samples than its benchmark's ``enough_samples``
 (:mod:`kernelscope.results.asv_rounds`): several processes for the
-launch-bound cases, one for the rest.
+launch-bound cases, one for the rest. And a case's process measures its other
+modes too (:mod:`kernelscope.results.asv_siblings`): one process per case,
+not one per mode.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from asv.console import log
 from asv.results import Results
 
 from .asv_rounds import rounds_until_enough_samples
+from .asv_siblings import run_siblings_in_one_process
 
 
 def _find_python(python: str) -> str | None:
@@ -160,4 +163,5 @@ def save_as_it_goes() -> None:
 
 
 save_as_it_goes()
+run_siblings_in_one_process()  # first: the rounds' tally then counts the results it serves
 rounds_until_enough_samples()

@@ -24,7 +24,7 @@ of this repository uses it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from asv import runner
 from asv.commands import run as run_command
@@ -47,12 +47,39 @@ class _Case:
                                       number=[self.number], errcode=self.errcode, stderr=self.stderr, profile=None)
 
 
+@dataclass
+class RunState:
+    """What the calls of run_benchmarks for one (commit, environment) share: per case, what it has so far.
+
+    ``tally`` has every case run this far (the rule below reads only those of
+    benchmarks with ``enough_samples``); ``stash`` holds results measured ahead
+    of their turn (:mod:`kernelscope.results.asv_siblings`).
+    """
+
+    benchmarks: object = None  # asv's Benchmarks of the call now running: the selection
+    tally: dict[tuple[str, int], _Case] = field(default_factory=dict)
+    stash: dict[tuple[str, int], object] = field(default_factory=dict)
+
+    def wants_more(self, benchmark: dict, param_idx: int) -> bool:
+        """Whether asv's loop would still start a process for this case in this run."""
+        case = self.tally.get((benchmark["name"], param_idx))
+        if case is None:
+            return True
+        wanted = benchmark.get("enough_samples")
+        return bool(wanted) and not case.done(int(wanted))
+
+
 # Per commit and environment: `asv run` runs all rounds in one call of run_benchmarks, but
 # `asv continuous` (and `asv run --interleave-rounds`) calls it once per round and commit,
-# each call with a new spawner and the results reloaded from disk, so the tally is keyed by
+# each call with a new spawner and the results reloaded from disk, so the state is keyed by
 # what those calls share. One asv process runs each (commit, environment) once.
-_TALLIES: dict[tuple, dict[tuple[str, int], _Case]] = {}
+_RUNS: dict[tuple, RunState] = {}
 _current: list[tuple] = []  # the (commit, environment) run_benchmarks is running now
+
+
+def current_run(spawner=None) -> RunState:
+    """The state of the run now in progress (outside run_benchmarks, as in a test: one per spawner)."""
+    return _RUNS.setdefault(_current[-1] if _current else (id(spawner),), RunState())
 
 
 def rounds_until_enough_samples() -> None:
@@ -62,26 +89,26 @@ def rounds_until_enough_samples() -> None:
     run_single, run_all = runner._run_benchmark_single_param, runner.run_benchmarks
 
     def run_benchmarks(benchmarks, env, results=None, *args, **kwargs):
-        _current.append((getattr(results, "commit_hash", None), env.name))
+        key = (getattr(results, "commit_hash", None), env.name)
+        _current.append(key)
+        current_run().benchmarks = benchmarks
         try:
             return run_all(benchmarks, env, results, *args, **kwargs)
         finally:
             _current.pop()
 
     def run_case(benchmark, spawner, param_idx, profile, extra_params, cwd):
-        wanted = benchmark.get("enough_samples")
-        if not wanted:
-            return run_single(benchmark, spawner, param_idx, profile, extra_params, cwd)
-        tally = _TALLIES.setdefault(_current[-1] if _current else (id(spawner),), {})
+        run = current_run(spawner)
         key = (benchmark["name"], param_idx)
-        case = tally.get(key)
-        if case is not None and case.done(int(wanted)):
+        case = run.tally.get(key)
+        wanted = benchmark.get("enough_samples")
+        if wanted and case is not None and case.done(int(wanted)):
             return case.nothing_more()
         res = run_single(benchmark, spawner, param_idx, profile, extra_params, cwd)
         (result,), (samples,), (number,) = res.result, res.samples, res.number
         taken = (case.samples if case else 0) + len(samples or [])
         measured = result is True and samples is not None
-        tally[key] = _Case(taken, True if measured else result, number, res.errcode, res.stderr)
+        run.tally[key] = _Case(taken, True if measured else result, number, res.errcode, res.stderr)
         return res
 
     runner._run_benchmark_single_param = run_case

@@ -15,7 +15,9 @@ plans warm mode, and only then takes the samples that asv keeps. With
 
 Setup is shared by a class's benchmarks and does not know which one asv runs:
 the ``track_*`` bodies name themselves (:func:`method`); a process that did
-not is the class's ``time_*`` benchmark.
+not is the class's ``time_*`` benchmark. A sibling benchmark run in the same
+process after it (:mod:`kernelscope.timing.siblings`) writes a ``sibling``
+record with its seconds instead, and does not rename the process.
 
 :func:`summarize` reads the log back: per phase and per benchmark, the
 seconds a run spent, and the gaps between processes (asv's own work: spawning,
@@ -37,6 +39,7 @@ LOG_ENV = "KERNELSCOPE_PHASE_LOG"
 PHASES = ("cuda", "input", "first_call", "gate", "plan", "flush")
 
 _case: dict | None = None  # the record of the case this process set up
+_in_sibling = False  # a sibling benchmark is running in this process after its own
 
 
 def process_start() -> float | None:
@@ -68,7 +71,7 @@ def begin(cls: str, params, method: str | None = None) -> bool:
 
 def method(name: str) -> None:
     """Name the benchmark method this process runs (from its body; setup cannot tell)."""
-    if _case is not None and _case["method"] != name:
+    if _case is not None and _case["method"] != name and not _in_sibling:
         _case["method"] = name
         _write({"kind": "method", "pid": _case["pid"], "method": name})
 
@@ -84,6 +87,20 @@ def phase(name: str):
         yield
     finally:
         _case["phases"][name] = _case["phases"].get(name, 0.0) + time.perf_counter() - t0
+
+
+@contextmanager
+def sibling(benchmark_id: str):
+    """A sibling benchmark (asv's id: ``benchmarks.Square.track_cold-17``) measured in this process after its own."""
+    global _in_sibling
+    t0, _in_sibling = time.perf_counter(), True
+    try:
+        yield
+    finally:
+        _in_sibling = False
+        if _case is not None:
+            name = ".".join(benchmark_id.rsplit("-", 1)[0].split(".")[-2:])
+            _write({"kind": "sibling", "pid": _case["pid"], "benchmark": name, "seconds": time.perf_counter() - t0})
 
 
 def setup_done() -> None:
@@ -135,25 +152,39 @@ def read(path: str | Path) -> list[dict]:
             continue
         elif rec["kind"] == "method":
             by_pid[rec["pid"]]["method"] = rec["method"]
+        elif rec["kind"] == "sibling":
+            by_pid[rec["pid"]].setdefault("siblings", {})[rec["benchmark"]] = rec["seconds"]
         else:
             by_pid[rec["pid"]]["end"] = max(by_pid[rec["pid"]]["end"], rec["t"])
     found = sorted(by_pid.values(), key=lambda r: r["setup_start"])
     for r in found:
         r["benchmark"] = f"{r['class']}.{r['method'] or 'time_warm'}"
-        r["body"] = r["end"] - r["setup_end"]
+        r["siblings_s"] = sum(r.get("siblings", {}).values())
+        r["body"] = r["end"] - r["setup_end"] - r["siblings_s"]  # the process's own samples
         r["to_setup"] = (r["setup_start"] - r["process_start"]) if r.get("process_start") else None
     return found
 
 
 def summarize(records: list[dict]) -> dict:
-    """Seconds spent per phase, per benchmark, and between processes, over a run's processes."""
+    """Seconds spent per phase, per benchmark, and between processes, over a run's processes.
+
+    A sibling measured in another benchmark's process counts under its own
+    benchmark as ``in_other_processes``, with its seconds; its process's
+    ``siblings`` phase has the same seconds.
+    """
     totals: dict[str, float] = defaultdict(float)
-    per_benchmark: dict[str, dict] = defaultdict(lambda: {"processes": 0, "seconds": 0.0, "body": 0.0})
+    per_benchmark: dict[str, dict] = defaultdict(
+        lambda: {"processes": 0, "seconds": 0.0, "body": 0.0, "in_other_processes": 0})
     gaps = 0.0
     for prev, r in zip([None, *records], records):
         for name, seconds in r["phases"].items():
             totals[name] += seconds
         totals["body"] += r["body"]
+        totals["siblings"] += r["siblings_s"]
+        for name, seconds in r.get("siblings", {}).items():
+            per_benchmark[name]["in_other_processes"] += 1
+            per_benchmark[name]["seconds"] += seconds
+            per_benchmark[name]["body"] += seconds
         if r["to_setup"] is not None:
             totals["fork_to_setup"] += r["to_setup"]
         start = r.get("process_start") or r["setup_start"]
@@ -161,7 +192,7 @@ def summarize(records: list[dict]) -> dict:
             gaps += max(0.0, start - prev["end"])
         b = per_benchmark[r["benchmark"]]
         b["processes"] += 1
-        b["seconds"] += r["end"] - start
+        b["seconds"] += r["end"] - start - r["siblings_s"]
         b["body"] += r["body"]
     span = (records[-1]["end"] - (records[0].get("process_start") or records[0]["setup_start"])) if records else 0.0
     return {"processes": len(records), "span_s": span, "between_processes_s": gaps,

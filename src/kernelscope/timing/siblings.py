@@ -1,0 +1,59 @@
+"""The benchmark-process side of :mod:`kernelscope.results.asv_siblings`: a case's other modes, in its process.
+
+asv's forkserver forks one process per case and calls asv_runner's ``_run``
+in it, which sets the benchmark up, measures it, tears it down and writes its
+result file. :func:`install` (called in the forkserver, before any fork) wraps
+that call: when asv left a request naming this process's case as a host, the
+process then runs each requested sibling benchmark through the same ``_run``,
+into the result file asv named. The case the siblings set up is the one the
+host set up (:func:`kernelscope.timing.cases.prepare` keeps it, checked), so
+they pay no second CUDA context, first call or gate.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import traceback
+from pathlib import Path
+
+from kernelscope.timing import phases
+
+REQUESTS_ENV = "KERNELSCOPE_SIBLING_REQUESTS"  # kernelscope.results.asv_siblings writes requests there
+REQUEST_FILE = "request.json"
+
+
+def requested(benchmark_id: str) -> list[dict]:
+    """The sibling runs asv asked of the process running ``benchmark_id``: ``[{"id", "params", "result"}]``."""
+    folder = os.environ.get(REQUESTS_ENV)
+    if not folder:
+        return []
+    try:
+        request = json.loads((Path(folder) / REQUEST_FILE).read_text())
+    except (OSError, ValueError):
+        return []
+    return request.get("runs", []) if request.get("host") == benchmark_id else []
+
+
+def install() -> None:
+    """Make asv_runner's forkserver children run their requested siblings after themselves (idempotent)."""
+    try:
+        from asv_runner import server
+    except ImportError:  # imported without asv (the tests, the CLI): nothing to wrap
+        return
+    if getattr(server, "_kernelscope_siblings", False):
+        return
+    run_one = server._run
+
+    def run_with_siblings(args):
+        benchmark_dir, benchmark_id = args[0], args[1]
+        run_one(args)
+        for sibling in requested(benchmark_id):
+            with phases.sibling(sibling["id"]):
+                try:
+                    run_one((benchmark_dir, sibling["id"], sibling["params"], "None", sibling["result"]))
+                except Exception:  # noqa: BLE001 - asv then runs it in a process of its own
+                    traceback.print_exc()
+
+    server._run = run_with_siblings
+    server._kernelscope_siblings = True
