@@ -24,6 +24,8 @@
 #   graphprobe  graph mode at 2^28 elements: suite v3's capture, the fixed one, do_bench_cudagraph (#13)
 #   graphpeers  graph mode at 2^28 elements against do_bench_cudagraph: placement_offset_probe.py (output
 #             offsets, graph pools), then crosscheck of five variants at 16384x16384 each in a fresh process
+#   graphstate  graph mode at 2^28 elements after each step of crosscheck's case (warm, Timer, cold, do_bench),
+#             three ways of replaying, beside do_bench_cudagraph: graph_state_probe.py
 #   spreadprobe launch-bound cases in 10 forked processes each, per knob, with each process's phase costs (#13)
 #   firstcall scripts/gpu/first_call_probe.py: each backend's first call in a forked process, profiled,
 #             and with numba.cuda or Triton's driver preloaded in the parent (#13 item 8)
@@ -96,6 +98,7 @@ steps() {
   step graphpeers sh -c "python3 scripts/gpu/placement_offset_probe.py --json $STATE/placement-offset.json > $STATE/placement-offset.txt 2>&1;
     cat $STATE/placement-offset.txt; for v in square-torch square-cuda-vec4 gelu-triton softmax-cuda gelu-numba; do
     kernelscope crosscheck --variant \$v --size 16384x16384 --no-ncu --out $STATE/graphpeers-\$v.json 2>/dev/null | grep \"^\$v \"; done"
+  step graphstate sh -c "python3 scripts/gpu/graph_state_probe.py --json $STATE/graph-state.json > $STATE/graph-state.txt 2>&1; cat $STATE/graph-state.txt"
   step spreadprobe sh -c "python3 scripts/gpu/method_probe.py spread --json $STATE/spread-probe.json > $STATE/spread-probe.txt 2>&1; cat $STATE/spread-probe.txt"
   step firstcall sh -c "python3 scripts/gpu/first_call_probe.py --json $STATE/first-call-probe.json > $STATE/first-call-probe.txt 2>&1; head -n 20 $STATE/first-call-probe.txt"
   alt results-cost

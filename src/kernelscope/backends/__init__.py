@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import shutil
+import sys
 from dataclasses import dataclass
 from functools import cache
 from typing import Callable
@@ -152,22 +153,38 @@ def _cuda_preload() -> None:
     _import_all("torch.utils.cpp_extension")
 
 
+class CudaStartedInParent(RuntimeError):
+    """A preload created a CUDA context or initialized the driver: processes forked afterwards cannot use CUDA."""
+
+
 def _numba_preload() -> None:
     if _missing("numba") or numba_simulated() or not cuda_available():
         return
+    importlib.import_module("kernelscope.backends.numba")  # its numpy shim first (np.row_stack, numpy >= 2.5)
     from numba.cuda.cudadrv.driver import driver
     from numba.cuda.descriptor import cuda_target
 
     cuda_target.target_context.refresh()  # what the first kernel's load or compile would do in each process
     if driver.is_initialized and driver.initialization_error is None:
-        raise RuntimeError("numba: preloading initialized the CUDA driver; forked processes could not use CUDA")
+        raise CudaStartedInParent("numba: preloading initialized the CUDA driver")
 
 
 def preload() -> None:
-    """Every available backend's one-time start (imports, caches of the host side), for a parent that forks."""
+    """Every available backend's one-time start (imports, caches of the host side), for a parent that forks.
+
+    A backend whose start fails here is left to start in each process, as
+    without a preload (said on stderr); one that started CUDA is an error.
+    """
     for backend in BACKENDS.values():
-        if backend.why_unavailable(default_device()) is None:
+        if backend.why_unavailable(default_device()) is not None:
+            continue
+        try:
             backend.preload()
+        except CudaStartedInParent:
+            raise
+        except Exception as exc:  # noqa: BLE001 - only a cost: each benchmark process starts it then
+            print(f"kernelscope: {backend.name}: could not start it ahead of the benchmark processes "
+                  f"({type(exc).__name__}: {exc}); each process starts it", file=sys.stderr)
 
 
 def _any_device(device: torch.device) -> str | None:

@@ -1,0 +1,100 @@
+"""Which earlier step of a process puts graph mode at 2^28 elements 10-16% over do_bench_cudagraph?
+
+`kernelscope crosscheck --variant gelu-triton --size 16384x16384` in a fresh process (H100, c2ad1c4)
+read graph 826 us against do_bench_cudagraph 713 and warm 712, where the same capture in a
+bare process (placement_offset_probe.py) and asv's own track_graph at c48bed92 read 713.
+crosscheck's case runs warm, Timer, cold (the suite's L2 flusher), do_bench, then graph.
+Here one process prepares the case, then measures the suite's graph mode (and
+do_bench_cudagraph) after each of those steps in turn; then two other ways of replaying:
+on a side stream (as do_bench_cudagraph does), and without the clock-probing spin.
+
+Usage (GPU box): python3 scripts/gpu/graph_state_probe.py [VARIANT ...] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+
+import torch
+
+from kernelscope import timing
+from kernelscope.peers import measure
+from kernelscope.timing import asv_suite, cases
+
+SIZE = "16384x16384"
+
+
+def summary(times: list[float]) -> dict:
+    lo = min(times)
+    return {"median_us": statistics.median(times) * 1e6, "min_us": lo * 1e6, "max_us": max(times) * 1e6,
+            "slow_share": sum(t > 1.03 * lo for t in times) / len(times)}
+
+
+def plain_replays(graph, calls: int, samples: int, side: bool) -> list[float]:
+    stream = torch.cuda.Stream() if side else torch.cuda.current_stream()
+    out = []
+    with torch.cuda.stream(stream):
+        graph.replay()
+        for _ in range(samples):
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            graph.replay()
+            b.record()
+            b.synchronize()
+            out.append(a.elapsed_time(b) / 1e3 / calls)
+    return out
+
+
+def probe(variant: str) -> list[dict]:
+    op = variant.split("-")[0]
+    case = cases.prepare(op, variant, SIZE, "float32")
+    plan = timing.plan_warm(case.call, case.device)
+    calls = asv_suite.graph_calls(plan.per_call_s)
+    rows = []
+
+    def graph_now(label: str) -> None:
+        graph, out = timing.capture_graph(case.call, calls)
+        suite = timing.time_graph(graph, calls, 30)
+        side = plain_replays(graph, calls, 30, side=True)
+        plain = plain_replays(graph, calls, 30, side=False)
+        del graph, out
+        peer = measure.cudagraph_peer(case, 100)[0]
+        row = {"variant": variant, "after": label, "suite": summary(suite), "side_stream": summary(side),
+               "no_spin": summary(plain), "do_bench_cudagraph_us": peer * 1e6}
+        rows.append(row)
+        print(f"{variant:18} after {label:10} suite {row['suite']['median_us']:7.1f} us "
+              f"(slow {row['suite']['slow_share']:4.0%})  side stream {row['side_stream']['median_us']:7.1f}  "
+              f"no spin {row['no_spin']['median_us']:7.1f}  do_bench_cudagraph {peer * 1e6:7.1f}", flush=True)
+
+    graph_now("prepare")
+    measure.suite_warm(case, plan, 15)
+    graph_now("warm")
+    measure.timer_peer(case, 0.2)
+    graph_now("Timer")
+    measure.suite_cold(case, plan, 30)
+    graph_now("cold")
+    measure.do_bench_peer(case, 25, 100)
+    graph_now("do_bench")
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("variants", nargs="*", default=["gelu-triton", "square-torch"])
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    rows = []
+    for v in args.variants:
+        rows += probe(v)
+        cases._CASES.clear()
+        torch.cuda.empty_cache()
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
