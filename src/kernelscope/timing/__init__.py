@@ -345,7 +345,16 @@ GRAPH_SPIN_S = 50e-6  # before each replay: reads the clock, and covers the host
 
 
 def time_graph(graph, calls: int, samples: int, max_time: float = 3.0, watch: ClockWatch | None = None) -> list[float]:
-    """Seconds per call from timed replays of a graph of ``calls`` calls (``watch``: each sample's SM clock)."""
+    """Seconds per call from timed replays of a graph of ``calls`` calls (``watch``: each sample's SM clock).
+
+    Each replay waits behind a spin that outlasts the host's graph launch and is
+    waited for before the next is queued, as warm mode's samples and
+    do_bench_cudagraph's replays are. Replays queued back to back, each behind
+    its spin, read bimodal at 2^28 elements on the H100: about a third of them
+    16% slow (829 us a call against 712, in every variant that writes a 1 GiB
+    output), where the same graph replayed one at a time never was
+    (scripts/gpu/graph_state_probe.py, results-proofs/2026-11-25-h100/graph-state).
+    """
     graph.replay()  # the first replay uploads the graph
     pairs = []
     for _ in _budget(samples, max_time):
@@ -354,8 +363,8 @@ def time_graph(graph, calls: int, samples: int, max_time: float = 3.0, watch: Cl
         start.record()
         graph.replay()
         end.record()
+        end.synchronize()
         pairs.append((spin, start, end))
-    torch.cuda.synchronize()
     _read_clocks(watch, [(spin, start) for spin, start, _ in pairs])
     return [s.elapsed_time(e) / 1e3 / calls for _, s, e in pairs]
 

@@ -54,7 +54,9 @@ VERSION = "3"
 # 4: one output alive across the captured calls, not one per call (at 2^28
 #    elements two alternating 1 GiB outputs read up to 16% slow); `calls` no
 #    longer capped by the outputs' memory.
-GRAPH_VERSION = "4"
+# 5: each replay waited for before the next is queued (timing.time_graph): queued back
+#    to back, a third of the replays at 2^28 elements still read 16% slow.
+GRAPH_VERSION = "5"
 # The first call alone moved on: 4: each framework's one-time start in a process (Numba's
 # typing and lowering registries, Triton's hash of its own library, Inductor's lazy
 # imports) happens in asv's forkserver before it forks (preload), as its imports already
