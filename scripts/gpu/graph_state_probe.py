@@ -1,6 +1,6 @@
 """Which earlier step of a process puts graph mode at 2^28 elements 10-16% over do_bench_cudagraph?
 
-`kernelscope crosscheck --variant gelu-triton --size 16384x16384` in a fresh process (H100, c2ad1c4)
+`kernelscope crosscheck --variant gelu-triton --size 16384x16384` in a fresh process (H100, 2859984)
 read graph 826 us against do_bench_cudagraph 713 and warm 712, where the same capture in a
 bare process (placement_offset_probe.py) and asv's own track_graph at c48bed92 read 713.
 crosscheck's case runs warm, Timer, cold (the suite's L2 flusher), do_bench, then graph.

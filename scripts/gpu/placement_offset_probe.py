@@ -1,6 +1,6 @@
 """Does an elementwise kernel's time at 2^28 elements depend on where its output sits relative to its input?
 
-`kernelscope crosscheck` on the H100 (a9c1d5e, one process for every case) put graph mode at
+`kernelscope crosscheck` on the H100 (dc8a635, one process for every case) put graph mode at
 16384x16384 up to 15% above do_bench_cudagraph on the same callable (square-torch 790 us
 against 712), where asv's own track_graph, one process per case, agreed with warm within
 0.15%. Graph capture allocates the output in a fresh segment of the graph's private pool;
