@@ -30,3 +30,4 @@ def test_a_sibling_counts_under_its_own_benchmark_and_not_as_its_hosts_samples(t
     cold = summary["benchmarks"]["Square.track_cold"]
     assert cold["processes"] == 0 and cold["in_other_processes"] == 1 and cold["seconds"] == sibling_s
     assert summary["benchmarks"]["Square.time_warm"]["processes"] == 1
+

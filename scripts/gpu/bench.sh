@@ -37,7 +37,8 @@
 #   full      asv run --record-samples HEAD^! into results/ (every benchmark)
 #   resume    the same for RESUME (a commit, default HEAD) with --skip-existing-successful: what a run
 #             cut off (a machine taken back) left to do, into the result file it left in results/
-#   cutoff    asv run of the Mean class ended (SIGTERM) after CUTOFF_S seconds, then resumed with
+#   cutoff    asv run of the Mean class ended (SIGTERM) CUTOFF_S (5) seconds after asv moved on from its first
+#             benchmark (CUTOFF_AFTER, a regex of asv's log; empty: from the start), then resumed with
 #             --skip-existing-successful: what the cut-off run had saved, and what the resumed one kept (#13 item 7)
 #   graph     the same for graph mode alone (-b track_graph), into results/: a new track_graph version
 #   rerun     the same again into results-rerun (its time is the full run with warm caches), phase-logged,
@@ -107,7 +108,8 @@ steps() {
   alt results-cutoff
   cutoff() {
     local bench="Mean\\." args="--config asv.results-cutoff.json --record-samples --machine $M"
-    { python3 scripts/gpu/cut_off.py "${CUTOFF_S:-45}" "$STATE/asv-cutoff.log" asv run $args -b "$bench" HEAD^!
+    { CUTOFF_AFTER="${CUTOFF_AFTER-Running \(benchmarks\.Mean\.track_cold}" python3 scripts/gpu/cut_off.py "${CUTOFF_S:-5}" \
+        "$STATE/asv-cutoff.log" asv run $args -b "$bench" HEAD^!
       echo "--- saved by the run cut off"; python3 scripts/gpu/saved.py "$STATE/results-cutoff"; } > "$STATE/cutoff.txt"
     asv run $args --skip-existing-successful -b "$bench" HEAD^! > "$STATE/asv-cutoff-resumed.log" 2>&1
     { echo "--- after asv run --skip-existing-successful (rc=$?)"; python3 scripts/gpu/saved.py "$STATE/results-cutoff"; } >> "$STATE/cutoff.txt"

@@ -47,6 +47,43 @@ def plain_replays(graph, calls: int, samples: int, side: bool) -> list[float]:
     return out
 
 
+def spin_replays(graph, calls: int, samples: int, spin_s: float, probed: bool) -> list[float]:
+    """Replays one at a time, each behind a spin of ``spin_s``: the suite's ProbedSpin (lead spin, marker
+    event, spin) or one bare torch.cuda._sleep. Does the length of the idle gap, or the probe, make replays slow?"""
+    out = []
+    graph.replay()
+    for _ in range(samples):
+        if probed:
+            timing.ProbedSpin(spin_s)
+        else:
+            timing.hold_stream(spin_s)
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        graph.replay()
+        b.record()
+        b.synchronize()
+        out.append(a.elapsed_time(b) / 1e3 / calls)
+    return out
+
+
+def spin_sweep(variant: str) -> list[dict]:
+    """The slow share of replays against the spin before each: bare and probed, 0 to 1 ms."""
+    op = variant.split("-")[0]
+    case = cases.prepare(op, variant, SIZE, "float32")
+    plan = timing.plan_warm(case.call, case.device)
+    calls = asv_suite.graph_calls(plan.per_call_s)
+    graph, out = timing.capture_graph(case.call, calls)
+    rows = []
+    for probed in (False, True):
+        for spin_us in (0, 25, 50, 80, 150, 300, 1000):
+            t = summary(spin_replays(graph, calls, 40, spin_us * 1e-6, probed))
+            rows.append({"variant": variant, "probed": probed, "spin_us": spin_us, **t})
+            print(f"{variant:18} {'probed' if probed else 'bare':6} spin {spin_us:5d} us: median {t['median_us']:7.1f}"
+                  f"  max {t['max_us']:7.1f}  slow {t['slow_share']:4.0%}", flush=True)
+    del graph, out
+    return rows
+
+
 def probe(variant: str) -> list[dict]:
     op = variant.split("-")[0]
     case = cases.prepare(op, variant, SIZE, "float32")
@@ -87,6 +124,7 @@ def main() -> int:
     args = ap.parse_args()
     rows = []
     for v in args.variants:
+        rows += spin_sweep(v)
         rows += probe(v)
         cases._CASES.clear()
         torch.cuda.empty_cache()

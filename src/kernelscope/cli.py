@@ -199,12 +199,14 @@ def _compare_machines(args, table: list[dict]) -> int:
 
 
 def cmd_compare_runs(args) -> int:
-    from kernelscope.results.compare import compare_runs, summary
+    from kernelscope.results.compare import compare_runs, has_gpu, rerun_criteria, summary
 
-    rows = compare_runs(args.a, args.b, factor=args.factor, commit=args.commit, machine=args.machine)
+    rows = compare_runs(args.a, args.b, factor=args.factor, commit=args.commit, machine=args.machine,
+                        commit_b=args.commit_b)
     stats = summary(rows)
+    criteria = rerun_criteria(rows, gpu=has_gpu(args.a, args.machine))
     if args.json:
-        print(json.dumps({"summary": stats, "rows": rows}, indent=1))
+        print(json.dumps({"summary": stats, "rerun_criteria": criteria, "rows": rows}, indent=1))
         return 0
     shown = rows if args.all else [r for r in rows if r["mark"] != " "]
     if shown:
@@ -215,6 +217,13 @@ def cmd_compare_runs(args) -> int:
     for mode, part in stats["by_mode"].items():
         print(f"  {mode:<10} {part['benchmarks']:4d} benchmarks, {part['flagged_worse']} worse, "
               f"{part['flagged_better']} better, {part['fraction_within']:.1%} within 2%")
+    c = criteria
+    print(f"\nrerun criteria (#13): {c['flagged']} flagged (0 wanted); "
+          f"{c['long']['passing']} of {c['long']['benchmarks']} of 20 us or more within 2% ({c['long']['share']:.1%}); "
+          f"{c['graph']['passing']} of {c['graph']['benchmarks']} graph within 2% ({c['graph']['share']:.1%}); "
+          f"{c['per_process']['passing']} of {c['per_process']['benchmarks']} sampled per process (launch-bound, "
+          f"first calls) with B's median inside A's 99% interval ({c['per_process']['share']:.1%}); "
+          f"95% wanted each: {'PASSED' if c['passed'] else 'NOT MET'}")
     return 0
 
 
@@ -360,14 +369,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("compare-runs", help="compare two asv runs of one commit with asv's statistics",
                        description="Like `asv compare`, but for two results folders holding runs of the same commit "
-                                   "(a noise check, or a switch flipped between runs). + worse, - better.")
+                                   "(a noise check, or a switch flipped between runs). + worse, - better. Ends with "
+                                   "issue #13's rerun criteria: nothing flagged; 95%% of the warm, cold and graph "
+                                   "benchmarks of 20 us or more, and of the graph ones, within 2%%; 95%% of those "
+                                   "sampled one value per process (launch-bound, first calls) with B's median inside "
+                                   "A's 99%% interval.")
     p.add_argument("a", help="results folder of the first run")
     p.add_argument("b", help="results folder of the second run")
     p.add_argument("--factor", type=float, default=1.1, help="ratio a change must pass (default 1.1, as asv)")
     p.add_argument("--commit", help="only this commit (hash prefix)")
+    p.add_argument("--commit-b", help="B's commit, where it differs from A's (the same code under two hashes; "
+                                      "A and B may then be one folder)")
     p.add_argument("--machine", help="only this machine")
     p.add_argument("--all", action="store_true", help="list every benchmark, not only flagged ones")
-    p.add_argument("--json", action="store_true", help="summary and rows as JSON")
+    p.add_argument("--json", action="store_true", help="summary, rerun criteria and rows as JSON")
     p.set_defaults(func=cmd_compare_runs)
 
     p = sub.add_parser("profile", help="profile variants: torch.profiler, Nsight Compute, compiled code, demos",

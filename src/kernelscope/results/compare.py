@@ -116,17 +116,21 @@ def compare(a: Run, b: Run, factor: float = 1.1, use_stats: bool = True, measure
             continue
         if _missing(va) and _missing(vb) and not (_failed(va) or _failed(vb)):
             continue  # skipped on both sides
+        stats_a = found_a[name][1] or {}
         rows.append({"benchmark": name, "a": va, "b": vb,
                      "ratio": (vb / va if va else float("inf")) if both else None,
                      "mark": mark_of(found_a[name], found_b[name], factor, use_stats),
-                     "version_a": found_a[name][3], "version_b": found_b[name][3]})
+                     "version_a": found_a[name][3], "version_b": found_b[name][3],
+                     # A's 99% interval of the median and sample count: what the rerun criteria read
+                     "interval_a": (stats_a.get("ci_99_a"), stats_a.get("ci_99_b")),
+                     "samples_a": len(found_a[name][2] or [])})
     return rows
 
 
 def compare_runs(dir_a, dir_b, factor: float = 1.1, commit: str | None = None, machine: str | None = None,
-                 use_stats: bool = True) -> list[dict]:
-    """Two results folders holding runs of the same commit."""
-    return compare(Run(Path(dir_a), commit, machine), Run(Path(dir_b), commit, machine), factor, use_stats)
+                 use_stats: bool = True, commit_b: str | None = None) -> list[dict]:
+    """Two results folders holding runs of the same commit (or B of ``commit_b``: the same code under two hashes)."""
+    return compare(Run(Path(dir_a), commit, machine), Run(Path(dir_b), commit_b or commit, machine), factor, use_stats)
 
 
 def parse_benchmark(name: str) -> dict:
@@ -163,6 +167,61 @@ def machine_ratios(rows: list[dict], machine_a: str, machine_b: str) -> list[dic
                     "bandwidth_ratio": (bw_b / bw_a) if (bw_a and bw_b) else None,
                     "commit_a": ra["commit"], "commit_b": rb["commit"]})
     return out
+
+
+RERUN_MIN_S = 20e-6  # issue #13's rerun criterion: benchmarks of 20 us or more within 2% ...
+RERUN_SHARE = 0.95  # ... in 95% of them, as for graph benchmarks and launch-bound medians inside A's interval
+
+
+def rerun_criteria(rows: list[dict], gpu: bool = True, within: float = 0.02) -> dict:
+    """Issue #13's test of two full runs of the same code, over ``compare`` rows.
+
+    ``flagged``: benchmarks asv's rule marks (0 wanted). ``long``: warm, cold
+    and graph benchmarks of RERUN_MIN_S or more, within ``within`` of each
+    other; ``graph``: every graph benchmark, the same. ``per_process``: the
+    benchmarks sampled one value per process (launch-bound warm and cold,
+    and the first call, a fresh process's host work), whose spread is the
+    processes': B's median inside A's 99% interval. Each share should reach
+    RERUN_SHARE.
+    """
+    from kernelscope.timing.processes import launch_bound_result
+
+    def share(part, test):
+        hits = sum(bool(test(r)) for r in part)
+        return {"benchmarks": len(part), "passing": hits, "share": hits / len(part) if part else float("nan")}
+
+    def close(r):
+        return abs(r["ratio"] - 1) < within
+
+    def inside(r):
+        lo, hi = r.get("interval_a") or (None, None)
+        return lo is not None and hi is not None and lo <= r["b"] <= hi
+
+    timed = [(r, parse_benchmark(r["benchmark"])["mode"]) for r in rows if r["ratio"] is not None]
+    per_process = [r for r, mode in timed if mode == "first_call"
+                   or launch_bound_result(mode, r["a"], "gpu" if gpu else None, r.get("samples_a"))]
+    long = [r for r, mode in timed if mode in ("warm", "cold", "graph") and r["a"] >= RERUN_MIN_S
+            and r not in per_process]
+    graph = [r for r, mode in timed if mode == "graph"]
+    out = {"flagged": sum(r["mark"] in ("+", "-") for r in rows),
+           "long": share(long, close), "graph": share(graph, close), "per_process": share(per_process, inside)}
+    out["passed"] = out["flagged"] == 0 and all(
+        out[k]["share"] >= RERUN_SHARE for k in ("long", "graph", "per_process") if out[k]["benchmarks"])
+    return out
+
+
+def has_gpu(results_dir, machine: str | None = None) -> bool:
+    """Whether the machine (any in the folder, without ``machine``) has a GPU, by its asv machine.json."""
+    import json
+
+    paths = [Path(results_dir) / machine / "machine.json"] if machine else sorted(Path(results_dir).glob("*/machine.json"))
+    for path in paths:
+        try:
+            if json.loads(path.read_text()).get("gpu"):
+                return True
+        except (OSError, ValueError):
+            continue
+    return False
 
 
 def summary(rows: list[dict], within: float = 0.02) -> dict:

@@ -349,11 +349,14 @@ def time_graph(graph, calls: int, samples: int, max_time: float = 3.0, watch: Cl
 
     Each replay waits behind a spin that outlasts the host's graph launch and is
     waited for before the next is queued, as warm mode's samples and
-    do_bench_cudagraph's replays are. Replays queued back to back, each behind
-    its spin, read bimodal at 2^28 elements on the H100: about a third of them
-    16% slow (829 us a call against 712, in every variant that writes a 1 GiB
-    output), where the same graph replayed one at a time never was
-    (scripts/gpu/graph_state_probe.py, results-proofs/2026-11-25-h100/graph-state).
+    do_bench_cudagraph's replays are (version 5; version 4 queued them back to
+    back). Open (#13 item 1): at 2^28 elements about a third of these replays
+    read 16% slow (829 us a call against 712) in every variant that writes a
+    1 GiB output, with either way of queuing (the H100 runs of 76de865e and
+    03708299); the median stays at the fast mode, within 0.2% of warm, but
+    crosscheck's process has seen it at the slow one. The same graphs replayed
+    without the clock-probing spin, or behind a bare ``torch.cuda._sleep``, had
+    no slow replay (results-proofs/2026-11-25-h100/graph-state).
     """
     graph.replay()  # the first replay uploads the graph
     pairs = []

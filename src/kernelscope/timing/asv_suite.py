@@ -54,8 +54,9 @@ VERSION = "3"
 # 4: one output alive across the captured calls, not one per call (at 2^28
 #    elements two alternating 1 GiB outputs read up to 16% slow); `calls` no
 #    longer capped by the outputs' memory.
-# 5: each replay waited for before the next is queued (timing.time_graph): queued back
-#    to back, a third of the replays at 2^28 elements still read 16% slow.
+# 5: each replay waited for before the next is queued (timing.time_graph), as warm's samples
+#    and do_bench_cudagraph's replays are. It did not remove the slow third of the replays at
+#    2^28 elements that v4 also has (#13 item 1, open; see time_graph).
 GRAPH_VERSION = "5"
 # The first call alone moved on: 4: each framework's one-time start in a process (Numba's
 # typing and lowering registries, Triton's hash of its own library, Inductor's lazy
