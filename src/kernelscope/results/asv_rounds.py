@@ -61,7 +61,11 @@ class RunState:
     stash: dict[tuple[str, int], object] = field(default_factory=dict)
 
     def wants_more(self, benchmark: dict, param_idx: int) -> bool:
-        """Whether asv's loop would still start a process for this case in this run."""
+        """Whether this run still wants a result for the case: none yet, or fewer samples than ``enough_samples``.
+
+        (A benchmark with several rounds and no ``enough_samples`` wants one result
+        here: a sibling asked for once, then run by asv in its own further rounds.)
+        """
         case = self.tally.get((benchmark["name"], param_idx))
         if case is None:
             return True
