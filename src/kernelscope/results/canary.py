@@ -68,6 +68,7 @@ from pathlib import Path
 from kernelscope.results import compare
 
 SCHEMA = 1
+FILE = "canary.json"  # evidence/<machine>/canary.json
 MODULE = "src/kernelscope/canary.py"  # the tracked default a canary commit edits
 _INJECT_LINE = re.compile(r"^INJECT = .*$", re.MULTILINE)
 
@@ -178,21 +179,31 @@ def _numel(size: str | None) -> int:
     return n
 
 
-def table(data: dict) -> str:
-    """The detection table: per slowed benchmark, size x level: ratio, + if flagged, (the base's ±99% half-width)."""
-    levels = data["levels"]
-    heads = [", ".join(f"+{p:g}%" for p in lv["injected"].values()) or lv["inject"] for lv in levels]
-    lines = []
+def detection(data: dict) -> list[tuple[tuple, dict]]:
+    """canary.json's slowed rows grouped: [((variant, class, method, dtype), {size: {level: row}})], sizes in order."""
     groups: dict[tuple, dict] = {}
     for r in data["rows"]:
         if r["canary"]:
             groups.setdefault((r["variant"], r["class"], r["method"], r["dtype"]), {}) \
                   .setdefault(r["size"], {})[r["level"]] = r
-    for (variant, cls, method, dtype), by_size in groups.items():
+    return [(key, dict(sorted(by_size.items(), key=lambda kv: _numel(kv[0])))) for key, by_size in groups.items()]
+
+
+def level_heads(data: dict) -> list[str]:
+    """A column head per level: ``+10%`` (the injected slowdowns), else its INJECT spec."""
+    return [", ".join(f"+{p:g}%" for p in lv["injected"].values()) or lv["inject"] for lv in data["levels"]]
+
+
+def table(data: dict) -> str:
+    """The detection table: per slowed benchmark, size x level: ratio, + if flagged, (the base's ±99% half-width)."""
+    levels = data["levels"]
+    heads = level_heads(data)
+    lines = []
+    for (variant, cls, method, dtype), by_size in detection(data):
         lines.append(f"{variant}  {cls}.{method} {dtype or ''}  (asv continuous, factor {data['factor']:g}; "
                      f"+ = flagged slower; ±: the base's 99% interval)")
         lines.append(f"{'size':<14}" + "".join(f"{h:>22}" for h in heads))
-        for size in sorted(by_size, key=_numel):
+        for size in by_size:
             cells = []
             for i in range(len(levels)):
                 r = by_size[size].get(i)

@@ -1,8 +1,10 @@
 """What the site knows of ``evidence/``: the method's evidence as data, per machine.
 
-Today one file per machine, ``evidence/<machine>/peers.json``, written by
+Two files per machine: ``evidence/<machine>/peers.json``, written by
 ``kernelscope crosscheck`` (:mod:`kernelscope.peers.data` owns its format;
-nothing here opens a path that module does not name).
+nothing here opens a path that module does not name), and
+``evidence/<machine>/canary.json``, written by ``scripts/gpu/canary.sh``
+(:mod:`kernelscope.results.canary` owns that one).
 ``KERNELSCOPE_EVIDENCE_DIR`` builds the site from another folder (the tests'
 fixture). A missing folder, or one with no file in it, is not an error: the
 pages say so and give the command that writes it.
@@ -10,12 +12,14 @@ pages say so and give the command that writes it.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
 from kernelscope.peers import agreement, data as peers_data
 from kernelscope.peers.data import PeersFile
+from kernelscope.results import canary
 
 EVIDENCE_ENV = "KERNELSCOPE_EVIDENCE_DIR"
 PEERS_COMMAND = "kernelscope crosscheck --gate"
@@ -48,8 +52,17 @@ class EvidenceData:
     def __init__(self, root: str | Path | None):
         self.root = Path(root) if root is not None else None
         self.machines: dict[str, MachinePeers] = {}
+        self.canaries: dict[str, dict] = {}  # machine -> canary.json's content
         if self.root is None:
             return
+        for path in sorted(self.root.glob(f"*/{canary.FILE}")) if self.root.is_dir() else []:
+            try:
+                data = json.loads(path.read_text())
+                if data.get("schema") != canary.SCHEMA:
+                    raise ValueError(f"schema {data.get('schema')!r}, this site reads {canary.SCHEMA}")
+            except (OSError, ValueError) as exc:
+                raise EvidenceError(f"{path}: {type(exc).__name__}: {exc}") from exc
+            self.canaries[path.parent.name] = data
         for path in peers_data.machines(self.root):
             try:
                 peers = peers_data.read(path)

@@ -1,0 +1,60 @@
+"""The method page's "An injected slowdown is caught" section, from ``evidence/<machine>/canary.json``.
+
+Per machine: what each canary level injected, whether ``asv continuous``
+exited 1 and what it flagged, then, per slowed benchmark, each size's ratio,
+asv's mark and the base's 99% half-width beside it. A slowdown smaller than
+that half-width cannot be told from noise by any rule; one larger should be
+flagged. Every number is canary.json's (:mod:`kernelscope.results.canary`).
+"""
+
+from __future__ import annotations
+
+from kernelscope.results import canary
+from kernelscope.site.markdown import tabs
+
+CANARY_COMMAND = "bash scripts/gpu/canary.sh"
+NO_CANARY = (f"*(no canary run yet: `{CANARY_COMMAND}` on a GPU box makes commits that slow one variant's kernel "
+             "by 10% and 20%, runs `asv continuous` against each, and writes `evidence/<machine>/canary.json`)*")
+
+
+def _n(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
+
+
+def _cell(r: dict | None) -> str:
+    if r is None or r["ratio"] is None:
+        return "n/a"
+    hw = "" if r["base_halfwidth_pct"] is None else f" (±{r['base_halfwidth_pct']:.1f}%)"
+    verdict = "**caught**" if r["mark"] == "+" else ("inside the interval" if r["base_halfwidth_pct"] is not None
+                                                     and abs(r["ratio"] - 1) * 100 <= r["base_halfwidth_pct"]
+                                                     else "missed")
+    return f"{r['ratio']:.3f}{hw}: {verdict}"
+
+
+def machine_section(data: dict) -> str:
+    heads = canary.level_heads(data)
+    out = [f"At `{data['commit'][:8]}`, `{data['command'] or CANARY_COMMAND}`, {data['date'][:10]}; "
+           f"`asv continuous` with factor {data['factor']:g}.", ""]
+    for h, lv in zip(heads, data["levels"]):
+        alarms = lv["false_alarms"]
+        out.append(f"- **{h}** (`{lv['inject']}`): `asv continuous` exit {lv['exit_code']}; "
+                   f"{_n(len(lv['flagged']), 'benchmark', 'benchmarks')} flagged slower, "
+                   f"{_n(len(lv['missed']), 'slowed one', 'slowed ones')} not, "
+                   f"{_n(len(alarms), 'other', 'others')} flagged" + (": " + ", ".join(f"`{a}`" for a in alarms) if alarms else ""))
+    for (variant, cls, method, dtype), by_size in canary.detection(data):
+        out += ["", f"`{variant}`, `{cls}.{method}`" + (f", {dtype}" if dtype else "") + ": the canary's time over "
+                "the base's, (± the base's 99% half-width), and asv's verdict", "",
+                "| size | " + " | ".join(heads) + " |", "|---|" + "---:|" * len(heads)]
+        for size, levels in by_size.items():
+            out.append(f"| {size or '-'} | " + " | ".join(_cell(levels.get(i)) for i in range(len(heads))) + " |")
+    return "\n".join(out)
+
+
+def detection_section(canaries: dict[str, dict]) -> str:
+    """Every machine's canary evidence (tabs when there are several), or how to make it."""
+    if not canaries:
+        return NO_CANARY
+    if len(canaries) == 1:
+        (name, data), = canaries.items()
+        return f"On {name}:\n\n" + machine_section(data)
+    return tabs([(name, machine_section(data)) for name, data in canaries.items()])
