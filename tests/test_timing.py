@@ -275,3 +275,15 @@ def test_graph_capture_keeps_one_output_alive(monkeypatch):
     assert out is made[-1]()
     # 3 warm-up calls, then 5 captured: each captured call runs with no earlier output alive
     assert alive_at_call[3:] == [0] * 5
+
+
+def test_cold_hold_grows_when_the_host_outlasts_it_and_drops_the_samples_it_did_not_cover():
+    hold = timing.ColdHold(100e-6)
+    assert not hold.after(80e-6) and hold.hold_s == 100e-6  # covered: the hold stays
+    assert hold.after(250e-6)  # a Numba-sized launch outlasted it: maybe starved...
+    assert hold.hold_s == timing.grown_hold(250e-6) > 250e-6  # ...and the next hold covers one like it
+    assert not hold.after(250e-6)
+    times = [1.0] * timing.MIN_SAMPLES + [9.0]
+    assert timing.ColdHold.kept(times, [False] * timing.MIN_SAMPLES + [True]) == [1.0] * timing.MIN_SAMPLES
+    few = [1.0, 9.0]  # too few covered samples for asv's statistics: keep them all rather than none
+    assert timing.ColdHold.kept(few, [False, True]) == few
