@@ -12,7 +12,9 @@ with three timed modes and the first-call cost::
     FirstCall.time_first_call    JIT / compile / extension load of a fresh process
 
 ``track_*`` return ``{"samples": [...], "number": N}``, which asv stores and
-compares like a timing (median, 99% CI, Mann-Whitney on raw samples).
+compares like a timing (median, 99% CI, Mann-Whitney on raw samples). A case's
+``time_warm`` process also runs its ``track_graph`` and ``track_cold``
+(``also_runs``; :mod:`kernelscope.results.asv_siblings`): one process per case.
 Versions are pinned: refactoring this module does not orphan history. Bump
 ``VERSION`` only when what a benchmark measures changes.
 """
