@@ -148,8 +148,8 @@ def test_warm_and_cold_run_up_to_three_processes_until_they_have_three_samples()
 
 def test_a_cases_warm_process_measures_its_cold_and_graph_modes_too():
     # asv_siblings serves track_cold and track_graph from time_warm's process; asv runs them in that order
-    assert asv_suite._OpBenchmarks.time_warm.also_runs == ["track_graph", "track_cold"]
-    assert sorted(["time_warm", "track_cold", "track_graph"])[0] == "time_warm"
+    assert asv_suite._OpBenchmarks.time_warm.also_runs == ["track_graph", "track_cold", "track_host"]
+    assert sorted(["time_warm", "track_cold", "track_graph", "track_host"])[0] == "time_warm"
 
 
 def test_the_forkserver_preload_starts_the_frameworks_and_has_children_run_their_siblings(monkeypatch):
@@ -167,3 +167,16 @@ def test_the_forkserver_preload_starts_the_frameworks_and_has_children_run_their
     device = backends.default_device()
     assert started == [n for n, b in backends.BACKENDS.items() if b.why_unavailable(device) is None]
     assert server._kernelscope_siblings and server._run.__name__ == "run_with_siblings"
+
+
+def test_host_mode_is_a_benchmark_of_its_own_in_every_class_timing_a_plain_loop():
+    classes = asv_suite.build()
+    for name, cls in classes.items():
+        if name in ("FirstCall", "Launch"):
+            continue
+        assert cls.track_host.version == asv_suite.HOST_VERSION == "1"  # the other modes' versions stay as they were
+    bench = classes["Square"]()
+    bench.setup("square-mul", "64x64", "float32")
+    out = bench.track_host("square-mul", "64x64", "float32")
+    assert out["number"] >= 1 and len(out["samples"]) >= timing.MIN_SAMPLES
+    assert all(s > 0 for s in out["samples"])

@@ -9,6 +9,7 @@ and as itself with one.
 """
 
 import json
+import time
 
 import pytest
 import torch
@@ -287,3 +288,21 @@ def test_cold_hold_grows_when_the_host_outlasts_it_and_drops_the_samples_it_did_
     assert timing.ColdHold.kept(times, [False] * timing.MIN_SAMPLES + [True]) == [1.0] * timing.MIN_SAMPLES
     few = [1.0, 9.0]  # too few covered samples for asv's statistics: keep them all rather than none
     assert timing.ColdHold.kept(few, [False, True]) == few
+
+
+def test_host_mode_times_a_loop_of_calls_between_synchronized_readings():
+    from kernelscope.timing import host
+
+    calls = []
+
+    def fn():
+        calls.append(1)
+        time.sleep(1e-4)  # a call that costs the host 0.1 ms
+
+    number = host.plan_host(fn, "cpu")
+    assert number == pytest.approx(host.HOST_TARGET_S / 1e-4, rel=0.5)  # about 2 ms of calls a sample
+    calls.clear()
+    samples = host.time_host(fn, "cpu", samples=8, number=number)
+    assert len(samples) == 8 and len(calls) == 8 * number
+    assert all(1e-4 <= s < 5e-4 for s in samples)  # per call, not per sample
+    assert host.plan_host(lambda: None, "cpu") == host.HOST_MAX_CALLS  # the fastest calls: capped

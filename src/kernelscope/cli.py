@@ -357,7 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "clock of its samples) and throttled (samples below 75% of the max SM clock).")
     p.add_argument("--results-dir", default="results", help="asv's results folder (default: results)")
     p.add_argument("--op", help="only this op")
-    p.add_argument("--mode", choices=["warm", "cold", "graph", "first_call"], help="only this timing mode")
+    p.add_argument("--mode", choices=["warm", "cold", "graph", "host", "first_call"], help="only this timing mode")
     p.add_argument("--commit", help="only this commit (a hash prefix)")
     p.add_argument("--compare-machines", nargs=2, metavar=("A", "B"),
                    help="per benchmark (each machine's newest results): time on A / time on B, beside the ratio "

@@ -39,8 +39,8 @@ MEASURED, FAILED = "measured", "failed"
 
 PARAM_NAMES = {"first_call": ["variant"]}
 # track_first_call: the name of first-call results before suite version 3
-MODES = {"time_warm": "warm", "track_cold": "cold", "track_graph": "graph", "time_first_call": "first_call",
-         "track_first_call": "first_call"}
+MODES = {"time_warm": "warm", "track_cold": "cold", "track_graph": "graph", "track_host": "host",
+         "time_first_call": "first_call", "track_first_call": "first_call"}
 
 
 def _unquote(value: str):

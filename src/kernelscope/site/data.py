@@ -23,11 +23,12 @@ from kernelscope.site.profiles import ProfileData
 
 BACKEND_TITLES = {"torch": "PyTorch eager", "torch-compile": "torch.compile", "triton": "Triton",
                   "cuda": "CUDA C++", "numba": "Numba CUDA"}
-MODES = ("warm", "cold", "graph")  # the timed modes, in the order pages show them
+MODES = ("warm", "cold", "graph", "host")  # the timed modes, in the order pages show them
 MODE_WORDS = {
     "warm": "back-to-back calls, launch queue held full, L2 warm",
     "cold": "L2 flushed before each call, each call timed alone",
     "graph": "CUDA-graph replay: the kernels without launch overhead",
+    "host": "a plain Python loop of calls, synchronized per sample: what a call costs its caller",
     "first_call": "first call in a fresh process: JIT, compile, extension load",
 }
 

@@ -7,14 +7,17 @@ with three timed modes and the first-call cost::
     Square.time_warm       back-to-back calls queued behind a spin kernel; asv's timer is the held GPU clock
     Square.track_cold      L2 flushed before each call, each call its own events
     Square.track_graph     CUDA-graph replay: the kernels without launch overhead
-    SquareBfloat16.*       warm and graph in bfloat16, for the variants the catalog times in it
+    Square.track_host      a plain Python loop of calls, synchronized per sample: what a call costs the caller
+    SquareBfloat16.*       warm, graph and host in bfloat16, for the variants the catalog times in it
     Launch.track_graph     an empty kernel replayed the same way: graph mode's floor
     FirstCall.time_first_call    JIT / compile / extension load of a fresh process
 
 ``track_*`` return ``{"samples": [...], "number": N}``, which asv stores and
 compares like a timing (median, 99% CI, Mann-Whitney on raw samples). A case's
-``time_warm`` process also runs its ``track_graph`` and ``track_cold``
-(``also_runs``; :mod:`kernelscope.results.asv_siblings`): one process per case.
+``time_warm`` process also runs its ``track_graph``, ``track_cold`` and
+``track_host`` (``also_runs``; :mod:`kernelscope.results.asv_siblings`): one
+process per case.
+
 Versions are pinned: refactoring this module does not orphan history. Bump
 ``VERSION`` only when what a benchmark measures changes.
 """
@@ -30,6 +33,7 @@ from kernelscope.ops import shape_str
 from kernelscope.timing import GraphUnavailable, HeldClock, L2Flusher, WarmPlan, capture_graph, clocks, grown_hold, phases, plan_warm, time_cold, time_graph
 from kernelscope.timing import siblings
 from kernelscope.timing.cases import prepare
+from kernelscope.timing.host import plan_host, time_host
 from kernelscope.timing.processes import LAUNCH_BOUND_PROCESSES, launch_bound
 
 try:  # inside a benchmark body asv wants this to record a skip (setup may raise NotImplementedError)
@@ -65,6 +69,7 @@ GRAPH_VERSION = "5"
 # imports) happens in asv's forkserver before it forks (preload), as its imports already
 # did, so the first call is the variant's own: JIT or cache load, trace, module load.
 FIRST_CALL_VERSION = "4"
+HOST_VERSION = "1"  # host mode (#14): a benchmark of its own, so the other modes' history is untouched
 # Every variant is timed in float32. Each parameter set is a forked process
 # (about a second on an H100), so other dtypes get classes of their own, over
 # the variants whose catalog entry lists them in ``bench_dtypes``: adding one
@@ -74,6 +79,7 @@ COLD_SAMPLES = 40
 GRAPH_SAMPLES = 30
 GRAPH_TARGET_S = 2e-3  # calls per graph: enough to make one replay last about this long
 GRAPH_MAX_CALLS = 100
+HOST_SAMPLES = 30
 
 
 def graph_calls(per_call_s: float) -> int:
@@ -152,6 +158,15 @@ class _OpBenchmarks:
         return {"samples": samples, "number": calls}
 
 
+    def track_host(self, variant, size, dtype):
+        phases.method("track_host")
+        case = self.case
+        number = _host_calls(case)
+        samples = time_host(case.call, case.device, HOST_SAMPLES, number)
+        case.check(case.call())
+        return {"samples": samples, "number": number}
+
+
 class _ColdMode:
     """Cold mode, for the main dtype's classes: the L2 flushed before every call."""
 
@@ -205,6 +220,17 @@ def _plan(case) -> WarmPlan:
     if key not in _PLANS:
         _PLANS[key] = plan_warm(case.call, case.device)
     return _PLANS[key]
+
+
+_HOST_CALLS: dict[int, int] = {}
+
+
+def _host_calls(case) -> int:
+    """Host mode's calls per sample, planned once per case."""
+    key = id(case)
+    if key not in _HOST_CALLS:
+        _HOST_CALLS[key] = plan_host(case.call, case.device)
+    return _HOST_CALLS[key]
 
 
 _FLUSHERS: dict[str, L2Flusher] = {}
@@ -277,7 +303,7 @@ def _hosts_siblings(fn):
     slow (scripts/gpu/graph_state_probe.py), where asv's own process, warm plan
     then graph, read the warm time.
     """
-    fn.also_runs = ["track_graph", "track_cold"]
+    fn.also_runs = ["track_graph", "track_cold", "track_host"]
     return fn
 
 
@@ -298,6 +324,7 @@ _versioned(_hosts_siblings(_sampled_per_process(_OpBenchmarks.time_warm)))
 _versioned(_sampled_per_process(_ColdMode.track_cold), unit="seconds")
 _versioned(Launch.track_graph, unit="seconds")
 _versioned(_OpBenchmarks.track_graph, unit="seconds", version=GRAPH_VERSION)
+_versioned(_OpBenchmarks.track_host, unit="seconds", version=HOST_VERSION)
 _versioned(FirstCall.time_first_call, version=FIRST_CALL_VERSION)
 
 

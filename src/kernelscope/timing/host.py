@@ -1,0 +1,54 @@
+"""Host mode: what a call costs a Python loop that calls the kernel, as ``torch.utils.benchmark`` measures it.
+
+The lecture's first point: CUDA is asynchronous, so the host and the GPU keep
+separate clocks, and the profiler's table shows "Self CPU time total" beside
+"Self CUDA time total" because both matter. Warm mode holds the stream so the
+host's cost never shows; this mode shows it. A sample is ``number`` calls back
+to back between two readings of the host clock, each reading after a
+synchronize (``torch.utils.benchmark.Timer``'s timer does the same): per call,
+the larger of what the host spends launching it and what the GPU spends
+running it, since the queue lets one hide the other.
+
+Issue #14 asks for one module per timing mode; this is the first (warm, cold
+and graph still live in ``timing/__init__.py``).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Callable
+
+import torch
+
+from kernelscope.timing import _budget
+
+HOST_TARGET_S = 2e-3  # host time per sample: far above the clock's and the synchronize's resolution
+HOST_MAX_CALLS = 1000  # per sample, for the fastest calls (a torch op is about 10 us on the H100's host)
+HOST_PROBE_CALLS = 3
+
+
+def _synchronize(device: str) -> None:
+    if device == "cuda":
+        torch.cuda.synchronize()
+
+
+def block_s(fn: Callable[[], object], device: str, number: int) -> float:
+    """Seconds per call of ``number`` calls between two synchronized readings of the host clock."""
+    _synchronize(device)
+    t0 = time.perf_counter()
+    for _ in range(number):
+        fn()
+    _synchronize(device)
+    return (time.perf_counter() - t0) / number
+
+
+def plan_host(fn: Callable[[], object], device: str) -> int:
+    """Calls per sample: enough for a sample to last about HOST_TARGET_S."""
+    per_call = block_s(fn, device, HOST_PROBE_CALLS)
+    return max(1, min(HOST_MAX_CALLS, math.ceil(HOST_TARGET_S / max(per_call, 1e-9))))
+
+
+def time_host(fn: Callable[[], object], device: str, samples: int, number: int, max_time: float = 3.0) -> list[float]:
+    """Seconds per call from ``samples`` samples of ``number`` calls (fewer once ``max_time`` has passed)."""
+    return [block_s(fn, device, number) for _ in _budget(samples, max_time)]
