@@ -306,3 +306,12 @@ def test_host_mode_times_a_loop_of_calls_between_synchronized_readings():
     assert len(samples) == 8 and len(calls) == 8 * number
     assert all(1e-4 <= s < 5e-4 for s in samples)  # per call, not per sample
     assert host.plan_host(lambda: None, "cpu") == host.HOST_MAX_CALLS  # the fastest calls: capped
+
+
+def test_cold_mode_drops_samples_a_slow_launch_starved_and_grows_its_hold(stream):
+    # A Numba-sized launch (300 us of host) after a hold planned for 100 us: the GPU would wait
+    # between the events for the launch, and the sample read 230 us for a 60 us kernel.
+    times = timing.time_cold(launch_bound(stream, host_s=300e-6, gpu_s=60e-6), "cuda", 10, flusher=lambda: None,
+                             hold_s=100e-6)
+    assert len(times) == 9  # the first sample was not covered: dropped
+    assert all(t == pytest.approx(60e-6, rel=1e-6) for t in times)
