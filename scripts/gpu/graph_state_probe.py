@@ -32,37 +32,25 @@ def summary(times: list[float]) -> dict:
             "slow_share": sum(t > 1.03 * lo for t in times) / len(times)}
 
 
-def plain_replays(graph, calls: int, samples: int, side: bool) -> list[float]:
+def replays(graph, calls: int, samples: int, spin_s: float = 0.0, probed: bool = False, side: bool = False
+            ) -> list[float]:
+    """Replays one at a time (each synchronized), each behind a spin of ``spin_s`` (none at 0): the suite's
+    ProbedSpin (lead spin, marker event, spin) or one bare torch.cuda._sleep; on a side stream or the current one."""
     stream = torch.cuda.Stream() if side else torch.cuda.current_stream()
     out = []
     with torch.cuda.stream(stream):
         graph.replay()
         for _ in range(samples):
+            if spin_s and probed:
+                timing.ProbedSpin(spin_s)
+            elif spin_s:
+                timing.hold_stream(spin_s)
             a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             a.record()
             graph.replay()
             b.record()
             b.synchronize()
             out.append(a.elapsed_time(b) / 1e3 / calls)
-    return out
-
-
-def spin_replays(graph, calls: int, samples: int, spin_s: float, probed: bool) -> list[float]:
-    """Replays one at a time, each behind a spin of ``spin_s``: the suite's ProbedSpin (lead spin, marker
-    event, spin) or one bare torch.cuda._sleep. Does the length of the idle gap, or the probe, make replays slow?"""
-    out = []
-    graph.replay()
-    for _ in range(samples):
-        if probed:
-            timing.ProbedSpin(spin_s)
-        else:
-            timing.hold_stream(spin_s)
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        graph.replay()
-        b.record()
-        b.synchronize()
-        out.append(a.elapsed_time(b) / 1e3 / calls)
     return out
 
 
@@ -76,7 +64,7 @@ def spin_sweep(variant: str) -> list[dict]:
     rows = []
     for probed in (False, True):
         for spin_us in (0, 25, 50, 80, 150, 300, 1000):
-            t = summary(spin_replays(graph, calls, 40, spin_us * 1e-6, probed))
+            t = summary(replays(graph, calls, 40, spin_us * 1e-6, probed))
             rows.append({"variant": variant, "probed": probed, "spin_us": spin_us, **t})
             print(f"{variant:18} {'probed' if probed else 'bare':6} spin {spin_us:5d} us: median {t['median_us']:7.1f}"
                   f"  max {t['max_us']:7.1f}  slow {t['slow_share']:4.0%}", flush=True)
@@ -94,8 +82,8 @@ def probe(variant: str) -> list[dict]:
     def graph_now(label: str) -> None:
         graph, out = timing.capture_graph(case.call, calls)
         suite = timing.time_graph(graph, calls, 30)
-        side = plain_replays(graph, calls, 30, side=True)
-        plain = plain_replays(graph, calls, 30, side=False)
+        side = replays(graph, calls, 30, side=True)
+        plain = replays(graph, calls, 30)
         del graph, out
         peer = measure.cudagraph_peer(case, 100)[0]
         row = {"variant": variant, "after": label, "suite": summary(suite), "side_stream": summary(side),

@@ -211,26 +211,25 @@ class Launch:
         return {"samples": samples, "number": 100}
 
 
-_PLANS: dict[int, WarmPlan] = {}
-
-
-def _plan(case) -> WarmPlan:
-    """Made once per case: asv may re-run setup between samples."""
+def _once_per_case(store: dict, case, make):
+    """``make(case)``, made once per case: asv re-runs setup between samples, and siblings share the case."""
     key = id(case)
-    if key not in _PLANS:
-        _PLANS[key] = plan_warm(case.call, case.device)
-    return _PLANS[key]
+    if key not in store:
+        store[key] = make(case)
+    return store[key]
 
 
+_PLANS: dict[int, WarmPlan] = {}
 _HOST_CALLS: dict[int, int] = {}
 
 
+def _plan(case) -> WarmPlan:
+    return _once_per_case(_PLANS, case, lambda c: plan_warm(c.call, c.device))
+
+
 def _host_calls(case) -> int:
-    """Host mode's calls per sample, planned once per case."""
-    key = id(case)
-    if key not in _HOST_CALLS:
-        _HOST_CALLS[key] = plan_host(case.call, case.device)
-    return _HOST_CALLS[key]
+    """Host mode's calls per sample."""
+    return _once_per_case(_HOST_CALLS, case, lambda c: plan_host(c.call, c.device))
 
 
 _FLUSHERS: dict[str, L2Flusher] = {}
