@@ -54,12 +54,16 @@ def replays(graph, calls: int, samples: int, spin_s: float = 0.0, probed: bool =
     return out
 
 
+def prepared(variant: str):
+    """The suite's checked case at SIZE, its warm plan, and the calls its graph mode captures."""
+    case = cases.prepare(variant.split("-")[0], variant, SIZE, "float32")
+    plan = timing.plan_warm(case.call, case.device)
+    return case, plan, asv_suite.graph_calls(plan.per_call_s)
+
+
 def spin_sweep(variant: str) -> list[dict]:
     """The slow share of replays against the spin before each: bare and probed, 0 to 1 ms."""
-    op = variant.split("-")[0]
-    case = cases.prepare(op, variant, SIZE, "float32")
-    plan = timing.plan_warm(case.call, case.device)
-    calls = asv_suite.graph_calls(plan.per_call_s)
+    case, _, calls = prepared(variant)
     graph, out = timing.capture_graph(case.call, calls)
     rows = []
     for probed in (False, True):
@@ -73,10 +77,7 @@ def spin_sweep(variant: str) -> list[dict]:
 
 
 def probe(variant: str) -> list[dict]:
-    op = variant.split("-")[0]
-    case = cases.prepare(op, variant, SIZE, "float32")
-    plan = timing.plan_warm(case.call, case.device)
-    calls = asv_suite.graph_calls(plan.per_call_s)
+    case, plan, calls = prepared(variant)
     rows = []
 
     def graph_now(label: str) -> None:
