@@ -315,3 +315,25 @@ def test_cold_mode_drops_samples_a_slow_launch_starved_and_grows_its_hold(stream
                              hold_s=100e-6)
     assert len(times) == 9  # the first sample was not covered: dropped
     assert all(t == pytest.approx(60e-6, rel=1e-6) for t in times)
+
+
+def test_a_captured_graph_settles_for_its_time_and_its_least_replays_before_it_is_timed(monkeypatch):
+    # The GPU counterpart: graph_state_probe.py's `sequence` (slow replays first after a capture).
+    class Graph:
+        replays = 0
+
+        def replay(self):
+            self.replays += 1
+
+    class Stream:
+        def synchronize(self):
+            clock[0] += 1e-3  # each replay takes 1 ms
+
+    clock = [0.0]
+    monkeypatch.setattr(timing.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(torch.cuda, "current_stream", Stream)
+    graph = Graph()
+    assert timing.settle_graph(graph, 25e-3, least=3) == graph.replays == 25  # 25 ms of 1 ms replays
+    graph = Graph()
+    assert timing.settle_graph(graph, 0.0, least=3) == 3  # a replay longer than the settle still runs 3
+    assert timing.settle_graph(Graph(), 0.0, least=0) == 1  # the upload at least

@@ -26,6 +26,9 @@
 #             offsets, graph pools), then crosscheck of five variants at 16384x16384 each in a fresh process
 #   graphstate  graph mode at 2^28 elements after each step of crosscheck's case (warm, Timer, cold, do_bench),
 #             three ways of replaying, beside do_bench_cudagraph: graph_state_probe.py
+#   graphcheck graph mode's samples in order after a capture, with and without the settle
+#             (graph_state_probe.py --sequence-only), then asv's track_graph at each op's largest
+#             size into results-graphcheck/ (#13 item 1)
 #   spreadprobe launch-bound cases in 10 forked processes each, per knob, with each process's phase costs (#13)
 #   firstcall scripts/gpu/first_call_probe.py: each backend's first call in a forked process, profiled,
 #             and with numba.cuda or Triton's driver preloaded in the parent (#13 item 8)
@@ -100,6 +103,12 @@ steps() {
     cat $STATE/placement-offset.txt; for v in square-torch square-cuda-vec4 gelu-triton softmax-cuda gelu-numba; do
     kernelscope crosscheck --variant \$v --size 16384x16384 --no-ncu --out $STATE/graphpeers-\$v.json 2>/dev/null | grep \"^\$v \"; done"
   step graphstate sh -c "python3 scripts/gpu/graph_state_probe.py --json $STATE/graph-state.json > $STATE/graph-state.txt 2>&1; cat $STATE/graph-state.txt"
+  alt results-graphcheck
+  step graphcheck sh -c "python3 scripts/gpu/graph_state_probe.py --sequence-only gelu-triton square-torch softmax-cuda \
+      --json $STATE/graph-sequence.json > $STATE/graph-sequence.txt 2>&1; cat $STATE/graph-sequence.txt;
+    asv run --config asv.results-graphcheck.json --record-samples --machine $M \
+      -b \"track_graph.*'(16384x16384|268435456|64x262144|512x50257)'\" HEAD^! > $STATE/asv-graphcheck.log 2>&1;
+    echo asv rc=\$?; grep -E '(16384x16384|268435456|64x262144|512x50257) ' $STATE/asv-graphcheck.log"
   step spreadprobe sh -c "python3 scripts/gpu/method_probe.py spread --json $STATE/spread-probe.json > $STATE/spread-probe.txt 2>&1; cat $STATE/spread-probe.txt"
   step firstcall sh -c "python3 scripts/gpu/first_call_probe.py --json $STATE/first-call-probe.json > $STATE/first-call-probe.txt 2>&1; head -n 20 $STATE/first-call-probe.txt"
   alt results-cost

@@ -8,6 +8,10 @@ Here one process prepares the case, then measures the suite's graph mode (and
 do_bench_cudagraph) after each of those steps in turn; then two other ways of replaying:
 on a side stream (as do_bench_cudagraph does), and without the clock-probing spin.
 
+At 987509e (H100) the slow replays appeared only in the first measurement after a capture,
+whatever its spin or stream; later replays of the same graph were never slow. `sequence` shows each sample in order,
+with and without timing.settle_graph (graph mode version 6).
+
 Usage (GPU box): python3 scripts/gpu/graph_state_probe.py [VARIANT ...] [--json OUT]
 """
 
@@ -76,6 +80,27 @@ def spin_sweep(variant: str) -> list[dict]:
     return rows
 
 
+def sequence(variant: str) -> list[dict]:
+    """Each sample of the suite's graph mode in order, on a fresh capture, with and without the settle;
+    fresh, and after the suite's cold mode ran (where the slow replays were most common)."""
+    case, plan, calls = prepared(variant)
+    rows = []
+    for after in ("prepare", "cold"):
+        if after == "cold":
+            measure.suite_cold(case, plan, 30)
+        for settle_s in (0.0, timing.GRAPH_SETTLE_S):
+            graph, out = timing.capture_graph(case.call, calls)
+            times = timing.time_graph(graph, calls, 60, settle_s=settle_s)
+            del graph, out
+            lo = min(times)
+            slow = [i for i, t in enumerate(times) if t > 1.03 * lo]
+            rows.append({"variant": variant, "sequence_after": after, "settle_s": settle_s, "calls": calls,
+                         "times_us": [t * 1e6 for t in times], "slow_indices": slow, **summary(times)})
+            print(f"{variant:18} after {after:8} settle {settle_s * 1e3:4.0f} ms: median {statistics.median(times) * 1e6:7.1f}"
+                  f"  slow {len(slow):2d}/{len(times)} at samples {slow}", flush=True)
+    return rows
+
+
 def probe(variant: str) -> list[dict]:
     case, plan, calls = prepared(variant)
     rows = []
@@ -110,11 +135,14 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("variants", nargs="*", default=["gelu-triton", "square-torch"])
     ap.add_argument("--json")
+    ap.add_argument("--sequence-only", action="store_true", help="only each sample in order, with and without the settle")
     args = ap.parse_args()
     rows = []
     for v in args.variants:
-        rows += spin_sweep(v)
-        rows += probe(v)
+        rows += sequence(v)
+        if not args.sequence_only:
+            rows += spin_sweep(v)
+            rows += probe(v)
         cases._CASES.clear()
         torch.cuda.empty_cache()
     if args.json:

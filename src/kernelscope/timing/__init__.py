@@ -372,23 +372,39 @@ def capture_graph(fn: Callable[[], torch.Tensor], calls: int):
 
 
 GRAPH_SPIN_S = 50e-6  # before each replay: reads the clock, and covers the host's graph launch
+# After capture, replays untimed for this long (at least GRAPH_SETTLE_MIN of them) before
+# the first sample: the first replays of a freshly captured graph can read slow (#13 item 1).
+GRAPH_SETTLE_S = 25e-3
+GRAPH_SETTLE_MIN = 3
 
 
-def time_graph(graph, calls: int, samples: int, max_time: float = 3.0, watch: ClockWatch | None = None) -> list[float]:
+def settle_graph(graph, seconds: float = GRAPH_SETTLE_S, least: int = GRAPH_SETTLE_MIN) -> int:
+    """Replay ``graph`` untimed, each replay waited for, for ``seconds`` and ``least`` replays; how many ran.
+
+    The first replay also uploads the graph. At 2^28 elements (a 1 GiB output)
+    up to a third of the first 30 replays after a capture read 16% slow (829 us
+    a call against 712) on the H100, and none after them
+    (results-proofs/2026-11-25-h100/graph-state): do_bench_cudagraph replays
+    its graph while estimating, before it times, which is why it never saw them.
+    """
+    deadline, ran = time.perf_counter() + seconds, 0
+    while ran < max(1, least) or time.perf_counter() < deadline:
+        graph.replay()
+        torch.cuda.current_stream().synchronize()
+        ran += 1
+    return ran
+
+
+def time_graph(graph, calls: int, samples: int, max_time: float = 3.0, watch: ClockWatch | None = None,
+               settle_s: float = GRAPH_SETTLE_S) -> list[float]:
     """Seconds per call from timed replays of a graph of ``calls`` calls (``watch``: each sample's SM clock).
 
-    Each replay waits behind a spin that outlasts the host's graph launch and is
-    waited for before the next is queued, as warm mode's samples and
-    do_bench_cudagraph's replays are (version 5; version 4 queued them back to
-    back). Open (#13 item 1): at 2^28 elements about a third of these replays
-    read 16% slow (829 us a call against 712) in every variant that writes a
-    1 GiB output, with either way of queuing (the H100 runs of 76de865e and
-    03708299); the median stays at the fast mode, within 0.2% of warm, but
-    crosscheck's process has seen it at the slow one. The same graphs replayed
-    without the clock-probing spin, or behind a bare ``torch.cuda._sleep``, had
-    no slow replay (results-proofs/2026-11-25-h100/graph-state).
+    The graph first settles (``settle_graph``, version 6), then each replay
+    waits behind a spin that outlasts the host's graph launch and is waited for
+    before the next is queued, as warm mode's samples and do_bench_cudagraph's
+    replays are.
     """
-    graph.replay()  # the first replay uploads the graph
+    settle_graph(graph, settle_s, GRAPH_SETTLE_MIN if settle_s > 0 else 1)  # 0: the upload alone, as version 5
     pairs = []
     for _ in _budget(samples, max_time):
         spin = ProbedSpin(GRAPH_SPIN_S)

@@ -63,7 +63,9 @@ VERSION = "3"
 # 5: each replay waited for before the next is queued (timing.time_graph), as warm's samples
 #    and do_bench_cudagraph's replays are. It did not remove the slow third of the replays at
 #    2^28 elements that v4 also has (#13 item 1, open; see time_graph).
-GRAPH_VERSION = "5"
+# 6: the graph settles before its samples: replayed untimed for 25 ms (timing.settle_graph).
+#    The slow replays were the first ones after a capture (#13 item 1).
+GRAPH_VERSION = "6"
 # The first call alone moved on: 4: each framework's one-time start in a process (Numba's
 # typing and lowering registries, Triton's hash of its own library, Inductor's lazy
 # imports) happens in asv's forkserver before it forks (preload), as its imports already
