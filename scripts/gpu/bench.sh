@@ -44,7 +44,8 @@
 #             benchmark (CUTOFF_AFTER, a regex of asv's log; empty: from the start), then resumed with
 #             --skip-existing-successful: what the cut-off run had saved, and what the resumed one kept (#13 item 7)
 #   graph     the same for graph mode alone (-b track_graph), into results/: a new track_graph version
-#   rerun     the same again into results-rerun (its time is the full run with warm caches), phase-logged,
+#   rerun     the full run again for RERUN (a commit with committed results and HEAD's code; default
+#             HEAD) into results-rerun (its time is the full run with warm caches), phase-logged,
 #             then compare-runs: the noise check, per mode
 #   slowdown  one variant's warm benchmarks twice, the second with KERNELSCOPE_INJECT_SLOWDOWN
 #   canary    scripts/gpu/canary.sh: asv continuous HEAD against canary commits that slow
@@ -133,11 +134,13 @@ steps() {
   step cutoff cutoff
   step graph logged asv-graph run --record-samples --machine "$M" --show-stderr -b track_graph HEAD^!
   alt results-rerun
-  rerun() {
-    logged asv-rerun run --config asv.results-rerun.json --record-samples --machine "$M" --show-stderr HEAD^!
+  rerun() {  # RERUN: the commit whose committed full run it repeats (default HEAD); its code must be HEAD's
+    local c=$(git rev-parse "${RERUN:-HEAD}")
+    git diff --quiet "$c" HEAD -- src benchmarks || { echo "rerun: $c's code is not HEAD's"; return 2; }
+    logged asv-rerun run --config asv.results-rerun.json --record-samples --machine "$M" --show-stderr "$c^!"
     local rc=$?
-    kernelscope compare-runs results "$STATE/results-rerun" --commit "$head" --all > "$STATE/compare-rerun.txt"
-    kernelscope compare-runs results "$STATE/results-rerun" --commit "$head" --json > "$STATE/compare-rerun.json"
+    kernelscope compare-runs results "$STATE/results-rerun" --commit "$c" --all > "$STATE/compare-rerun.txt"
+    kernelscope compare-runs results "$STATE/results-rerun" --commit "$c" --json > "$STATE/compare-rerun.json"
     tail -n 12 "$STATE/compare-rerun.txt"
     return "$rc"
   }
