@@ -226,3 +226,15 @@ def test_asv_continuous_exits_1_naming_the_canary_and_the_evidence_marks_it_alon
     assert (other["canary"], other["injected_pct"]) == (False, 0.0) and other["mark"] != "+"
     assert level["flagged"] == [slowed["benchmark"]] and level["missed"] == [] and level["false_alarms"] == []
     assert FLAT in evidence.table(data) and "canary missed 0, others flagged 0" in evidence.table(data)
+
+
+@pytest.mark.parametrize("ratio, mark, halfwidth, expected", [
+    (1.0996, "+", 0.1, "caught"),
+    (1.02, "", 8.0, "inside the interval"),  # a launch-bound size: no rule tells 2% from its noise
+    (1.009, "", 0.1, "under the factor"),  # the H100's +10% canary at 4096x4096: its re-read blocks hit L2
+    (1.08, "", 0.1, "missed"),  # past the factor and the interval, yet not flagged: the gate failed
+    (None, "", None, "n/a"),
+])
+def test_each_slowed_row_gets_the_gates_verdict(ratio, mark, halfwidth, expected):
+    row = {"ratio": ratio, "mark": mark, "base_halfwidth_pct": halfwidth}
+    assert evidence.verdict(row, factor=1.05) == expected

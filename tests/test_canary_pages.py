@@ -30,6 +30,7 @@ def evidence_file():
                  "command": "asv continuous", "exit_code": 1, "flagged": flagged + [BENCH.format("64x64")],
                  "missed": [], "false_alarms": ["benchmarks.Square.time_warm('square-torch', '64x64', 'float32')"]}],
             "rows": [_row(0, "16384x16384", 1.0996, "+", 0.1), _row(0, "64x64", 1.02, "", 8.0),
+                     _row(0, "4096x4096", 1.009, "", 0.1), _row(1, "4096x4096", 1.08, "", 0.1),
                      _row(1, "64x64", 1.21, "+", 8.0), _row(1, "16384x16384", 1.199, "+", 0.1),
                      _row(1, "64x64", 1.3, "+", 5.0, variant="square-torch", canary_row=False)]}
 
@@ -41,7 +42,10 @@ def test_each_slowed_size_is_shown_against_its_interval_with_asvs_verdict():
     assert text.index("| 64x64 |") < text.index("| 16384x16384 |")
     assert "| 64x64 | 1.020 (±8.0%): inside the interval | 1.210 (±8.0%): **caught** |" in text
     assert "| 16384x16384 | 1.100 (±0.1%): **caught** | 1.199 (±0.1%): **caught** |" in text
-    assert "exit 1; 1 benchmark flagged slower, 1 slowed one not, 0 others flagged" in text
+    # past the interval but under asv's factor (1.05): not flagged by design; past both and unflagged: a miss
+    assert "| 4096x4096 | 1.009 (±0.1%): under the factor | 1.080 (±0.1%): **missed** |" in text
+    assert "exit 1; 1 benchmark flagged slower, 1 slowed one missed (past the factor and the interval, not flagged), " \
+           "0 others flagged" in text
     assert "1 other flagged: `benchmarks.Square.time_warm('square-torch', '64x64', 'float32')`" in text
     assert "square-torch" not in text.split("| size |")[1]  # the false alarm is listed, not tabled as a canary
 

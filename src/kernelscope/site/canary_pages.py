@@ -3,8 +3,8 @@
 Per machine: what each canary level injected, whether ``asv continuous``
 exited 1 and what it flagged, then, per slowed benchmark, each size's ratio,
 asv's mark and the base's 99% half-width beside it. A slowdown smaller than
-that half-width cannot be told from noise by any rule; one larger should be
-flagged. Every number is canary.json's (:mod:`kernelscope.results.canary`).
+that half-width cannot be told from noise by any rule, and asv flags only a
+ratio past its factor; one past both should be flagged. Every number is canary.json's (:mod:`kernelscope.results.canary`).
 """
 
 from __future__ import annotations
@@ -21,14 +21,12 @@ def _n(count: int, one: str, many: str) -> str:
     return f"{count} {one if count == 1 else many}"
 
 
-def _cell(r: dict | None) -> str:
+def _cell(r: dict | None, factor: float) -> str:
     if r is None or r["ratio"] is None:
         return "n/a"
     hw = "" if r["base_halfwidth_pct"] is None else f" (±{r['base_halfwidth_pct']:.1f}%)"
-    verdict = "**caught**" if r["mark"] == "+" else ("inside the interval" if r["base_halfwidth_pct"] is not None
-                                                     and abs(r["ratio"] - 1) * 100 <= r["base_halfwidth_pct"]
-                                                     else "missed")
-    return f"{r['ratio']:.3f}{hw}: {verdict}"
+    verdict = canary.verdict(r, factor)
+    return f"{r['ratio']:.3f}{hw}: " + ("**caught**" if verdict == "caught" else f"**{verdict}**" if verdict == "missed" else verdict)
 
 
 def machine_section(data: dict) -> str:
@@ -39,14 +37,15 @@ def machine_section(data: dict) -> str:
         alarms = lv["false_alarms"]
         out.append(f"- **{h}** (`{lv['inject']}`): `asv continuous` exit {lv['exit_code']}; "
                    f"{_n(len(lv['flagged']), 'benchmark', 'benchmarks')} flagged slower, "
-                   f"{_n(len(lv['missed']), 'slowed one', 'slowed ones')} not, "
+                   f"{_n(len(lv['missed']), 'slowed one', 'slowed ones')} missed (past the factor and the interval, "
+                   "not flagged), "
                    f"{_n(len(alarms), 'other', 'others')} flagged" + (": " + ", ".join(f"`{a}`" for a in alarms) if alarms else ""))
     for (variant, cls, method, dtype), by_size in canary.detection(data):
         out += ["", f"`{variant}`, `{cls}.{method}`" + (f", {dtype}" if dtype else "") + ": the canary's time over "
                 "the base's, (± the base's 99% half-width), and asv's verdict", "",
                 "| size | " + " | ".join(heads) + " |", "|---|" + "---:|" * len(heads)]
         for size, levels in by_size.items():
-            out.append(f"| {size or '-'} | " + " | ".join(_cell(levels.get(i)) for i in range(len(heads))) + " |")
+            out.append(f"| {size or '-'} | " + " | ".join(_cell(levels.get(i), data["factor"]) for i in range(len(heads))) + " |")
     return "\n".join(out)
 
 
