@@ -24,7 +24,7 @@ def test_one_class_per_op_with_every_variant_size_and_dtype():
         assert cls.param_names == ["variant", "size", "dtype"]
         # Pinned: refactors keep history. Graph mode moved on alone (one output alive, #13).
         assert cls.time_warm.version == cls.track_cold.version == asv_suite.VERSION == "3"
-        assert cls.track_graph.version == asv_suite.GRAPH_VERSION == "6"
+        assert cls.track_graph.version == asv_suite.GRAPH_VERSION == "7"
     assert classes["FirstCall"].params == [list(VARIANTS)]
     # The first call alone moved on: each framework's one-time start happens in the forkserver (#13 item 8).
     assert classes["FirstCall"].time_first_call.version == asv_suite.FIRST_CALL_VERSION == "4"
@@ -138,10 +138,13 @@ def test_a_launch_bound_case_is_one_value_per_process(monkeypatch):
     assert bench.one_per_process and bench.repeat == 1
     assert seen == [asv_suite._plan(bench.case).per_call_s]  # decided on the warm plan's time per call
     assert bench.track_cold("square-mul", "64x64", "float32") == {"samples": [2.5], "number": 1}
+    # host mode too: a host's cost of a call is a property of the process
+    monkeypatch.setattr(asv_suite, "time_host", lambda *a, **k: [4.0, 1.0, 2.0])
+    assert bench.track_host("square-mul", "64x64", "float32")["samples"] == [2.0]
 
 
-def test_warm_and_cold_run_up_to_three_processes_until_they_have_three_samples():
-    for method in (asv_suite._OpBenchmarks.time_warm, asv_suite._ColdMode.track_cold):
+def test_warm_cold_and_host_run_up_to_three_processes_until_they_have_three_samples():
+    for method in (asv_suite._OpBenchmarks.time_warm, asv_suite._ColdMode.track_cold, asv_suite._OpBenchmarks.track_host):
         assert method.rounds == method.enough_samples == processes.LAUNCH_BOUND_PROCESSES == 3
     assert not hasattr(asv_suite._OpBenchmarks.track_graph, "enough_samples")  # graph replays agree across processes
 
@@ -174,7 +177,7 @@ def test_host_mode_is_a_benchmark_of_its_own_in_every_class_timing_a_plain_loop(
     for name, cls in classes.items():
         if name in ("FirstCall", "Launch"):
             continue
-        assert cls.track_host.version == asv_suite.HOST_VERSION == "1"  # the other modes' versions stay as they were
+        assert cls.track_host.version == asv_suite.HOST_VERSION == "2"  # the other modes' versions stay as they were
     bench = classes["Square"]()
     bench.setup("square-mul", "64x64", "float32")
     out = bench.track_host("square-mul", "64x64", "float32")

@@ -300,7 +300,7 @@ def test_host_mode_times_a_loop_of_calls_between_synchronized_readings():
         time.sleep(1e-4)  # a call that costs the host 0.1 ms
 
     number = host.plan_host(fn, "cpu")
-    assert number == pytest.approx(host.HOST_TARGET_S / 1e-4, rel=0.5)  # about 2 ms of calls a sample
+    assert number == pytest.approx(host.HOST_TARGET_S / 1e-4, rel=0.5)  # about 20 ms of calls a sample
     calls.clear()
     samples = host.time_host(fn, "cpu", samples=8, number=number)
     assert len(samples) == 8 and len(calls) == 8 * number

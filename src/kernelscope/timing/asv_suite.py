@@ -65,13 +65,19 @@ VERSION = "3"
 #    2^28 elements that v4 also has (#13 item 1, open; see time_graph).
 # 6: the graph settles before its samples: replayed untimed for 25 ms (timing.settle_graph).
 #    The slow replays were the first ones after a capture (#13 item 1).
-GRAPH_VERSION = "6"
+# 7: replays queued back to back again (as in 4), after the settle: 5's wait for each replay
+#    let the SM clock sag between them (graph samples under 75% of the max clock in 115-217
+#    cases of a full H100 run, against 5 at version 4).
+GRAPH_VERSION = "7"
 # The first call alone moved on: 4: each framework's one-time start in a process (Numba's
 # typing and lowering registries, Triton's hash of its own library, Inductor's lazy
 # imports) happens in asv's forkserver before it forks (preload), as its imports already
 # did, so the first call is the variant's own: JIT or cache load, trace, module load.
 FIRST_CALL_VERSION = "4"
-HOST_VERSION = "1"  # host mode (#14): a benchmark of its own, so the other modes' history is untouched
+# Host mode (#14): a benchmark of its own, so the other modes' history is untouched.
+# 2: samples of 20 ms, not 2 (timing.host.HOST_TARGET_S), 10 of them; a launch-bound case
+#    one value per process, as in warm and cold mode.
+HOST_VERSION = "2"
 # Every variant is timed in float32. Each parameter set is a forked process
 # (about a second on an H100), so other dtypes get classes of their own, over
 # the variants whose catalog entry lists them in ``bench_dtypes``: adding one
@@ -81,7 +87,7 @@ COLD_SAMPLES = 40
 GRAPH_SAMPLES = 30
 GRAPH_TARGET_S = 2e-3  # calls per graph: enough to make one replay last about this long
 GRAPH_MAX_CALLS = 100
-HOST_SAMPLES = 30
+HOST_SAMPLES = 10
 
 
 def graph_calls(per_call_s: float) -> int:
@@ -136,6 +142,11 @@ class _OpBenchmarks:
         if self.timer.watch.readings:
             clocks.log_case(self._name("time_warm"), [variant, size, dtype], self.timer.watch)
 
+    def _this_process(self, samples: list[float]) -> list[float]:
+        """A launch-bound case's samples as this process's one value (their median): its calls agree far
+        more closely than processes do (timing.processes); anything else's samples as they are."""
+        return [statistics.median(samples)] if self.one_per_process else samples
+
     @classmethod
     def _name(cls, method: str) -> str:
         return f"benchmarks.{cls.__name__}.{method}"  # as asv names it in the results
@@ -166,7 +177,7 @@ class _OpBenchmarks:
         number = _host_calls(case)
         samples = time_host(case.call, case.device, HOST_SAMPLES, number)
         case.check(case.call())
-        return {"samples": samples, "number": number}
+        return {"samples": self._this_process(samples), "number": number}
 
 
 class _ColdMode:
@@ -180,9 +191,7 @@ class _ColdMode:
         samples = time_cold(case.call, case.device, COLD_SAMPLES, _flusher(case.device), hold_s=hold, watch=watch)
         case.check(case.call())
         clocks.log_case(self._name("track_cold"), [variant, size, dtype], watch)
-        if self.one_per_process:  # this process's value: its calls agree far more closely than processes do
-            samples = [statistics.median(samples)]
-        return {"samples": samples, "number": 1}
+        return {"samples": self._this_process(samples), "number": 1}
 
 
 class Launch:
@@ -325,7 +334,7 @@ _versioned(_hosts_siblings(_sampled_per_process(_OpBenchmarks.time_warm)))
 _versioned(_sampled_per_process(_ColdMode.track_cold), unit="seconds")
 _versioned(Launch.track_graph, unit="seconds")
 _versioned(_OpBenchmarks.track_graph, unit="seconds", version=GRAPH_VERSION)
-_versioned(_OpBenchmarks.track_host, unit="seconds", version=HOST_VERSION)
+_versioned(_sampled_per_process(_OpBenchmarks.track_host), unit="seconds", version=HOST_VERSION)
 _versioned(FirstCall.time_first_call, version=FIRST_CALL_VERSION)
 
 

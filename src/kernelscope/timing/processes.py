@@ -9,8 +9,8 @@ one process agree within 0.3% (results-proofs/2026-11-22-h100-noise,
 from one process then give an interval that is far too narrow: a rerun lands
 outside it. So a launch-bound case is sampled in ``LAUNCH_BOUND_PROCESSES``
 processes, one sample each (warm: one sample of ``number`` back-to-back calls;
-cold: the median of the process's cold calls), and asv's interval of the
-median is computed over process values, as it should be.
+cold and host mode: the median of the process's samples), and asv's interval
+of the median is computed over process values, as it should be.
 
 Everything else takes all its samples in one process: at 20 us a call the same
 0.1 us is 0.5%, inside the 2% that reruns are held to.
