@@ -126,10 +126,12 @@ def test_graph_mode_captures_the_calls_the_suite_captures():
 # --- the file ---------------------------------------------------------------------------------------------------------
 
 def rec(variant="square-torch", size="16384x16384", warm=700e-6, timer=702e-6, cold=710e-6, do_bench=712e-6,
-        graph=698e-6, cudagraph=699e-6, host=8e-6, flush=90e-6, ncu_s=None, op=None) -> Record:
+        graph=698e-6, cudagraph=699e-6, host=8e-6, flush=90e-6, ncu_s=None, op=None, loop="timer") -> Record:
+    # host: the host's cost of one call (a burst); loop: host mode's reading (default: Timer's)
     r = Record(op=op or variant.split("-")[0], variant=variant, backend="torch", size=size, dtype="float32",
                device="cuda", seconds={"warm": warm, "cold": cold, "graph": graph, "timer": timer,
-                                       "do_bench": do_bench, "do_bench_cudagraph": cudagraph, "ncu": ncu_s},
+                                       "do_bench": do_bench, "do_bench_cudagraph": cudagraph, "ncu": ncu_s,
+                                       "host": timer if loop == "timer" else loop},
                host_per_call_s=host, flush_s=flush)
     r.diff_pct = agreement.diffs(r)
     return r
@@ -179,7 +181,7 @@ def test_a_gate_passes_when_every_judged_pair_is_within_2_percent():
     small = rec(variant="square-mul", warm=10e-6, timer=13e-6, cold=12e-6, do_bench=20e-6, graph=9e-6,
                 cudagraph=9.5e-6, host=5e-6)  # far off its peers, but under 50 us
     g = agreement.gate([rec(), small])
-    assert g.passed and g.judged == 3 and not g.failures and not g.exceptions
+    assert g.passed and g.judged == 4 and not g.failures and not g.exceptions  # warm, cold, graph, host
 
 
 def test_a_gate_fails_on_a_pair_outside_2_percent_or_without_a_peer_reading():
@@ -191,11 +193,32 @@ def test_a_gate_fails_on_a_pair_outside_2_percent_or_without_a_peer_reading():
     missing.skipped["do_bench_cudagraph"] = "RuntimeError: capture failed"
     g = agreement.gate([missing])
     assert not g.passed and g.failures[0]["why"] == "no do_bench_cudagraph reading: RuntimeError: capture failed"
-    assert not agreement.gate([rec(warm=5e-6, cold=6e-6, graph=4e-6)]).passed  # nothing judged: no verdict to give
+    assert not agreement.gate([rec(warm=5e-6, cold=6e-6, graph=4e-6, timer=7e-6)]).passed  # nothing judged
     failed = Record("square", "square-torch", "torch", "64x64", "float32", "cuda", status="failed",
                     reason="RuntimeError: output does not match the float64 reference")
     g = agreement.gate([rec(), failed])
     assert not g.passed and g.why == "1 case failed" and g.failures[0]["why"].startswith("RuntimeError")
+
+
+def test_a_loop_slower_than_the_gpu_excuses_warm_against_timer_and_host_mode_is_judged_against_timer():
+    # H100, square-numba-flat 8192x8192: a burst of 20 calls cost the host 151 us a call, under the GPU's
+    # 180, yet Timer's loop read 224: the loop (host mode) is what tells whether the queue stays full
+    flat = dict(variant="square-numba-flat", size="8192x8192", warm=180e-6, cold=182e-6, do_bench=183e-6,
+                graph=178e-6, cudagraph=178e-6, timer=224e-6, host=151e-6)
+    reason = agreement.host_bound(rec(**flat, loop=226e-6), "warm")
+    assert "a loop of calls takes 226.0 us a call (host mode) against 180.0 us of GPU work" in reason
+    assert agreement.host_bound(rec(**flat, loop=226e-6), "host") is None  # two host loops: always judged
+    g = agreement.gate([rec(**flat, loop=226e-6)])
+    assert g.passed and [(e["mode"], e["peer"]) for e in g.exceptions] == [("warm", "timer"), ("cold", "do_bench")]
+    g = agreement.gate([rec(**flat, loop=232e-6)])  # host mode 3.6% over Timer: outside host mode's 3%
+    assert not g.passed and [f["mode"] for f in g.failures] == ["host"] and "outside 3%" in g.failures[0]["why"]
+    # a loop within 2% of the GPU time keeps the queue full: warm is judged against Timer
+    assert agreement.host_bound(rec(**flat, loop=182e-6), "warm") is None
+    # a peers.json from before host mode has no host clock at all: its gate judges the modes it has
+    old = rec(**flat, loop=226e-6)
+    del old.seconds["host"]
+    g = agreement.gate([rec(), old])  # without the loop's reading warm is judged, and fails as it did then
+    assert g.judged == 4 + 2 and [(f["variant"], f["mode"]) for f in g.failures] == [("square-numba-flat", "warm")]
 
 
 def test_host_bound_pairs_are_listed_with_the_reason_and_their_graph_pair_still_judged():
@@ -215,8 +238,9 @@ def test_host_bound_pairs_are_listed_with_the_reason_and_their_graph_pair_still_
     assert g.exceptions[0]["diff_pct"] == pytest.approx((365 / 533 - 1) * 100)
     broken = rec(**{**NUMBA_HOST_BOUND, "graph": 380e-6})
     assert not agreement.gate([broken]).passed
-    # the host below the GPU time: not an exception, and 31% off fails
-    assert not agreement.gate([rec(**{**NUMBA_HOST_BOUND, "host": 100e-6})]).passed
+    # the host below the GPU time, and a loop of calls that keeps up with the GPU: not an exception,
+    # and 31% off fails
+    assert not agreement.gate([rec(**{**NUMBA_HOST_BOUND, "host": 100e-6, "loop": 370e-6})]).passed
     # an excused case's graph pair is judged even under 50 us
     small = rec(**{**NUMBA_HOST_BOUND, "graph": 40e-6, "cudagraph": 45e-6})
     assert any(f["mode"] == "graph" for f in agreement.gate([small]).failures)
@@ -318,7 +342,7 @@ def test_site_shows_the_evidence_the_gate_and_the_host_bound_rows(tmp_path, monk
     page = (site / "results" / "peers" / "index.html").read_text()
     text = re.sub(r"<[^>]+>", " ", page)
     assert "NVIDIA H100 80GB HBM3" in text and "01234567" in text and "kernelscope crosscheck --gate" in text
-    assert "The gate passed" in text and "all 4 judged pairs within 2%" in text
+    assert "The gate passed" in text and "all 6 judged pairs within 2% (host mode's against Timer: 3%)" in text
     assert "530.0 us on the host and 365.0 us on the GPU" in text  # the exception's reason, with its numbers
     assert page.count(">host-bound</span>") == 2  # mean-numba and softmax-manual's rows are marked
     assert "1 of 3 (33%)" in text and "3 of 3 (100%)" in text  # warm within 1%; graph within 2%

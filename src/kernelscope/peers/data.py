@@ -26,13 +26,15 @@ EVIDENCE_DIR = Path("evidence")
 FILE_NAME = "peers.json"
 FORMAT = 1  # bump when a reader could misread an older file
 
-MODES = ("warm", "cold", "graph")  # the suite's modes, in the order the tables show them
-PEER_OF = {"warm": "timer", "cold": "do_bench", "graph": "do_bench_cudagraph"}  # each mode's peer clock
-CLOCKS = (*MODES, *PEER_OF.values(), "ncu")  # every key of Record.seconds
-CLOCK_TITLES = {"warm": "suite warm", "cold": "suite cold", "graph": "suite graph",
+MODES = ("warm", "cold", "graph", "host")  # the suite's modes, in the order the tables show them
+# Each mode's peer clock. Timer is two modes' peer: a host loop of calls, it reads the GPU time where
+# the loop keeps the queue full (warm's question) and the loop's time always (host mode's).
+PEER_OF = {"warm": "timer", "cold": "do_bench", "graph": "do_bench_cudagraph", "host": "timer"}
+CLOCKS = tuple(dict.fromkeys((*MODES, *PEER_OF.values(), "ncu")))  # every key of Record.seconds
+CLOCK_TITLES = {"warm": "suite warm", "cold": "suite cold", "graph": "suite graph", "host": "suite host",
                 "timer": "torch.utils.benchmark.Timer", "do_bench": "triton.testing.do_bench",
                 "do_bench_cudagraph": "triton.testing.do_bench_cudagraph", "ncu": "Nsight Compute"}
-SHORT_TITLES = {"warm": "warm", "cold": "cold", "graph": "graph", "timer": "Timer", "do_bench": "do_bench",
+SHORT_TITLES = {"warm": "warm", "cold": "cold", "graph": "graph", "host": "host", "timer": "Timer", "do_bench": "do_bench",
                 "do_bench_cudagraph": "do_bench_cudagraph", "ncu": "ncu"}
 
 MEASURED, SKIPPED, FAILED = "measured", "skipped", "failed"

@@ -13,12 +13,15 @@ checked too), and every clock times ``case.call``:
 * **graph**, as the suite: ``asv_suite.graph_calls`` calls captured, replays
   timed by :func:`~kernelscope.timing.time_graph`; beside it
   ``triton.testing.do_bench_cudagraph``;
+* **host**, as the suite: :func:`~kernelscope.timing.host.time_host`, a
+  plain loop of calls between synchronized host-clock readings, whose peer is
+  the same ``Timer`` reading (issue #14: within 3% at every size);
 * the **host's cost of one call**: N calls enqueued behind a spin kernel (so
   the GPU never pushes back), host clock, / N; and the GPU time of
   do_bench's L2 flush. :mod:`~kernelscope.peers.agreement` tells from them
   where a peer's clock reads the host.
 
-Pairs run next to each other (warm then Timer, cold then do_bench, graph then
+Pairs run next to each other (warm then Timer then host, cold then do_bench, graph then
 do_bench_cudagraph). Without a GPU the host clocks still run (the suite's CPU
 path and Timer); graph, do_bench, do_bench_cudagraph are recorded as skipped
 with the reason. A clock that fails is the case's error and the others go on.
@@ -39,6 +42,7 @@ from kernelscope.catalog import VARIANTS, select
 from kernelscope.ops import numel, parse_shape, shape_str
 from kernelscope.peers.agreement import diffs
 from kernelscope.peers.data import CLOCKS, FAILED, MEASURED, SKIPPED, Record
+from kernelscope.timing.host import plan_host, time_host
 from kernelscope.timing import asv_suite, cases
 
 DTYPE = "float32"
@@ -58,6 +62,7 @@ class Budgets:
     do_bench_warmup_ms: float = 5.0
     do_bench_rep_ms: float = 25.0
     cudagraph_rep_ms: float = 20.0
+    host_samples: int = 10  # host mode's, as the suite takes them
     host_calls: int = 20  # calls per reading of the host's cost of a call (three readings, the median)
     ncu_calls: int = 3  # calls inside the NVTX range the ncu pass profiles
 
@@ -140,6 +145,14 @@ def suite_graph(case, plan: timing.WarmPlan, samples: int) -> tuple[float, dict]
     finally:
         del graph, out
     return _median(times), {"graph_calls": calls, "graph_samples": len(times)}
+
+
+def suite_host(case, samples: int) -> tuple[float, dict]:
+    """asv's host benchmark: ``plan_host`` calls back to back between synchronized host-clock readings."""
+    number = plan_host(case.call, case.device)
+    times = time_host(case.call, case.device, samples, number)
+    case.check(case.call())
+    return _median(times), {"host_number": number, "host_samples": len(times)}
 
 
 def timer_peer(case, min_run_time_s: float) -> tuple[float, dict]:
@@ -278,9 +291,10 @@ def measure_case(spec: CaseSpec, budgets: Budgets, device: str, log: Callable[[s
     try:
         cpu_path = device != "cuda"
 
-        log("warm, then Timer")
+        log("warm, then Timer, then host")
         _run(rec, "warm", lambda: suite_warm(case, plan, budgets.warm_samples))
         _run(rec, "timer", lambda: timer_peer(case, budgets.timer_min_run_time_s))
+        _run(rec, "host", lambda: suite_host(case, budgets.host_samples))
 
         log("cold, then do_bench")
         _run(rec, "cold", lambda: suite_cold(case, plan, budgets.cold_samples))

@@ -107,9 +107,9 @@ def cases_table(m: MachinePeers) -> str:
         gated = any((r.clock(mode) or 0) >= agreement.JUDGED_MIN_S for mode in MODES)
         rows.append(cells + [fmt_time(r.clock("ncu")), fmt_time(r.host_per_call_s), "yes" if gated else "",
                              _marks(r)])
-    header = ["variant", "size", "warm", "Timer", "diff", "cold", "do_bench", "diff", "graph", "do_bench_cudagraph",
-              "diff", "ncu", "host per call", "gated", "peer reads the host"]
-    return table(header, rows, ["l", "l"] + ["r"] * 11 + ["c", "l"])
+    header = ["variant", "size", *(t for mode in MODES for t in (SHORT_TITLES[mode], SHORT_TITLES[PEER_OF[mode]], "diff")),
+              "ncu", "host per call", "gated", "peer reads the host"]
+    return table(header, rows, ["l", "l"] + ["r"] * (3 * len(MODES) + 2) + ["c", "l"])
 
 
 def not_measured(m: MachinePeers) -> str:
