@@ -76,7 +76,8 @@ steps() {
   git config user.email bench@kernelscope && git config user.name bench
   python3 -m pip install -q --no-index --no-deps --no-build-isolation --disable-pip-version-check -e . || { echo "=== ALL DONE (install failed)"; exit 1; }
   local head=$(git rev-parse HEAD)
-  step machine sh -c "kernelscope machine --json > $STATE/machine.json"
+  # which physical GPU this lease got (two leases of one kind may differ: a rerun compares them)
+  step machine sh -c "kernelscope machine --json > $STATE/machine.json; { nvidia-smi --query-gpu=uuid,serial,pci.bus_id --format=csv; nvidia-smi --query-gpu=persistence_mode,power.limit,clocks.applications.graphics --format=csv; } > $STATE/gpu-identity.txt 2>&1; cat $STATE/gpu-identity.txt"
   M=$(python3 -c "import json; print(json.load(open('$STATE/machine.json'))['machine'])")
   export KERNELSCOPE_MACHINE=$M  # the clock logs go beside asv's results for this machine
   alt() {  # an asv config identical to the repo's but for its results folder
