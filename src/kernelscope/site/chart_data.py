@@ -20,6 +20,9 @@ from kernelscope.site.data import (MODES, SiteData, fmt_ci, fmt_gbps, fmt_pct, f
 def _timing_fields(r: dict) -> dict:
     """The fields every timing point carries, raw and formatted."""
     t, lo, hi = r["time_s"], r.get("ci_low"), r.get("ci_high")
+    # asv's interval from three process values, one far off (a launch-bound case where one process read
+    # 5x), can reach below zero: no time is that short, and no bandwidth bounds it from above
+    lo = lo if lo and lo > 0 else None
     nbytes = r.get("bytes")
     return {
         "machine": r["machine"], "mode": r["mode"], "op": r["op"], "variant": r["variant"], "backend": r["backend"],

@@ -214,4 +214,5 @@ def fmt_ci(row: dict) -> str:
     """'[712 µs, 714 µs]', or '' when asv kept no interval."""
     if row.get("ci_low") is None or row.get("ci_high") is None:
         return ""
-    return f"[{fmt_time(row['ci_low'])}, {fmt_time(row['ci_high'])}]"
+    low = fmt_time(row["ci_low"]) if row["ci_low"] > 0 else "0"  # asv's bound can fall below zero (chart_data)
+    return f"[{low}, {fmt_time(row['ci_high'])}]"
