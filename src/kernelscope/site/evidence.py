@@ -24,7 +24,8 @@ from kernelscope.results import canary
 EVIDENCE_ENV = "KERNELSCOPE_EVIDENCE_DIR"
 PEERS_COMMAND = "kernelscope crosscheck --gate"
 NO_PEERS = (f"No peer-timer evidence yet. On a GPU box, `{PEERS_COMMAND}` times every variant at its op's sizes "
-            "with the suite's three clocks and, on the same callable, with `torch.utils.benchmark.Timer`, "
+            "with the suite's clocks (warm, cold, graph, host) and, on the same callable, with "
+            "`torch.utils.benchmark.Timer`, "
             "`triton.testing.do_bench`, `triton.testing.do_bench_cudagraph` and Nsight Compute, and writes "
             "`evidence/<machine>/peers.json`; commit it and rebuild the site.")
 

@@ -52,6 +52,8 @@ def agreement_table(m: MachinePeers) -> str:
     """Per mode: cases with both readings, within 1% and 2%, the worst; then the same over the gated cases."""
     rows = []
     for mode, s in m.summary.items():
+        if not s.compared:  # a mode this machine's evidence predates (host mode, before #14)
+            continue
         rows.append([f"{mode} ~ {PEER_CODE[s.peer]}", "all", str(s.compared), _share(s.within.get("1", 0), s.compared),
                      _share(s.within.get("2", 0), s.compared), _worst(s.worst)])
         rows.append(["", f"{agreement.JUDGED_MIN_S * 1e6:.0f} µs or more, not host-bound", str(s.judged),
@@ -148,10 +150,11 @@ def machine_body(m: MachinePeers) -> str:
 def page(evidence: EvidenceData) -> str:
     intro = (
         WIDE + f"# {TITLE}\n\n"
-        "The suite's three clocks are its own code. Here each one stands beside the timer such numbers are usually "
+        "The suite's clocks are its own code. Here each one stands beside the timer such numbers are usually "
         "checked with, run in the same process on the same callable (the suite's checked case): warm beside "
         f"{PEER_CODE['timer']}, cold beside {PEER_CODE['do_bench']} (it flushes L2 before every call), graph beside "
-        f"{PEER_CODE['do_bench_cudagraph']}; and, from a second process, Nsight Compute's summed kernel durations "
+        f"{PEER_CODE['do_bench_cudagraph']}, host mode (a loop of calls on the host clock) beside the same Timer "
+        "reading, within 3%; and, from a second process, Nsight Compute's summed kernel durations "
         "(kernel only, caches flushed before each kernel: shown, not judged). A peer that is a host clock reads the "
         "host where launching a call costs more than running it: those rows are marked, and "
         "[the method](../concepts/method.md#checked-against-peer-timers) says why. "
