@@ -62,7 +62,7 @@ VERSION = "3"
 #    longer capped by the outputs' memory.
 # 5: each replay waited for before the next is queued (timing.time_graph), as warm's samples
 #    and do_bench_cudagraph's replays are. It did not remove the slow third of the replays at
-#    2^28 elements that v4 also has (#13 item 1, open; see time_graph).
+#    2^28 elements that v4 also has (they were the first after a capture: 6).
 # 6: the graph settles before its samples: replayed untimed for 25 ms (timing.settle_graph).
 #    The slow replays were the first ones after a capture (#13 item 1).
 # 7: replays queued back to back again (as in 4), after the settle: 5's wait for each replay
