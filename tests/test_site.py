@@ -143,9 +143,9 @@ def test_sources_find_symbols_and_refuse_missing_ones():
     ref = source("src/kernelscope/backends/cuda/square.cu", "square_vec4_kernel")
     lines = ref.path.read_text().splitlines()[ref.start - 1:ref.end]
     assert "__global__ void square_vec4_kernel" in "\n".join(lines) and lines[-1].strip() == "}"
-    ref = source("src/kernelscope/timing/__init__.py", "HeldClock.__call__")
+    ref = source("src/kernelscope/timing/warm.py", "HeldClock.__call__")
     assert "def __call__" in ref.path.read_text().splitlines()[ref.start - 1]
-    assert '--8<-- "src/kernelscope/timing/__init__.py:' in ref.snippet()
+    assert '--8<-- "src/kernelscope/timing/warm.py:' in ref.snippet()
     with pytest.raises(SourceNotFound, match="no_such_kernel"):
         source("src/kernelscope/backends/cuda/square.cu", "no_such_kernel")
     with pytest.raises(SourceNotFound, match="does not exist"):

@@ -10,7 +10,7 @@ yet" instead of a number.
     {{ value("square-torch", "64x64", "graph") }}      a formatted time, for prose
     {{ ratio("softmax-manual", "softmax-torch", "16384x16384") }}   time of the first / time of the second
     {{ ratio("square-torch", "square-torch", "64x64", "warm", "graph") }}  one variant, two modes
-    {{ source("src/kernelscope/timing/__init__.py", "HeldClock.__call__") }}
+    {{ source("src/kernelscope/timing/warm.py", "HeldClock.__call__") }}
     {{ sweep_chart("square", ["square-numba-lecture", "square-numba-coalesced"]) }}
     {{ stamp() }}                                       GPU, software, commit and date of the numbers
     {{ bytes_moved("softmax", "16384x16384") }}         the op's minimum bytes at that size: "2.15 GB"

@@ -9,8 +9,8 @@ synchronize (``torch.utils.benchmark.Timer``'s timer does the same): per call,
 the larger of what the host spends launching it and what the GPU spends
 running it, since the queue lets one hide the other.
 
-Issue #14 asks for one module per timing mode; this is the first (warm, cold
-and graph still live in ``timing/__init__.py``). In the suite, a launch-bound
+One module per timing mode (issue #14), beside ``warm``, ``cold`` and
+``graph``. In the suite, a launch-bound
 case's host mode is one value per process, as its warm and cold modes are
 (:mod:`kernelscope.timing.processes`): a host's cost of a call is a property of
 the process.
