@@ -28,4 +28,10 @@ def test_rerun_criteria_judge_each_kind_of_benchmark_by_its_own_spread():
     rows[1]["ratio"], rows[4]["ratio"] = 49.2 / 49, 0.21 / 0.20
     assert compare.rerun_criteria(rows)["passed"]
     rows[0]["mark"] = "+"
-    assert not compare.rerun_criteria(rows)["passed"]  # anything flagged fails, whatever the shares
+    c = compare.rerun_criteria(rows)
+    assert not c["passed"] and c["flagged_by_mode"] == {"warm": 1}  # anything flagged fails, whatever the shares
+    # host mode's launch-bound cases (one value per process, version 2) are judged by A's interval too
+    rows.append(_row("Square.track_host('square-torch', '64x64', 'float32')", 9.0e-6, 9.6e-6,
+                     interval=(8.0e-6, 10.0e-6), samples=3))
+    rows.append(_row("Square.track_host('square-torch', '16384x16384', 'float32')", 713e-6, 714e-6, samples=10))
+    assert compare.rerun_criteria(rows)["per_process"]["benchmarks"] == 3

@@ -93,6 +93,9 @@ def test_launch_bound_is_a_warm_or_cold_gpu_time_under_20_us():
     assert not processes.launch_bound_result("warm", None, "NVIDIA H100")  # failed
     # A multi-kernel variant's cold time past 20 us, sampled per process because its warm time was not.
     assert processes.launch_bound_result("cold", 21e-6, "NVIDIA H100", samples=3)
+    # host mode: only one value per process says so (a host time of 30 us is no GPU time)
+    assert processes.launch_bound_result("host", 30e-6, "NVIDIA H100", samples=3)
+    assert not processes.launch_bound_result("host", 9e-6, "NVIDIA H100", samples=30)  # version 1: one process
     assert not processes.launch_bound_result("cold", 21e-6, "NVIDIA H100", samples=40)
     rows = export.rows(RESULTS)
     assert any(r["launch_bound"] for r in rows)

@@ -218,7 +218,8 @@ def cmd_compare_runs(args) -> int:
         print(f"  {mode:<10} {part['benchmarks']:4d} benchmarks, {part['flagged_worse']} worse, "
               f"{part['flagged_better']} better, {part['fraction_within']:.1%} within 2%")
     c = criteria
-    print(f"\nrerun criteria (#13): {c['flagged']} flagged (0 wanted); "
+    by_mode = ", ".join(f"{n} {m}" for m, n in c.get("flagged_by_mode", {}).items())
+    print(f"\nrerun criteria (#13): {c['flagged']} flagged{f' ({by_mode})' if by_mode else ''} (0 wanted); "
           f"{c['long']['passing']} of {c['long']['benchmarks']} of 20 us or more within 2% ({c['long']['share']:.1%}); "
           f"{c['graph']['passing']} of {c['graph']['benchmarks']} graph within 2% ({c['graph']['share']:.1%}); "
           f"{c['per_process']['passing']} of {c['per_process']['benchmarks']} sampled per process (launch-bound, "

@@ -176,12 +176,13 @@ RERUN_SHARE = 0.95  # ... in 95% of them, as for graph benchmarks and launch-bou
 def rerun_criteria(rows: list[dict], gpu: bool = True, within: float = 0.02) -> dict:
     """Issue #13's test of two full runs of the same code, over ``compare`` rows.
 
-    ``flagged``: benchmarks asv's rule marks (0 wanted). ``long``: warm, cold
+    ``flagged``: benchmarks asv's rule marks (0 wanted), also per mode. ``long``: warm, cold
     and graph benchmarks of RERUN_MIN_S or more, within ``within`` of each
     other; ``graph``: every graph benchmark, the same. ``per_process``: the
     benchmarks sampled one value per process (launch-bound warm and cold,
     and the first call, a fresh process's host work), whose spread is the
-    processes': B's median inside A's 99% interval. Each share should reach
+    processes': B's median inside A's 99% interval (host mode's launch-bound
+    cases too, from its version 2). Each share should reach
     RERUN_SHARE.
     """
     from kernelscope.timing.processes import launch_bound_result
@@ -203,7 +204,8 @@ def rerun_criteria(rows: list[dict], gpu: bool = True, within: float = 0.02) -> 
     long = [r for r, mode in timed if mode in ("warm", "cold", "graph") and r["a"] >= RERUN_MIN_S
             and r not in per_process]
     graph = [r for r, mode in timed if mode == "graph"]
-    out = {"flagged": sum(r["mark"] in ("+", "-") for r in rows),
+    flagged = [parse_benchmark(r["benchmark"])["mode"] for r in rows if r["mark"] in ("+", "-")]
+    out = {"flagged": len(flagged), "flagged_by_mode": {m: flagged.count(m) for m in sorted(set(flagged))},
            "long": share(long, close), "graph": share(graph, close), "per_process": share(per_process, inside)}
     out["passed"] = out["flagged"] == 0 and all(
         out[k]["share"] >= RERUN_SHARE for k in ("long", "graph", "per_process") if out[k]["benchmarks"])

@@ -45,15 +45,19 @@ def sampled_per_process(samples: int | None) -> bool:
 
 
 def launch_bound_result(mode: str, time_s: float | None, gpu: str | None, samples: int | None = None) -> bool:
-    """Whether a stored warm or cold GPU result is a launch-bound one: what the site marks.
+    """Whether a stored warm, cold or host GPU result is a launch-bound one: what the site marks.
 
     Under ``LAUNCH_BOUND_S``, or sampled one value per process, which only
     launch-bound cases are (``samples <= LAUNCH_BOUND_PROCESSES``: one process
     takes at least 6): the rule reads the warm time per call, and a multi-kernel
     variant's cold time can pass 20 us where its warm one does not. Results
     stored before the rule took all their samples in one process, and their
-    intervals are too narrow.
+    intervals are too narrow. Host mode's launch-bound cases are one value per
+    process too (since its version 2); a host time says nothing of the GPU's,
+    so for host mode only the sample count tells.
     """
-    if not gpu or mode not in ("warm", "cold") or time_s is None:
+    if not gpu or time_s is None:
         return False
-    return time_s < LAUNCH_BOUND_S or sampled_per_process(samples)
+    if mode == "host":
+        return sampled_per_process(samples)
+    return mode in ("warm", "cold") and (time_s < LAUNCH_BOUND_S or sampled_per_process(samples))
