@@ -162,13 +162,12 @@ def tolerance(mode: str, base_pct: float = GATE_PCT) -> float:
 def gate(records: list[Record], min_s: float = JUDGED_MIN_S, tolerance_pct: float = GATE_PCT) -> Gate:
     """Every mode of every case at ``min_s`` or more within ``tolerance_pct`` of its peer, but the host-bound.
 
-    Host mode's tolerance is :func:`tolerance`'s.
     A case counts in a mode when the suite's time there is ``min_s`` or more
     (a mode the suite could not time counts when another of the case's modes
     does). A host-bound pair is an exception, listed with its reason; its
     case's graph pair is then judged at any time. A judged pair without a peer
     reading fails: the gate passes only on what was measured, and only when
-    something was judged at all.
+    something was judged at all. Host mode's tolerance is :func:`tolerance`'s.
     """
     failures, exceptions, judged, host_judged = [], [], 0, 0
     for rec in records:
