@@ -220,6 +220,10 @@ def test_a_throttled_case_is_logged_beside_the_result_and_said_on_stderr(tmp_pat
     assert len(log.read_text().splitlines()) == 7  # one reading a line: the log grows with the samples, no more
     (record,) = clocks.read_log(log.with_name("01234567-syssite-py3.12.json")).values()
     assert record["mhz"] == [1000.0, 1000.0, 1900.0, 1000.0, 1000.0, 1900.0, 1000.0] and record["max_mhz"] == 1980.0
+    watch.add(1900.0)
+    clocks.log_case(*case, watch, starved=2)  # warm mode's count of starved samples: the latest one stands
+    (record,) = clocks.read_log(log.with_name("01234567-syssite-py3.12.json")).values()
+    assert record["starved"] == 2 and len(record["mhz"]) == 8
     monkeypatch.setattr(clocks, "_RUN", "a-later-process")  # the same case run again: its readings replace these
     monkeypatch.setattr(clocks, "_LOGGED", {})
     clocks.log_case(*case, clocks.ClockWatch(1980.0, readings=[1950.0]))

@@ -140,7 +140,8 @@ class _OpBenchmarks:
         phases.sample_done()
         # After time_warm's samples (the other benchmarks never read the timer): log their SM clocks.
         if self.timer.watch.readings:
-            clocks.log_case(self._name("time_warm"), [variant, size, dtype], self.timer.watch)
+            clocks.log_case(self._name("time_warm"), [variant, size, dtype], self.timer.watch,
+                            starved=self.timer.starved)
 
     def _this_process(self, samples: list[float]) -> list[float]:
         """A launch-bound case's samples as this process's one value (their median): its calls agree far

@@ -159,8 +159,12 @@ WARN_AFTER = 6  # samples before a case is called mostly throttled on stderr
 _RUN = f"{os.getpid()}-{int(time.time() * 1000)}"  # this benchmark process, as the log's readers tell runs apart
 
 
-def log_case(benchmark: str, params: list[str], watch: ClockWatch) -> None:
+def log_case(benchmark: str, params: list[str], watch: ClockWatch, starved: int | None = None) -> None:
     """Append the readings of one case taken since the last call; warn on stderr when most were throttled.
+
+    ``starved``: warm mode's count so far of samples (asv's warm-up included)
+    whose host outlasted the hold, so that the GPU may have waited on it: a
+    launch-bound case's one sample a process is then suspect.
 
     asv calls teardown after every sample, so this runs many times per case:
     each record carries only the new readings and this process's run id; a
@@ -182,6 +186,8 @@ def log_case(benchmark: str, params: list[str], watch: ClockWatch) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     record = {"benchmark": benchmark, "params": list(params), "run": _RUN, "mhz": [round(m, 1) for m in new],
               "max_mhz": watch.max_mhz, "fraction": watch.fraction}
+    if starved is not None:
+        record["starved"] = starved
     with path.open("a") as f:
         f.write(json.dumps(record) + "\n")
     _LOGGED[key] = len(watch.readings)
@@ -203,8 +209,8 @@ def read_log(result_file: Path) -> dict[tuple[str, tuple], dict]:
         record = json.loads(line)
         key = (record["benchmark"], tuple(record["params"]))
         same_run = key in found and record.get("run") is not None and found[key].get("run") == record["run"]
-        if same_run:
-            found[key]["mhz"] = found[key]["mhz"] + record["mhz"]
+        if same_run:  # readings joined; the other fields (a count so far, such as starved) the latest
+            found[key] = {**record, "mhz": found[key]["mhz"] + record["mhz"]}
         else:
             found[key] = record
     return found
