@@ -92,11 +92,11 @@ def sequence(variant: str) -> list[dict]:
             graph, out = timing.capture_graph(case.call, calls)
             times = timing.time_graph(graph, calls, 60, settle_s=settle_s)
             del graph, out
-            lo = min(times)
-            slow = [i for i, t in enumerate(times) if t > 1.03 * lo]
+            slow = [i for i, t in enumerate(times) if t > 1.03 * min(times)]  # summary's slow_share, by index
+            t = summary(times)
             rows.append({"variant": variant, "sequence_after": after, "settle_s": settle_s, "calls": calls,
-                         "times_us": [t * 1e6 for t in times], "slow_indices": slow, **summary(times)})
-            print(f"{variant:18} after {after:8} settle {settle_s * 1e3:4.0f} ms: median {statistics.median(times) * 1e6:7.1f}"
+                         "times_us": [x * 1e6 for x in times], "slow_indices": slow, **t})
+            print(f"{variant:18} after {after:8} settle {settle_s * 1e3:4.0f} ms: median {t['median_us']:7.1f}"
                   f"  slow {len(slow):2d}/{len(times)} at samples {slow}", flush=True)
     return rows
 

@@ -198,13 +198,15 @@ def rerun_criteria(rows: list[dict], gpu: bool = True, within: float = 0.02) -> 
         lo, hi = r.get("interval_a") or (None, None)
         return lo is not None and hi is not None and lo <= r["b"] <= hi
 
-    timed = [(r, parse_benchmark(r["benchmark"])["mode"]) for r in rows if r["ratio"] is not None]
-    per_process = [r for r, mode in timed if mode == "first_call"
-                   or launch_bound_result(mode, r["a"], "gpu" if gpu else None, r.get("samples_a"))]
+    moded = [(r, parse_benchmark(r["benchmark"])["mode"]) for r in rows]
+    timed = [(r, mode) for r, mode in moded if r["ratio"] is not None]
+    sampled = {id(r) for r, mode in timed if mode == "first_call"
+               or launch_bound_result(mode, r["a"], "gpu" if gpu else None, r.get("samples_a"))}
+    per_process = [r for r, _ in timed if id(r) in sampled]
     long = [r for r, mode in timed if mode in ("warm", "cold", "graph") and r["a"] >= RERUN_MIN_S
-            and r not in per_process]
+            and id(r) not in sampled]
     graph = [r for r, mode in timed if mode == "graph"]
-    flagged = [parse_benchmark(r["benchmark"])["mode"] for r in rows if r["mark"] in ("+", "-")]
+    flagged = [mode for r, mode in moded if r["mark"] in ("+", "-")]
     out = {"flagged": len(flagged), "flagged_by_mode": {m: flagged.count(m) for m in sorted(set(flagged))},
            "long": share(long, close), "graph": share(graph, close), "per_process": share(per_process, inside)}
     out["passed"] = out["flagged"] == 0 and all(

@@ -26,7 +26,7 @@ def _cell(r: dict | None, factor: float) -> str:
         return "n/a"
     hw = "" if r["base_halfwidth_pct"] is None else f" (±{r['base_halfwidth_pct']:.1f}%)"
     verdict = canary.verdict(r, factor)
-    return f"{r['ratio']:.3f}{hw}: " + ("**caught**" if verdict == "caught" else f"**{verdict}**" if verdict == "missed" else verdict)
+    return f"{r['ratio']:.3f}{hw}: " + (f"**{verdict}**" if verdict in ("caught", "missed") else verdict)
 
 
 def machine_section(data: dict) -> str:

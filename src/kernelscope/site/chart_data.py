@@ -13,16 +13,13 @@ from kernelscope.results import compare, history
 from kernelscope.results.machine import fp32_peak
 from kernelscope.site import charts
 from kernelscope.timing.processes import sampled_per_process
-from kernelscope.site.data import (MODES, SiteData, fmt_ci, fmt_gbps, fmt_pct, fmt_time, in_sweep, largest_shape,
+from kernelscope.site.data import (MODES, SiteData, ci_low_of, fmt_ci, fmt_gbps, fmt_pct, fmt_time, in_sweep, largest_shape,
                                    variant_kind)
 
 
 def _timing_fields(r: dict) -> dict:
     """The fields every timing point carries, raw and formatted."""
-    t, lo, hi = r["time_s"], r.get("ci_low"), r.get("ci_high")
-    # asv's interval from three process values, one far off (a launch-bound case where one process read
-    # 5x), can reach below zero: no time is that short, and no bandwidth bounds it from above
-    lo = lo if lo and lo > 0 else None
+    t, lo, hi = r["time_s"], ci_low_of(r), r.get("ci_high")  # no bandwidth bound from a bound below zero
     nbytes = r.get("bytes")
     return {
         "machine": r["machine"], "mode": r["mode"], "op": r["op"], "variant": r["variant"], "backend": r["backend"],

@@ -214,5 +214,13 @@ def fmt_ci(row: dict) -> str:
     """'[712 µs, 714 µs]', or '' when asv kept no interval."""
     if row.get("ci_low") is None or row.get("ci_high") is None:
         return ""
-    low = fmt_time(row["ci_low"]) if row["ci_low"] > 0 else "0"  # asv's bound can fall below zero (chart_data)
-    return f"[{low}, {fmt_time(row['ci_high'])}]"
+    low = ci_low_of(row)
+    return f"[{fmt_time(low) if low else '0'}, {fmt_time(row['ci_high'])}]"
+
+
+def ci_low_of(row: dict) -> float | None:
+    """asv's lower bound of the interval, or None where it has none or it falls below zero: with three
+    process values, one far off (a launch-bound case where one process read 5x), asv's bound can, and no
+    time is that short."""
+    low = row.get("ci_low")
+    return low if low and low > 0 else None
