@@ -29,6 +29,8 @@
 #   graphcheck graph mode's samples in order after a capture, with and without the settle
 #             (graph_state_probe.py --sequence-only), then asv's track_graph at each op's largest
 #             size into results-graphcheck/ (#13 item 1)
+#   timerprobe host mode against torch.utils.benchmark.Timer on the cases where crosscheck saw them differ:
+#             Timer's one block or several, the garbage collector on or off, each call's host time (timer_probe.py, #14)
 #   spreadprobe launch-bound cases in 10 forked processes each, per knob, with each process's phase costs (#13)
 #   firstcall scripts/gpu/first_call_probe.py: each backend's first call in a forked process, profiled,
 #             and with numba.cuda or Triton's driver preloaded in the parent (#13 item 8)
@@ -111,6 +113,7 @@ steps() {
     asv run --config asv.results-graphcheck.json --record-samples --machine $M \
       -b \"track_graph.*'(16384x16384|268435456|64x262144|512x50257)'\" HEAD^! > $STATE/asv-graphcheck.log 2>&1;
     echo asv rc=\$?; grep -E '(16384x16384|268435456|64x262144|512x50257) ' $STATE/asv-graphcheck.log"
+  step timerprobe sh -c "python3 scripts/gpu/timer_probe.py --json $STATE/timer-probe.json > $STATE/timer-probe.txt 2>&1; cat $STATE/timer-probe.txt"
   step spreadprobe sh -c "python3 scripts/gpu/method_probe.py spread --json $STATE/spread-probe.json > $STATE/spread-probe.txt 2>&1; cat $STATE/spread-probe.txt"
   step firstcall sh -c "python3 scripts/gpu/first_call_probe.py --json $STATE/first-call-probe.json > $STATE/first-call-probe.txt 2>&1; head -n 20 $STATE/first-call-probe.txt"
   alt results-cost
