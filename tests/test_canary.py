@@ -238,3 +238,42 @@ def test_asv_continuous_exits_1_naming_the_canary_and_the_evidence_marks_it_alon
 def test_each_slowed_row_gets_the_gates_verdict(ratio, mark, halfwidth, expected):
     row = {"ratio": ratio, "mark": mark, "base_halfwidth_pct": halfwidth}
     assert evidence.verdict(row, factor=1.05) == expected
+
+
+def _level_evidence(base: str, spec: str, ratio: float, date: str, factor: float = 1.05) -> dict:
+    row = {"level": 0, "benchmark": f"benchmarks.Square.time_warm('{FLAT}', '4096x4096', 'float32')", "class": "Square",
+           "method": "time_warm", "mode": "warm", "variant": FLAT, "size": "4096x4096", "dtype": "float32",
+           "canary": True, "injected_pct": evidence.injected_pct(spec)[FLAT], "base_s": 1e-4, "canary_s": ratio * 1e-4,
+           "ratio": ratio, "base_halfwidth_pct": 0.1, "mark": "+" if ratio > factor else ""}
+    return {"schema": 1, "machine": "m", "commit": base, "date": date, "command": f"LEVELS={spec}", "factor": factor,
+            "levels": [{"inject": spec, "injected": evidence.injected_pct(spec), "commit": "c" + base,
+                        "command": "asv continuous", "exit_code": 1 if ratio > factor else 0,
+                        "flagged": [row["benchmark"]] if row["mark"] else [], "missed": [], "false_alarms": []}],
+            "rows": [row]}
+
+
+def test_levels_run_apart_merge_into_one_evidence_each_with_its_base(tmp_path):
+    ten = _level_evidence("a" * 40, f"{FLAT}:0.10", 1.009, "2026-01-01T00:00:00+00:00")
+    twenty = _level_evidence("b" * 40, f"{FLAT}:0.20", 1.055, "2026-01-02T00:00:00+00:00")
+    paths = []
+    for i, data in enumerate((ten, twenty)):
+        paths.append(tmp_path / f"{i}.json")
+        paths[-1].write_text(json.dumps(data))
+    out = tmp_path / "canary.json"
+    assert evidence.main(["merge", str(out), *map(str, paths)]) == 0
+    merged = json.loads(out.read_text())
+    assert [lv["base"] for lv in merged["levels"]] == ["a" * 40, "b" * 40]
+    assert [(r["level"], r["ratio"]) for r in merged["rows"]] == [(0, 1.009), (1, 1.055)]
+    assert merged["commit"] == "b" * 40 and merged["date"].startswith("2026-01-02")
+    table = evidence.table(merged)
+    assert "+10%" in table and "+20%" in table and "1.055 +" in table and "1.009  " in table
+
+    from kernelscope.site import canary_pages
+    section = canary_pages.machine_section(merged)
+    assert "against `aaaaaaaa`" in section and "against `bbbbbbbb`" in section
+
+
+def test_merge_refuses_evidence_judged_with_another_factor(tmp_path):
+    with pytest.raises(ValueError, match="factor 1.1 into one with 1.05"):
+        evidence.merge([_level_evidence("a" * 40, f"{FLAT}:0.10", 1.0, "d"),
+                        _level_evidence("b" * 40, f"{FLAT}:0.20", 1.0, "d", factor=1.1)])

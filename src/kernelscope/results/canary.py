@@ -13,6 +13,8 @@ ratio past ``factor`` and Mann-Whitney U on the raw samples) and writes
     python -m kernelscope.results.canary write OUT.json --machine M --base HASH [--factor 1.1] [--command CMD]
         --level SPEC COMMIT RESULTS_DIR EXIT_CODE ASV_COMMAND [--level ...]
         # the evidence, then the detection table
+    python -m kernelscope.results.canary merge OUT.json IN.json [IN.json ...]
+        # one evidence file from levels run apart (a session's device time ran out between them)
     python -m kernelscope.results.canary table canary.json   # the detection table again
 
 The canary commit is made with git's plumbing (a temporary index), so the
@@ -24,7 +26,7 @@ canary.json, ``"schema": 1``::
     {
       "schema": 1,
       "machine": "nvidia-h100-80gb-hbm3",     # asv's machine name: the results' folder
-      "commit": "<40 hex>",                    # the base: HEAD when the script ran
+      "commit": "<40 hex>",                    # the base: HEAD when the script ran (merged: the last level's)
       "date": "2025-01-01T00:00:00+00:00",     # when the evidence was written (UTC)
       "command": "bash scripts/gpu/canary.sh", # what produced it
       "factor": 1.1,                           # asv continuous's factor (its default)
@@ -32,6 +34,7 @@ canary.json, ``"schema": 1``::
         {"inject": "square-triton-flat1024:0.10",     # the canary commit's INJECT
          "injected": {"square-triton-flat1024": 10.0},  # % more work per slowed variant (100.0: run twice)
          "commit": "<40 hex>",                 # the canary commit
+         "base": "<40 hex>",                   # the commit it was compared with (asv continuous's first)
          "command": "asv continuous ... HEAD <commit>",
          "exit_code": 1,                       # asv continuous's: 1 when anything got worse (+)
          "flagged": ["benchmarks.Square.time_warm('square-triton-flat1024', '16384x16384', 'float32')"],
@@ -182,11 +185,36 @@ def evidence(levels: list[dict], base: str, machine: str, factor: float = 1.1, c
         rows = level_rows(lv["results_dir"], base, lv["commit"], machine, lv["inject"], factor, level=i)
         out["rows"] += rows
         out["levels"].append({
-            "inject": lv["inject"], "injected": injected_pct(lv["inject"]), "commit": lv["commit"],
+            "inject": lv["inject"], "injected": injected_pct(lv["inject"]), "commit": lv["commit"], "base": base,
             "command": lv.get("command", ""), "exit_code": lv.get("exit_code"),
             "flagged": [r["benchmark"] for r in rows if r["mark"] == "+"],
             "missed": [r["benchmark"] for r in rows if r["canary"] and verdict(r, factor) == "missed"],
             "false_alarms": [r["benchmark"] for r in rows if not r["canary"] and r["mark"] == "+"]})
+    return out
+
+
+def merge(files: list[dict], command: str = "") -> dict:
+    """One evidence from several, their levels in the order given (each keeps the base it was compared with).
+
+    A level is one ``asv continuous`` run, complete in itself, so levels made
+    apart (another session, another lease of the machine) can stand side by
+    side; they must share the machine and the factor, which the verdicts use.
+    """
+    if not files:
+        raise ValueError("nothing to merge")
+    first = files[0]
+    for f in files[1:]:
+        for key in ("schema", "machine", "factor"):
+            if f[key] != first[key]:
+                raise ValueError(f"cannot merge canary evidence with {key} {f[key]!r} into one with {first[key]!r}")
+    out = {"schema": SCHEMA, "machine": first["machine"], "commit": files[-1]["commit"],
+           "date": max(f["date"] for f in files),
+           "command": command or "; ".join(dict.fromkeys(f["command"] for f in files)),
+           "factor": first["factor"], "levels": [], "rows": []}
+    for f in files:
+        offset = len(out["levels"])
+        out["levels"] += [{**lv, "base": lv.get("base", f["commit"])} for lv in f["levels"]]
+        out["rows"] += [{**r, "level": r["level"] + offset} for r in f["rows"]]
     return out
 
 
@@ -256,6 +284,10 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("--command", default="")
     w.add_argument("--level", nargs=5, action="append", required=True,
                    metavar=("SPEC", "COMMIT", "RESULTS_DIR", "EXIT_CODE", "ASV_COMMAND"))
+    m = sub.add_parser("merge", help="one canary.json from levels run apart; print the detection table")
+    m.add_argument("out")
+    m.add_argument("inputs", nargs="+", metavar="IN")
+    m.add_argument("--command", default="", help="what produced it (default: the inputs' commands)")
     t = sub.add_parser("table", help="print the detection table of a canary.json")
     t.add_argument("path")
     args = parser.parse_args(argv)
@@ -266,6 +298,11 @@ def main(argv: list[str] | None = None) -> int:
             levels = [{"inject": s, "commit": c, "results_dir": d, "exit_code": int(rc), "command": cmd}
                       for s, c, d, rc, cmd in args.level]
             data = evidence(levels, args.base, args.machine, args.factor, args.command)
+            Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+            Path(args.out).write_text(json.dumps(data, indent=1) + "\n")
+            print(table(data))
+        elif args.cmd == "merge":
+            data = merge([json.loads(Path(p).read_text()) for p in args.inputs], args.command)
             Path(args.out).parent.mkdir(parents=True, exist_ok=True)
             Path(args.out).write_text(json.dumps(data, indent=1) + "\n")
             print(table(data))

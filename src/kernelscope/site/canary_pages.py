@@ -31,11 +31,15 @@ def _cell(r: dict | None, factor: float) -> str:
 
 def machine_section(data: dict) -> str:
     heads = canary.level_heads(data)
-    out = [f"At `{data['commit'][:8]}`, `{data['command'] or CANARY_COMMAND}`, {data['date'][:10]}; "
+    bases = [lv.get("base", data["commit"]) for lv in data["levels"]]
+    apart = len(set(bases)) > 1  # levels run in separate sessions (merged), each against its own base
+    at = "" if apart else f"At `{data['commit'][:8]}`, "
+    out = [f"{at}`{data['command'] or CANARY_COMMAND}`, {data['date'][:10]}; "
            f"`asv continuous` with factor {data['factor']:g}.", ""]
-    for h, lv in zip(heads, data["levels"]):
+    for h, lv, base in zip(heads, data["levels"], bases):
         alarms = lv["false_alarms"]
-        out.append(f"- **{h}** (`{lv['inject']}`): `asv continuous` exit {lv['exit_code']}; "
+        against = f" against `{base[:8]}`" if apart else ""
+        out.append(f"- **{h}** (`{lv['inject']}`){against}: `asv continuous` exit {lv['exit_code']}; "
                    f"{_n(len(lv['flagged']), 'benchmark', 'benchmarks')} flagged slower, "
                    f"{_n(len(lv['missed']), 'slowed one', 'slowed ones')} missed (past the factor and the interval, "
                    "not flagged), "
