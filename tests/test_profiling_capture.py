@@ -458,3 +458,20 @@ def test_gpu_demos_show_the_host_clock_wrong_and_events_right():
     wide = [r for r in found.fixed_block if r.cols > 1024]
     assert wide and not any(r.passed for r in wide)
     assert all(r.passed for r in found.fixed_block if r.cols <= 1024)
+
+
+def test_a_numba_kernel_from_the_disk_cache_is_named_from_its_mangled_entry():
+    """numba-cuda rebuilds a kernel loaded from its on-disk cache without ``py_func`` (the H100 at 97e0347:
+    AttributeError); the name comes from the entry symbol numba-cuda's own mangler wrote."""
+    from types import SimpleNamespace
+
+    from numba.core import types
+    from numba.cuda import itanium_mangler
+
+    from kernelscope.profiling.code import numba_kernel_name
+
+    entry = itanium_mangler.mangle("cudapy::kernelscope.backends.numba.square.square_coalesced_kernel",
+                                   [types.float32[:, :], types.float32[:, :]], abi_tags=["v1"])
+    assert numba_kernel_name(SimpleNamespace(entry_name=entry)) == "square_coalesced_kernel"
+    assert numba_kernel_name(SimpleNamespace(py_func=lambda: None, entry_name=entry)) == "<lambda>"
+    assert numba_kernel_name(SimpleNamespace(entry_name="plain_name")) == "plain_name"

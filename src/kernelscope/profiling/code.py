@@ -167,6 +167,28 @@ def _triton(variant, x, dtype: str, out_dir: Path, out: Captured, launched=None)
 # --- Numba -------------------------------------------------------------------------------------------------------
 
 
+def _demangled_last_name(symbol: str) -> str:
+    """The innermost name of an Itanium-mangled nested symbol (``_ZN6cudapy...23square_coalesced_kernelB2v1E...``)."""
+    if not symbol.startswith("_ZN"):
+        return symbol
+    names, i = [], 3
+    while i < len(symbol) and symbol[i].isdigit():
+        j = i
+        while symbol[j].isdigit():
+            j += 1
+        size = int(symbol[i:j])
+        names.append(symbol[j:j + size])
+        i = j + size
+    return names[-1] if names else symbol
+
+
+def numba_kernel_name(kernel) -> str:
+    """A Numba kernel's Python name. A kernel loaded from Numba's on-disk cache (``cache=True``) is rebuilt
+    without its ``py_func``; its mangled entry name still carries the name."""
+    py_func = getattr(kernel, "py_func", None)
+    return py_func.__name__ if py_func is not None else _demangled_last_name(kernel.entry_name)
+
+
 def _numba(variant, x, dtype: str, out_dir: Path, out: Captured, launched=None) -> None:
     if x is None or not x.is_cuda or backends.numba_simulated():
         out.skipped["code"] = ("the Numba CUDA simulator (NUMBA_ENABLE_CUDASIM=1) runs kernels as Python threads: "
@@ -181,7 +203,7 @@ def _numba(variant, x, dtype: str, out_dir: Path, out: Captured, launched=None) 
     cc = torch.cuda.get_device_capability()
     taken: set[str] = set()
     for kernel in ran:
-        name = _unique(safe(kernel.py_func.__name__), taken)
+        name = _unique(safe(numba_kernel_name(kernel)), taken)
         res = dict(registers=kernel.regs_per_thread, shared_bytes=kernel.shared_mem_per_block,
                    spills=kernel.local_mem_per_thread)
         out.artifacts.append(CodeArtifact("ptx", name, _save(out_dir, f"{name}.ptx", kernel.inspect_asm(cc)), "ptx",
