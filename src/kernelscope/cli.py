@@ -268,13 +268,16 @@ clocks, per case (median seconds per call; the same callable, one process):
   suite warm  ~ torch.utils.benchmark.Timer     back-to-back calls (Timer: a host clock, then a synchronize)
   suite cold  ~ triton.testing.do_bench         one call after an L2 flush, between events
   suite graph ~ triton.testing.do_bench_cudagraph   CUDA-graph replay, no launches
+  suite host  ~ torch.utils.benchmark.Timer     two host loops of calls (Timer: the median of 3 readings)
   ncu         Nsight Compute's summed kernel durations per call (second process; caches flushed; not gated)
   host/call   the host's cost of a call: a case is host-bound for Timer when it exceeds the warm GPU time,
               for do_bench when it exceeds the GPU time of do_bench's L2 flush (the GPU then waits for the launch)
 Without a GPU, warm, cold and Timer run (host clocks) and the rest is recorded as skipped with the reason.
 
-The gate (--gate): every mode of every case of 50 us or more within 2% of its peer, except host-bound pairs
-(listed with the reason; their graph pair must still agree). Exit status 1 if a case failed or a clock
+The gate (--gate): every mode of every case of 50 us or more within 2% of its peer (host mode within 3% of
+Timer), except excused pairs, listed with the reason (their graph pair must still agree): host-bound ones,
+and host pairs whose host cost drifts (host mode's own samples span more than 3%) while Timer lies inside
+that span. Exit status 1 if a case failed or a clock
 errored (Nsight Compute's errors aside), or with --gate if the gate failed.
 
 examples:

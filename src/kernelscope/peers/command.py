@@ -148,7 +148,8 @@ def run(opts: Options) -> int:
 def _note(rec: Record) -> str:
     if rec.status != MEASURED:
         return f"{rec.status}: {rec.reason}"
-    notes = [f"host-bound ({SHORT_TITLES[PEER_OF[m]]})" for m in MODES if agreement.host_bound(rec, m)]
+    notes = [f"{'host-bound' if agreement.host_bound(rec, m) else 'host drifts'} ({SHORT_TITLES[PEER_OF[m]]})"
+             for m in MODES if agreement.excuse(rec, m)]
     if rec.errors:
         notes.append("errors: " + ", ".join(rec.errors))
     return "; ".join(notes)
@@ -184,13 +185,13 @@ def summary_lines(summary: dict[str, agreement.ModeSummary]) -> list[str]:
         bands = ", ".join(f"{s.within.get(b, 0)} ({s.share(float(b)):.0%}) within {b}%" for b in ("1", "2"))
         worst = s.worst
         lines.append(f"{title:<28} {_n(s.compared, 'case')}, {bands}; worst {worst['variant']} {worst['size']} "
-                     f"{worst['diff_pct']:+.2f}%" + (f"; {s.host_bound} host-bound" if s.host_bound else ""))
+                     f"{worst['diff_pct']:+.2f}%" + (f"; {s.excused} excused" if s.excused else ""))
         if s.judged:
             jb = ", ".join(f"{s.judged_within.get(b, 0)} ({s.share(float(b), judged=True):.0%}) within {b}%"
                            for b in ("1", "2"))
             jw = s.judged_worst
             lines.append(f"{'':<28} of them {s.judged} at {agreement.JUDGED_MIN_S * 1e6:.0f} us or more and not "
-                         f"host-bound: {jb}; worst {jw['variant']} {jw['size']} {jw['diff_pct']:+.2f}%")
+                         f"excused: {jb}; worst {jw['variant']} {jw['size']} {jw['diff_pct']:+.2f}%")
     return lines
 
 
@@ -199,7 +200,8 @@ def summary_text(summary: dict[str, agreement.ModeSummary], verdict: agreement.G
     lines.append(f"gate (every mode of every case of {agreement.JUDGED_MIN_S * 1e6:.0f} us or more within "
                  f"{agreement.GATE_PCT:g}% of its peer): {'PASSED' if verdict.passed else 'FAILED'}: {verdict.why}")
     if verdict.exceptions:
-        lines.append("host-bound, listed instead of judged against that peer (their graph pair still is):")
+        lines.append("excused (the peer reads the host, or the host's cost drifts), listed instead of judged against "
+                     "that peer (their graph pair still is):")
         lines += [f"  {e['variant']} {e['size']} {e['mode']} ~ {SHORT_TITLES[e['peer']]} ({_pct(e['diff_pct'])}): "
                   f"{e['reason']}" for e in verdict.exceptions]
     if verdict.failures:

@@ -23,6 +23,7 @@ TITLE = "Peer timers"
 PEER_CODE = {"timer": "`torch.utils.benchmark.Timer`", "do_bench": "`triton.testing.do_bench`",
              "do_bench_cudagraph": "`triton.testing.do_bench_cudagraph`"}
 HOST_BOUND_MARK = '<span class="ks-kind ks-host-bound" title="{title}">host-bound</span>'
+DRIFT_MARK = '<span class="ks-kind ks-host-bound" title="{title}">host drifts</span>'
 
 
 def nav() -> list[dict]:
@@ -56,7 +57,7 @@ def agreement_table(m: MachinePeers) -> str:
             continue
         rows.append([f"{mode} ~ {PEER_CODE[s.peer]}", "all", str(s.compared), _share(s.within.get("1", 0), s.compared),
                      _share(s.within.get("2", 0), s.compared), _worst(s.worst)])
-        rows.append(["", f"{agreement.JUDGED_MIN_S * 1e6:.0f} µs or more, not host-bound", str(s.judged),
+        rows.append(["", f"{agreement.JUDGED_MIN_S * 1e6:.0f} µs or more, not excused", str(s.judged),
                      _share(s.judged_within.get("1", 0), s.judged), _share(s.judged_within.get("2", 0), s.judged),
                      _worst(s.judged_worst)])
     return table(["suite mode ~ peer", "cases", "compared", "within 1%", "within 2%", "worst"], rows,
@@ -66,7 +67,8 @@ def agreement_table(m: MachinePeers) -> str:
 def gate_note(m: MachinePeers) -> str:
     g = m.gate
     rule = (f"every mode of every case of {agreement.JUDGED_MIN_S * 1e6:.0f} µs or more within "
-            f"{agreement.GATE_PCT:g}% of its peer, host-bound pairs listed instead (their graph pair still judged)")
+            f"{agreement.GATE_PCT:g}% of its peer (host mode's within {agreement.HOST_GATE_PCT:g}% of Timer), excused pairs "
+            "listed instead (their graph pair still judged)")
     if g.passed:
         return note("success", "The gate passed", f"{g.why}: {rule}.")
     body = f"{g.why}. The rule: {rule}."
@@ -79,7 +81,7 @@ def gate_note(m: MachinePeers) -> str:
 def exceptions_table(m: MachinePeers) -> str:
     ex = m.gate.exceptions
     if not ex:
-        return "No pair of a gated case was host-bound."
+        return "No pair of a gated case was excused."
     by = {(r.variant, r.size): r for r in m.peers.records}
     rows = []
     for e in ex:
@@ -92,12 +94,13 @@ def exceptions_table(m: MachinePeers) -> str:
 
 
 def _marks(r: Record) -> str:
-    reasons = [(PEER_OF[mode], agreement.host_bound(r, mode)) for mode in MODES]
-    found = [(peer, why) for peer, why in reasons if why]
-    if not found:
-        return ""
-    title = html.escape(" / ".join(why for _, why in found), quote=True)
-    return HOST_BOUND_MARK.format(title=title) + " " + ", ".join(SHORT_TITLES[p] for p, _ in found)
+    marks = []
+    for mark, test in ((HOST_BOUND_MARK, agreement.host_bound), (DRIFT_MARK, agreement.host_drift)):
+        found = [(PEER_OF[mode], why) for mode in MODES if (why := test(r, mode))]
+        if found:
+            title = html.escape(" / ".join(why for _, why in found), quote=True)
+            marks.append(mark.format(title=title) + " " + ", ".join(SHORT_TITLES[p] for p, _ in found))
+    return "; ".join(marks)
 
 
 def cases_table(m: MachinePeers) -> str:
@@ -110,7 +113,7 @@ def cases_table(m: MachinePeers) -> str:
         rows.append(cells + [fmt_time(r.clock("ncu")), fmt_time(r.host_per_call_s), "yes" if gated else "",
                              _marks(r)])
     header = ["variant", "size", *(t for mode in MODES for t in (SHORT_TITLES[mode], SHORT_TITLES[PEER_OF[mode]], "diff")),
-              "ncu", "host per call", "gated", "peer reads the host"]
+              "ncu", "host per call", "gated", "excused"]
     return table(header, rows, ["l", "l"] + ["r"] * (3 * len(MODES) + 2) + ["c", "l"])
 
 
@@ -133,16 +136,21 @@ def not_measured(m: MachinePeers) -> str:
 def machine_body(m: MachinePeers) -> str:
     b = m.peers.budgets
     budgets = (f"Budgets per case: suite warm {b.get('warm_samples')} samples, cold {b.get('cold_samples')}, graph "
-               f"{b.get('graph_samples')}; Timer `blocked_autorange(min_run_time={b.get('timer_min_run_time_s')})`; "
+               f"{b.get('graph_samples')}; Timer `blocked_autorange(min_run_time={b.get('timer_min_run_time_s')})`"
+               + (f", the median of {b['timer_readings']} readings" if b.get("timer_readings") else "") + "; "
+               f"host mode {b.get('host_samples')} samples; "
                f"do_bench warmup {b.get('do_bench_warmup_ms'):g} ms, rep {b.get('do_bench_rep_ms'):g} ms; "
                f"do_bench_cudagraph rep {b.get('cudagraph_rep_ms'):g} ms; Nsight Compute over "
                f"{b.get('ncu_calls')} calls.") if b else ""
     parts = [stamp(m), "**Agreement.** The suite's median against its peer's, per case, as suite / peer − 1.",
              agreement_table(m), gate_note(m),
-             "**Host-bound pairs of gated cases**, listed instead of judged against that peer:", exceptions_table(m),
+             "**Excused pairs of gated cases**, listed instead of judged against that peer: the peer's clock reads "
+             "the host, or the host's own cost of a call drifts more than the tolerance while Timer stays inside "
+             "host mode's span:", exceptions_table(m),
              "**Every case.** Median time per call by each clock. *gated*: a mode ran "
-             f"{agreement.JUDGED_MIN_S * 1e6:.0f} µs or more; *peer reads the host*: the host's cost of a call "
-             "exceeds the GPU time the peer's clock runs behind (hover the mark for the numbers).",
+             f"{agreement.JUDGED_MIN_S * 1e6:.0f} µs or more; *excused*: *host-bound*, the host's cost of a call "
+             "exceeds the GPU time the peer's clock runs behind; *host drifts*, host mode's own samples span more than "
+             f"{agreement.HOST_GATE_PCT:g}% (hover a mark for the numbers).",
              cases_table(m), budgets, not_measured(m)]
     return "\n\n".join(p for p in parts if p)
 
@@ -181,7 +189,7 @@ def agreement_summary(m: MachinePeers | None, link: str = "../results/peers.md")
         worst = max(g.exceptions, key=lambda e: abs(e["diff_pct"] or 0))
         graph = next((r.diff_pct.get("graph") for r in m.peers.records
                       if (r.variant, r.size) == (worst["variant"], worst["size"])), None)
-        text.append(f"{len(g.exceptions)} pairs of gated cases were host-bound and listed instead; the farthest, "
+        text.append(f"{len(g.exceptions)} pairs of gated cases were excused and listed instead; the farthest, "
                     f"`{worst['variant']}` at {worst['size']}, read {fmt_diff(worst['diff_pct'])} against "
                     f"{SHORT_TITLES[worst['peer']]} because {worst['reason']}; its graph pair read {fmt_diff(graph)}.")
     text.append(f"Every case, with the stamp of the run: [Peer timers]({link}).")
