@@ -417,9 +417,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--results-dir", default="results", help="--cross-check: asv's results folder (default: results)")
     p.set_defaults(func=cmd_profile)
 
-    p = sub.add_parser("crosscheck", help="the suite's warm, cold and graph medians beside peer timers and ncu",
+    p = sub.add_parser("crosscheck", help="the suite's warm, cold, graph and host medians beside peer timers and ncu",
                        description="For every selected variant at its op's benchmark sizes (float32), time the\n"
-                                   "suite's checked case with the suite's three modes and, on the same callable in\n"
+                                   "suite's checked case with the suite's four modes and, on the same callable in\n"
                                    "the same process, with torch.utils.benchmark.Timer, triton.testing.do_bench and\n"
                                    "do_bench_cudagraph; then Nsight Compute in one second process. Writes\n"
                                    "evidence/<machine>/peers.json, prints a table, the agreement per mode and the gate.",

@@ -1,7 +1,7 @@
 """The suite's clocks beside peer timers: ``kernelscope crosscheck``.
 
 For every variant at its op's sizes, in one process and on the same callable
-(the suite's checked ``case.call``), the suite's three modes and the timer
+(the suite's checked ``case.call``), the suite's four modes and the timer
 each one is usually checked against:
 
 ==========  =====================================================  ============================================
@@ -10,6 +10,7 @@ suite mode  its peer                                               what both rea
 warm        ``torch.utils.benchmark.Timer.blocked_autorange``      back-to-back calls, L2 warm
 cold        ``triton.testing.do_bench``                            one call after an L2 flush
 graph       ``triton.testing.do_bench_cudagraph``                  CUDA-graph replay, no launches
+host        the same ``Timer`` reading                             a host loop of calls, one synchronize
 ==========  =====================================================  ============================================
 
 and, in a second process under Nsight Compute, the sum of the call's kernel
