@@ -21,6 +21,7 @@ yet" instead of a number.
     {{ peer_agreement() }}     the suite's clocks against their peer timers, and the gate (evidence/<machine>/peers.json)
     {{ canary_detection() }}   injected slowdowns and what asv continuous flagged (evidence/<machine>/canary.json)
     {{ launch_bound_intervals() }}   how many launch-bound results the newest run sampled per process, how wide
+    {{ dispatch_floor() }}     each backend's cheapest call from Python, and where each variant's GPU time overtakes it
 
 The demo macros read the machine the concept pages quote (``machine:`` in
 mkdocs.yml's kernelscope entry, else the one with most results) when it has
@@ -35,6 +36,7 @@ from kernelscope.site import charts
 from kernelscope.site.data import MODES, SiteData, fmt_gbps, fmt_pct, fmt_time
 from kernelscope.site.pages import chart, fmt_interval, stamp as stamp_line, table
 from kernelscope.site.canary_pages import detection_section
+from kernelscope.site.dispatch_pages import dispatch_section
 from kernelscope.site.peer_pages import agreement_summary
 from kernelscope.site.profile_pages import fixed_block_sentence, host_clock_sentence
 from kernelscope.site.profiles import PROFILE_COMMAND
@@ -204,6 +206,10 @@ class Macros:
         """Every machine's canary: each level's exit code and flags, each slowed size's ratio against its interval."""
         return detection_section(self.data.evidence.canaries)
 
+    def dispatch_floor(self) -> str:
+        """The quoted machine's host and warm results: each backend's dispatch floor, each variant's crossover."""
+        return dispatch_section(self.data, self.machine)
+
     def launch_bound_intervals(self) -> str:
         """The quoted machine's newest run with launch-bound results sampled per process: how many, how wide."""
         rows = [r for r in self.data.rows if r["machine"] == self.machine and r["status"] == "measured"
@@ -236,6 +242,6 @@ class Macros:
                 "demo_host_clock": self.demo_host_clock, "demo_fixed_block": self.demo_fixed_block,
                 "profile_link": self.profile_link, "has_profiles": not self.data.profiles.empty,
                 "peer_agreement": self.peer_agreement, "launch_bound_intervals": self.launch_bound_intervals,
-                "canary_detection": self.canary_detection,
+                "canary_detection": self.canary_detection, "dispatch_floor": self.dispatch_floor,
                 "launch_bound_s_us": f"{LAUNCH_BOUND_S * 1e6:g}", "launch_bound_processes": LAUNCH_BOUND_PROCESSES,
                 "has_results": not self.data.empty, "ops": list(OPS), "variants": VARIANTS}
