@@ -193,6 +193,9 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
     Variant("square-numba-flat", "square", "numba",
             "tuned Numba: one contiguous tile of threads x unroll elements a block, one lap over the flat array",
             f"{_B}.numba.square:square_flat", dtypes=F32, takes_out=True, max_numel=INT32, tuned=True),
+    Variant("square-numba-direct", "square", "numba",
+            "square-numba-flat's kernel, launched straight through the driver after its first call: a cheaper call",
+            f"{_B}.numba.square:square_flat_direct", dtypes=F32, takes_out=True, max_numel=INT32, tuned=True),
     # --- mean -------------------------------------------------------------------
     Variant("mean-torch", "mean", "torch", "torch.mean(x): ATen's reduction kernel",
             f"{_B}.torch_ops:mean", lecture=True),

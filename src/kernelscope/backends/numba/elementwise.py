@@ -20,6 +20,7 @@ import torch
 from numba import cuda, float32
 
 from kernelscope.backends.numba import as_array, stream
+from kernelscope.backends.numba import direct as numba_direct
 from kernelscope.backends.numba.common import (SIM_THREADS, SIMULATED, check_threads, grid_stride_blocks, jit_bounded,
                                                 resident_blocks_per_sm)
 
@@ -93,8 +94,9 @@ def tiled_blocks(n: int, threads: int, unroll: int) -> int:
 
 def launch(f, name: str, defaults: Defaults, x: torch.Tensor, out: torch.Tensor | None = None,
            threads: int | None = None, blocks_per_sm: int | None = None, unroll: int | None = None,
-           tiled: bool | None = None) -> torch.Tensor:
-    """y = f(x) elementwise with an explicit launch shape and mode (None: ``defaults``)."""
+           tiled: bool | None = None, direct: bool = False) -> torch.Tensor:
+    """y = f(x) elementwise with an explicit launch shape and mode (None: ``defaults``); ``direct``: launched
+    through the driver after the first call (:mod:`kernelscope.backends.numba.direct`), not Numba's dispatcher."""
     threads = threads or (SIM_THREADS if SIMULATED else defaults.threads)
     blocks_per_sm = resident_blocks_per_sm(threads, blocks_per_sm or defaults.blocks_per_sm)
     unroll = unroll or (2 if SIMULATED else defaults.unroll)
@@ -108,5 +110,8 @@ def launch(f, name: str, defaults: Defaults, x: torch.Tensor, out: torch.Tensor 
     else:
         blocks = grid_stride_blocks(x.device, n, threads * unroll, blocks_per_sm)
         kernel = grid_stride_kernel(f, name, threads, blocks_per_sm, unroll)
-    kernel[blocks, threads, stream()](as_array(x.view(-1)), as_array(y.view(-1)))
+    if direct:
+        numba_direct.launch(kernel, blocks, threads, x.view(-1), y.view(-1))
+    else:
+        kernel[blocks, threads, stream()](as_array(x.view(-1)), as_array(y.view(-1)))
     return y

@@ -1,0 +1,138 @@
+"""Numba kernels launched straight through the driver: the same compiled kernel, a cheaper call (issue #14 item 3).
+
+A call through Numba's dispatcher cost the H100's host 120-230 us at 97e0347,
+where a torch op cost 9 (``scripts/gpu/launch_path_probe.py``: about 410 Python
+calls a call, in wrapping each tensor through ``__cuda_array_interface__``,
+typing the arguments, finding the overload, three to five context lookups and
+packing the arguments). Here the first call with given argument types goes
+through Numba, which compiles, checks and launches as usual; its compiled
+kernel's driver handle and argument types are kept. Later calls with the same
+types write the arguments in Numba's kernel ABI into a buffer made once and
+call ``cuLaunchKernel`` (libcuda, through ctypes) on torch's current stream, so
+CUDA events and graph capture see the launch as they see Numba's.
+
+Numba's ABI for an array argument (``_Kernel._prepare_args`` in numba-cuda
+0.30): seven-plus words, ``meminfo`` and ``parent`` (both 0 for a device
+array), the element count, the item size, the data pointer, then the shape and
+the strides in bytes; a scalar is its C type. :func:`arg_words` writes the
+same words, and a CPU test compares them with Numba's own packing.
+
+Under the simulator (the CPU path) there is no driver: every call goes through
+Numba's dispatcher, which is what the CPU path checks.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+
+import torch
+
+from kernelscope.backends.numba import as_array, stream
+
+# the C type of each scalar argument type Numba passes by value (its name, as numba.types names it)
+_SCALARS = {"int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint8": "B", "uint16": "H", "uint32": "I",
+            "uint64": "Q", "float32": "f", "float64": "d"}
+
+
+def _word(code: str, value) -> int:
+    """A scalar's bytes in the low end of a 64-bit little-endian word (what the driver copies from it)."""
+    raw = struct.pack("<" + code, value)
+    return int.from_bytes(raw.ljust(8, b"\0"), "little")
+
+
+def arg_words(types: tuple, args: tuple) -> list[int]:
+    """Each argument in Numba's kernel ABI, as 64-bit words (tensors for arrays, Python numbers for scalars).
+
+    ``types``: the compiled kernel's argument types (``numba.types.Array`` or a
+    scalar type). Every word is 8 bytes, so a parameter's address is its
+    word's; a 4-byte scalar sits in its word's low bytes.
+    """
+    words: list[int] = []
+    for ty, value in zip(types, args):
+        name = str(ty)
+        if hasattr(ty, "ndim"):  # numba.types.Array
+            t = value
+            item = t.element_size()
+            words += [0, 0, t.numel(), item, t.data_ptr(), *t.shape, *(s * item for s in t.stride())]
+        elif name in _SCALARS:
+            words.append(_word(_SCALARS[name], value))
+        else:
+            raise NotImplementedError(f"a direct Numba launch takes arrays and numbers, not {name}")
+    return words
+
+
+def _dims(d) -> tuple[int, int, int]:
+    d = (d,) if isinstance(d, int) else tuple(d)
+    return (*d, *(1,) * (3 - len(d)))
+
+
+_LIBCUDA = None
+
+
+def _cu_launch_kernel():
+    global _LIBCUDA
+    if _LIBCUDA is None:
+        lib = ctypes.CDLL("libcuda.so.1")
+        fn = lib.cuLaunchKernel
+        u = ctypes.c_uint
+        fn.argtypes = [ctypes.c_void_p, u, u, u, u, u, u, u, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        fn.restype = ctypes.c_int
+        _LIBCUDA = fn
+    return _LIBCUDA
+
+
+class _Launch:
+    """One compiled kernel with one set of argument types: its handle and its parameter buffer, made once."""
+
+    def __init__(self, name: str, handle: int, types: tuple, words: int):
+        self.name, self.handle, self.types = name, handle, types
+        self.words = (ctypes.c_uint64 * words)()
+        base = ctypes.addressof(self.words)
+        self.params = (ctypes.c_void_p * words)(*(base + 8 * i for i in range(words)))
+
+    def __call__(self, grid, block, args) -> None:
+        words = self.words
+        for i, w in enumerate(arg_words(self.types, args)):
+            words[i] = w
+        gx, gy, gz = _dims(grid)
+        bx, by, bz = _dims(block)
+        rc = _cu_launch_kernel()(self.handle, gx, gy, gz, bx, by, bz, 0, torch.cuda.current_stream().cuda_stream,
+                                 self.params, None)
+        if rc:
+            raise RuntimeError(f"{self.name}: cuLaunchKernel returned CUDA error {rc}")
+
+
+_LAUNCHES: dict = {}
+
+
+def _key(kernel, args) -> tuple:
+    return (id(kernel), *((a.dtype, a.dim(), a.is_contiguous()) if isinstance(a, torch.Tensor) else type(a)
+                          for a in args))
+
+
+def launch(kernel, grid, block, *args) -> None:
+    """``kernel[grid, block, stream()](*args)`` for tensors and numbers: through Numba the first time for these
+    argument types (and always under the simulator), then straight through the driver."""
+    on_gpu = any(isinstance(a, torch.Tensor) and a.is_cuda for a in args)
+    key = _key(kernel, args) if on_gpu else None
+    found = _LAUNCHES.get(key) if on_gpu else None
+    if found is not None:
+        found(grid, block, args)
+        return
+    wrapped = [as_array(a) if isinstance(a, torch.Tensor) else a for a in args]
+    kernel[grid, block, stream()](*wrapped)
+    if on_gpu:
+        _LAUNCHES[key] = _compiled(kernel, wrapped)
+
+
+def word_count(types: tuple) -> int:
+    """How many 64-bit words :func:`arg_words` writes for these argument types."""
+    return sum(5 + 2 * ty.ndim if hasattr(ty, "ndim") else 1 for ty in types)
+
+
+def _compiled(kernel, wrapped) -> _Launch:
+    """The overload Numba just launched for these arguments, as a direct launch."""
+    overload = kernel.overloads[tuple(kernel.typeof_pyval(a) for a in wrapped)]
+    types = tuple(overload.argument_types)
+    return _Launch(kernel.py_func.__name__, int(overload._codelibrary.get_cufunc().handle), types, word_count(types))

@@ -1,0 +1,136 @@
+"""Numba kernels launched straight through the driver (backends/numba/direct.py, issue #14 item 3).
+
+The direct launch writes each argument in Numba's kernel ABI itself. That ABI
+is Numba's, so the reference is Numba's own packing (``_Kernel._prepare_args``
+of the numba-cuda installed), run in a process without the simulator, where
+numba-cuda's real dispatcher imports without a GPU. Under the simulator every
+call goes through Numba's dispatcher: the variant's answer is checked there
+like every variant's; on a GPU the marked test checks the direct launch itself.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from kernelscope import backends
+
+backends.configure_interpreters()
+
+from kernelscope.backends.numba import direct  # noqa: E402
+
+NUMBA_PACKING = textwrap.dedent("""
+    import json, sys
+    import torch
+    from numba.cuda import types
+    from numba.cuda.args import ArgHint
+    from numba.cuda.dispatcher import _Kernel
+    from kernelscope.backends.numba.direct import arg_words, word_count
+
+    class Layout:  # what _prepare_args reads of a device array's layout
+        def __init__(self, t):
+            self.strides_in_bytes = tuple(s * t.element_size() for s in t.stride())
+            self.is_contiguous_c, self.is_contiguous_f = t.is_contiguous(), False
+
+    class Device:  # a device array as _prepare_args sees it: size, dtype, pointer, shape, layout
+        def __init__(self, t, ptr):
+            self.size, self.dtype, self.ptr, self.shape = t.numel(), t.numpy().dtype, ptr, tuple(t.shape)
+            self._layout = Layout(t)
+
+    class Hint(ArgHint):
+        def __init__(self, device):
+            self.device = device
+        def to_device(self, retr, stream=0):
+            return self.device
+
+    class Fake:  # stands in for a torch tensor whose data_ptr is a device address
+        def __init__(self, t, ptr):
+            self.t, self.ptr = t, ptr
+            self.shape = t.shape
+        def element_size(self): return self.t.element_size()
+        def numel(self): return self.t.numel()
+        def data_ptr(self): return self.ptr
+        def stride(self): return self.t.stride()
+
+    kernel = _Kernel.__new__(_Kernel)
+    kernel.extensions = []
+    out = []
+    x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    cases = [
+        ((types.Array(types.float32, 1, "C"), types.Array(types.float32, 1, "C")),
+         (Fake(x.view(-1), 0x7f0000001000), Fake(x.view(-1), 0x7f0000002000))),
+        ((types.Array(types.float32, 2, "A"), types.int64, types.float32, types.int32),
+         (Fake(x.t(), 0x7f0000003000), -5, 0.1, 7)),
+    ]
+    for tys, args in cases:
+        theirs = []
+        for ty, a in zip(tys, args):
+            value = Hint(Device(a.t, a.ptr)) if isinstance(a, Fake) else a
+            kernel._prepare_args(ty, value, 0, [], theirs)
+        as_words = []
+        for w in theirs:  # ints as they are; ctypes scalars as the bytes the driver copies
+            if isinstance(w, int):
+                as_words.append(w & (2**64 - 1))
+            else:
+                import ctypes
+                raw = ctypes.string_at(ctypes.addressof(w), ctypes.sizeof(w))
+                as_words.append(int.from_bytes(raw.ljust(8, b"\\0"), "little"))
+        ours = arg_words(tys, args)
+        out.append({"numba": as_words, "ours": ours, "count": word_count(tys)})
+    print(json.dumps(out))
+""")
+
+
+def test_direct_words_are_numbas_own_packing_of_the_same_arguments():
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    proc = subprocess.run([sys.executable, "-c", NUMBA_PACKING], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    cases = json.loads(proc.stdout.strip().splitlines()[-1])
+    for case in cases:
+        assert case["ours"] == case["numba"] and len(case["ours"]) == case["count"]
+    flat, mixed = cases
+    assert flat["ours"][:7] == [0, 0, 12, 4, 0x7f0000001000, 12, 4]  # meminfo, parent, nitems, itemsize, data, shape, strides
+    assert mixed["ours"][4:9] == [0x7f0000003000, 4, 3, 4, 16]  # x.t(): shape (4, 3), strides (4, 16) bytes
+
+
+def test_a_scalar_sits_in_the_low_bytes_of_its_word_and_other_types_are_refused():
+    assert direct._word("i", -1) == 0xFFFFFFFF and direct._word("q", -1) == 2**64 - 1
+    assert direct._word("f", 1.0) == 0x3F800000
+    with pytest.raises(NotImplementedError, match="arrays and numbers, not complex64"):
+        direct.arg_words(("complex64",), (1j,))
+
+
+def test_on_the_cpu_path_every_call_goes_through_numbas_dispatcher(monkeypatch):
+    """No tensor on a GPU: nothing is kept for a direct launch, and the answer is the kernel's."""
+    from kernelscope.backends.numba.square import square_flat, square_flat_direct
+
+    direct._LAUNCHES.clear()
+    x = torch.randn(16, 16)
+    assert torch.equal(square_flat_direct(x), square_flat(x))
+    assert direct._LAUNCHES == {}
+
+
+@pytest.mark.gpu
+def test_gpu_direct_launch_matches_numbas_own_launch_and_is_captured_in_a_graph():
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    from kernelscope.backends.numba.square import square_flat, square_flat_direct
+
+    direct._LAUNCHES.clear()
+    for shape in [(64, 64), (1000, 1000), (4096, 4096)]:
+        x = torch.randn(shape, device="cuda")
+        first, second = square_flat_direct(x), square_flat_direct(x)  # through Numba, then through the driver
+        assert torch.equal(first, square_flat(x)) and torch.equal(second, x * x)
+    assert len(direct._LAUNCHES) == 1  # one kernel, one set of argument types: one direct launch kept
+    x, out = torch.randn(256, 256, device="cuda"), torch.empty(256, 256, device="cuda")
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        square_flat_direct(x, out)
+    x.copy_(torch.randn(256, 256, device="cuda"))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, x * x)
