@@ -108,7 +108,7 @@ def test_on_the_cpu_path_every_call_goes_through_numbas_dispatcher(monkeypatch):
     """No tensor on a GPU: nothing is kept for a direct launch, and the answer is the kernel's."""
     from kernelscope.backends.numba.square import square_flat, square_flat_direct
 
-    direct._LAUNCHES.clear()
+    direct.forget()
     x = torch.randn(16, 16)
     assert torch.equal(square_flat_direct(x), square_flat(x))
     assert direct._LAUNCHES == {}
@@ -120,7 +120,7 @@ def test_gpu_direct_launch_matches_numbas_own_launch_and_is_captured_in_a_graph(
         pytest.skip("needs a CUDA GPU")
     from kernelscope.backends.numba.square import square_flat, square_flat_direct
 
-    direct._LAUNCHES.clear()
+    direct.forget()
     for shape in [(64, 64), (1000, 1000), (4096, 4096)]:
         x = torch.randn(shape, device="cuda")
         first, second = square_flat_direct(x), square_flat_direct(x)  # through Numba, then through the driver

@@ -106,6 +106,12 @@ class _Launch:
 _LAUNCHES: dict = {}
 
 
+def forget() -> None:
+    """Drop every kept launch: each kernel's next call goes through Numba again (what a profiler that hooks
+    Numba's launch needs to see)."""
+    _LAUNCHES.clear()
+
+
 def _key(kernel, args) -> tuple:
     return (id(kernel), *((a.dtype, a.dim(), a.is_contiguous()) if isinstance(a, torch.Tensor) else type(a)
                           for a in args))
