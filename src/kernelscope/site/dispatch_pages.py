@@ -32,8 +32,8 @@ def floor_table(floors: list[dispatch.Floor]) -> str:
 def op_table(costs: list[dispatch.CallCost]) -> str:
     rows = []
     for c in sorted(costs, key=lambda c: c.call_s):
-        over = (f"{c.overtakes_at} ({fmt_time(c.gpu_at_overtake_s)} of GPU, {fmt_time(c.host_at_overtake_s)} a call "
-                "in the loop)") if c.overtakes_at else "not up to the largest size"
+        over = (f"{c.overtakes_at} (GPU {fmt_time(c.gpu_at_overtake_s)}, loop {fmt_time(c.host_at_overtake_s)})"
+                if c.overtakes_at else "not up to the largest size")
         rows.append([variant_cell(c.variant), BACKEND_TITLES.get(c.backend, c.backend), fmt_time(c.call_s),
                      fmt_time(c.gpu_s), _x(c.host_over_gpu), over])
     return table(["variant", "backend", "call cost", "GPU time", "call / GPU", "GPU time overtakes the call at"],
