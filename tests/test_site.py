@@ -488,3 +488,21 @@ def test_an_interval_below_zero_reads_from_zero():
 
     assert fmt_ci({"ci_low": -1.7215e-05, "ci_high": 2.7655e-05}) == "[0, 27.7 µs]"
     assert fmt_ci({"ci_low": 2.2e-06, "ci_high": 2.6e-06}) == "[2.2 µs, 2.6 µs]"
+
+
+def test_op_pages_show_where_the_time_goes_host_warm_and_graph_for_one_variant(data, built_site):
+    spec = charts.regimes("data/square.json", ["square-torch", "square-numba-flat"], ["m"], ["float32"], "t")
+    variant = next(p for p in spec["params"] if p["name"] == "variant")
+    assert variant["value"] == "square-torch" and variant["bind"]["options"] == ["square-torch", "square-numba-flat"]
+    assert "datum.variant === variant" in spec["transform"][0]["filter"]
+    assert spec["layer"][0]["encoding"]["color"]["scale"]["domain"] == ["host", "warm", "graph"]
+    assert spec["layer"][0]["encoding"]["y"]["scale"]["type"] == "log"
+    page = (built_site / "results" / "square" / "index.html").read_text()
+    assert "Where the time goes" in page and "launch-bound on the host" in page
+    # the chart offers exactly the variants with host-mode results on the machine it shows, in catalog order
+    machine = data.reference_machine
+    timed = {r["variant"] for r in data.rows if r["machine"] == machine and r["op"] == "square"
+             and r["mode"] == "host" and r["status"] == "measured"}
+    at = page.index('"name": "variant "')
+    offered = json.loads(page[page.rindex('"options": ', 0, at) + len('"options": '):at].rstrip().rstrip(","))
+    assert offered and set(offered) == timed and offered == [v for v in VARIANTS if v in timed]

@@ -111,6 +111,35 @@ def size_sweep(data_url: str, modes: list[str], machines: list[str], dtypes: lis
     }
 
 
+REGIME_MODES = ("host", "warm", "graph")  # a Python loop's time per call, the GPU's, the GPU's without launches
+
+
+def regimes(data_url: str, variants: list[str], machines: list[str], dtypes: list[str], title: str) -> dict:
+    """One variant's time per call against size in host, warm and graph mode (log-log): where a loop of calls
+    is host-bound (host over warm), where the GPU's per-launch cost dominates (warm over graph), and where the
+    three meet (bandwidth-bound)."""
+    params, where = _switches(None, machines, dtypes)
+    params.append({"name": "variant", "value": variants[0],
+                   "bind": {"input": "select", "options": variants, "name": "variant "}})
+    color = {"field": "mode", "type": "nominal", "sort": list(REGIME_MODES),
+             "scale": {"domain": list(REGIME_MODES), "range": ["#e45756", "#4c78a8", "#54a24b"]},
+             "legend": {"title": "mode"}}
+    y = {"field": "time_us", "type": "quantitative", "scale": {"type": "log"}, "title": "time per call (µs)"}
+    modes = json.dumps(list(REGIME_MODES))
+    return {
+        "$schema": SCHEMA, "title": _title(title, "Pick a variant below the chart; hover a point for its numbers."),
+        "width": "container", "height": 320, "data": {"url": data_url}, "params": params,
+        "transform": [{"filter": f"{where} && datum.variant === variant && datum.current && datum.sweep "
+                                 f"&& datum.time_us != null && indexof({modes}, datum.mode) >= 0"}],
+        "layer": [
+            {"mark": {"type": "line", "strokeWidth": 2}, "encoding": {"x": POW2_X, "y": y, "color": color}},
+            {"mark": {"type": "point", "filled": True, "size": 70, "strokeWidth": 2},
+             "encoding": {"x": POW2_X, "y": y, "color": color, "stroke": {**color, "legend": None},
+                          "fillOpacity": HOLLOW_IF_LAUNCH_BOUND, "tooltip": TIMING_TOOLTIP}},
+        ],
+    }
+
+
 def row_shapes(data_url: str, modes: list[str], machines: list[str], dtypes: list[str], sizes: list[str],
                title: str) -> dict:
     """GB/s per row shape at a similar element count: where one program per row runs out of rows."""

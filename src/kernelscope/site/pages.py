@@ -171,6 +171,20 @@ def _op_results(data: SiteData, op: str, machine: str) -> str:
              "99% intervals. Switch the timing mode below the chart; hover a point for its exact numbers. "
              f"{LAUNCH_BOUND_WORDS}\n",
              chart(charts.size_sweep(f"data/{op}.json", modes, [machine], dtypes, f"{op}: GB/s by size ({machine})"))]
+    timed = {r["variant"] for r in data.rows if r["machine"] == machine and r["op"] == op and r["mode"] == "host"
+             and r["status"] == "measured"}
+    variants = [name for name in VARIANTS if name in timed]  # catalog order; those with host-mode results here
+    if variants:
+        parts += ["## Where the time goes\n",
+                  "One variant at a time: the time per call of a Python loop of calls (host mode), of the GPU with "
+                  "the launches queued ahead (warm) and of the GPU replaying a CUDA graph (graph, no launches). "
+                  "Where host reads over warm, a loop of calls is **launch-bound on the host**: the kernel waits for "
+                  "Python. Where warm reads over graph, it is **launch-bound on the GPU**: each launch's own cost "
+                  "outweighs the work. Where the three meet, the kernel is the cost (here, **bandwidth-bound**). "
+                  "[What a call costs from Python](../concepts/kernels-into-pytorch.md#what-a-call-costs-from-python) "
+                  "compares the backends.\n",
+                  chart(charts.regimes(f"data/{op}.json", variants, [machine], dtypes,
+                                       f"{op}: time per call by mode ({machine})"))]
     others = sizes_of(op, sweep=False)
     if others:
         sweep = sizes_of(op, sweep=True)
