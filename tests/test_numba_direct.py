@@ -104,6 +104,39 @@ def test_a_scalar_sits_in_the_low_bytes_of_its_word_and_other_types_are_refused(
         direct.arg_words(("complex64",), (1j,))
 
 
+def test_a_direct_launch_hands_the_driver_pointers_to_the_words_of_this_calls_arguments(monkeypatch):
+    """The driver call itself, with libcuda and torch's stream stood in for: handle, grid, block, stream, and
+    kernelParams pointing at each parameter's word, rewritten for each call's tensors."""
+    import ctypes
+    from types import SimpleNamespace
+
+    from numba import types
+
+    seen = []
+
+    def fake_launch(handle, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        n = direct.word_count(tys)
+        pointers = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
+        words = [ctypes.c_uint64.from_address(pointers[i]).value for i in range(n)]
+        seen.append((handle, (gx, gy, gz), (bx, by, bz), shared, stream, words, extra))
+        return 0
+
+    monkeypatch.setattr(direct, "_cu_launch_kernel", lambda: fake_launch)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda: SimpleNamespace(cuda_stream=0x5150))
+    tys = (types.Array(types.float32, 1, "C"), types.Array(types.float32, 1, "C"), types.int32)
+    launch = direct._Launch("square_tiled", 0xC0FFEE, tys, direct.word_count(tys))
+    for n in (64, 100):
+        x, y = torch.randn(n), torch.empty(n)
+        launch(7, 256, (x, y, n))
+        handle, grid, block, shared, stream, words, extra = seen[-1]
+        assert (handle, grid, block, shared, stream, extra) == (0xC0FFEE, (7, 1, 1), (256, 1, 1), 0, 0x5150, None)
+        assert words == [0, 0, n, 4, x.data_ptr(), n, 4, 0, 0, n, 4, y.data_ptr(), n, 4, n]
+    failing = direct._Launch("square_tiled", 1, tys, direct.word_count(tys))
+    monkeypatch.setattr(direct, "_cu_launch_kernel", lambda: lambda *a: 700)  # CUDA_ERROR_ILLEGAL_ADDRESS
+    with pytest.raises(RuntimeError, match="square_tiled: cuLaunchKernel returned CUDA error 700"):
+        failing((1, 1), (32, 1, 1), (x, y, 100))
+
+
 def test_on_the_cpu_path_every_call_goes_through_numbas_dispatcher(monkeypatch):
     """No tensor on a GPU: nothing is kept for a direct launch, and the answer is the kernel's."""
     from kernelscope.backends.numba.square import square_flat, square_flat_direct

@@ -41,24 +41,34 @@ def _word(code: str, value) -> int:
     return int.from_bytes(raw.ljust(8, b"\0"), "little")
 
 
-def arg_words(types: tuple, args: tuple) -> list[int]:
+def arg_codes(types: tuple) -> tuple:
+    """Per argument type: None for an array, else the struct code of its C type."""
+    codes = []
+    for ty in types:
+        if hasattr(ty, "ndim"):  # numba.types.Array
+            codes.append(None)
+        elif str(ty) in _SCALARS:
+            codes.append(_SCALARS[str(ty)])
+        else:
+            raise NotImplementedError(f"a direct Numba launch takes arrays and numbers, not {ty}")
+    return tuple(codes)
+
+
+def arg_words(types: tuple, args: tuple, codes: tuple | None = None) -> list[int]:
     """Each argument in Numba's kernel ABI, as 64-bit words (tensors for arrays, Python numbers for scalars).
 
     ``types``: the compiled kernel's argument types (``numba.types.Array`` or a
-    scalar type). Every word is 8 bytes, so a parameter's address is its
-    word's; a 4-byte scalar sits in its word's low bytes.
+    scalar type; ``codes``: their :func:`arg_codes`, if already known). Every
+    word is 8 bytes, so a parameter's address is its word's; a 4-byte scalar
+    sits in its word's low bytes.
     """
     words: list[int] = []
-    for ty, value in zip(types, args):
-        name = str(ty)
-        if hasattr(ty, "ndim"):  # numba.types.Array
-            t = value
-            item = t.element_size()
-            words += [0, 0, t.numel(), item, t.data_ptr(), *t.shape, *(s * item for s in t.stride())]
-        elif name in _SCALARS:
-            words.append(_word(_SCALARS[name], value))
+    for code, value in zip(codes or arg_codes(types), args):
+        if code is None:
+            item = value.element_size()
+            words += [0, 0, value.numel(), item, value.data_ptr(), *value.shape, *(s * item for s in value.stride())]
         else:
-            raise NotImplementedError(f"a direct Numba launch takes arrays and numbers, not {name}")
+            words.append(_word(code, value))
     return words
 
 
@@ -86,14 +96,14 @@ class _Launch:
     """One compiled kernel with one set of argument types: its handle and its parameter buffer, made once."""
 
     def __init__(self, name: str, handle: int, types: tuple, words: int):
-        self.name, self.handle, self.types = name, handle, types
+        self.name, self.handle, self.types, self.codes = name, handle, types, arg_codes(types)
         self.words = (ctypes.c_uint64 * words)()
         base = ctypes.addressof(self.words)
         self.params = (ctypes.c_void_p * words)(*(base + 8 * i for i in range(words)))
 
     def __call__(self, grid, block, args) -> None:
         words = self.words
-        for i, w in enumerate(arg_words(self.types, args)):
+        for i, w in enumerate(arg_words(self.types, args, self.codes)):
             words[i] = w
         gx, gy, gz = _dims(grid)
         bx, by, bz = _dims(block)
