@@ -418,7 +418,8 @@ def test_cli_rejects_bad_filters_and_shapes(tmp_path, capsys):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("name", ["square-triton-flat1024", "square-numba-coalesced", "square-numba-direct"])
+@pytest.mark.parametrize("name", ["square-triton-flat1024", "square-triton-direct", "square-numba-coalesced",
+                                  "square-numba-direct"])
 def test_gpu_jit_code_of_the_kernels_that_ran(name, tmp_path):
     x = get(name).op_spec.make_input((1024, 1024), "float32", "cuda", 1)
     got = code.capture(get(name), x, tmp_path, "float32")

@@ -1,0 +1,121 @@
+"""Triton kernels launched through their compiled kernel (backends/triton/direct.py, issue #14 item 3).
+
+Under the interpreter ``kernel[grid]`` returns no compiled kernel, so every call
+takes the standard path, and the variant's answer is checked like every
+variant's. The choice between the paths, and the call into the compiled
+kernel's launcher, are tested here with a stand-in kernel; on a GPU the marked
+test checks the real launch.
+"""
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from kernelscope import backends
+
+backends.configure_interpreters()
+
+from kernelscope.backends.triton import direct  # noqa: E402
+
+
+class StandIn:
+    """A JITFunction as direct.launch uses it: ``kernel[grid](...)`` returns a compiled kernel whose ``run``
+    records its arguments."""
+
+    arg_names = ["x_ptr", "y_ptr", "n", "BLOCK_SIZE"]
+
+    def __init__(self):
+        self.standard, self.runs = [], []
+
+    def __getitem__(self, grid):
+        def call(*args, **keywords):
+            self.standard.append((grid, args, keywords))
+            return SimpleNamespace(function="fn", packed_metadata="meta",
+                                   run=lambda *a: self.runs.append(a))
+        return call
+
+
+@pytest.fixture
+def stand_in(monkeypatch):
+    direct.forget()
+    monkeypatch.setattr(direct, "_hooks", lambda: (None, None))  # Triton before its hook chains
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda: SimpleNamespace(cuda_stream=0x5150))
+    yield StandIn()
+    direct.forget()
+
+
+def test_the_second_call_with_the_same_specialization_calls_the_compiled_kernels_launcher(stand_in):
+    x, y = torch.randn(64), torch.empty(64)
+    direct.launch(stand_in, (4,), x, y, 64, BLOCK_SIZE=16)
+    assert len(stand_in.standard) == 1 and stand_in.runs == []
+    direct.launch(stand_in, (4,), x, y, 64, BLOCK_SIZE=16)
+    assert len(stand_in.standard) == 1
+    # as JITFunction.run ends: grid x, y, z, stream, function, packed metadata, launch metadata, hooks, every argument
+    assert stand_in.runs == [(4, 1, 1, 0x5150, "fn", "meta", None, None, None, x, y, 64, 16)]
+
+
+@pytest.mark.parametrize("change", [
+    lambda x, y, n: ((x, y, n + 1), {"BLOCK_SIZE": 16}),  # n no longer divisible by 16: Triton specializes on it
+    lambda x, y, n: ((x, y, 1), {"BLOCK_SIZE": 16}),  # n == 1
+    lambda x, y, n: ((x[1:], y, n), {"BLOCK_SIZE": 16}),  # a pointer off 16-byte alignment
+    lambda x, y, n: ((x.double(), y, n), {"BLOCK_SIZE": 16}),  # another dtype
+    lambda x, y, n: ((x, y, n), {"BLOCK_SIZE": 32}),  # another constexpr
+    lambda x, y, n: ((x, y, n), {"BLOCK_SIZE": 16, "num_warps": 8}),  # another launch option
+])
+def test_another_specialization_goes_through_triton_again(stand_in, change):
+    x, y = torch.randn(64), torch.empty(64)
+    direct.launch(stand_in, (4,), x, y, 64, BLOCK_SIZE=16)
+    args, keywords = change(x, y, 64)
+    direct.launch(stand_in, (4,), *args, **keywords)
+    assert len(stand_in.standard) == 2 and stand_in.runs == []
+
+
+def test_a_launch_hook_keeps_the_standard_path(stand_in, monkeypatch):
+    x, y = torch.randn(64), torch.empty(64)
+    for hook in (lambda *a: None, SimpleNamespace(calls=[print])):  # a profiler's hook, alone or in a chain
+        direct.forget()
+        monkeypatch.setattr(direct, "_hooks", lambda: (hook, None))
+        for _ in range(3):
+            direct.launch(stand_in, (4,), x, y, 64, BLOCK_SIZE=16)
+        assert direct._KEPT == {} and stand_in.runs == []
+    assert len(stand_in.standard) == 6
+
+
+def test_empty_hook_chains_are_passed_on_as_triton_passes_them(stand_in, monkeypatch):
+    enter, leave = SimpleNamespace(calls=[]), SimpleNamespace(calls=[])  # newer Triton: empty chains by default
+    monkeypatch.setattr(direct, "_hooks", lambda: (enter, leave))
+    x, y = torch.randn(64), torch.empty(64)
+    direct.launch(stand_in, (4,), x, y, 64, BLOCK_SIZE=16)
+    direct.launch(stand_in, (4,), x, y, 64, BLOCK_SIZE=16)
+    assert len(stand_in.standard) == 1 and stand_in.runs[0][7:9] == (enter, leave)
+
+
+def test_on_the_cpu_path_every_call_goes_through_the_interpreter():
+    from kernelscope.backends.triton.square import square_flat, square_flat_direct
+
+    direct.forget()
+    x = torch.randn(32, 32)
+    assert torch.equal(square_flat_direct(x), square_flat(x)) and direct._KEPT == {}
+
+
+@pytest.mark.gpu
+def test_gpu_direct_launch_matches_tritons_own_and_is_captured_in_a_graph():
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    from kernelscope.backends.triton.square import square_flat, square_flat_direct
+
+    direct.forget()
+    for shape in [(64, 64), (1000, 1000), (4096, 4096), (33, 7)]:
+        x = torch.randn(shape, device="cuda")
+        first, second = square_flat_direct(x), square_flat_direct(x)  # through Triton, then the launcher
+        assert torch.equal(first, square_flat(x)) and torch.equal(second, x * x)
+    assert len(direct._KEPT) == 2  # numel divisible by 16 or not: two specializations
+    x, out = torch.randn(256, 256, device="cuda"), torch.empty(256, 256, device="cuda")
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        square_flat_direct(x, out)
+    x.copy_(torch.randn(256, 256, device="cuda"))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, x * x)
