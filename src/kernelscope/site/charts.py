@@ -133,9 +133,10 @@ def regimes(data_url: str, variants: list[str], machines: list[str], dtypes: lis
                                  f"&& datum.time_us != null && indexof({modes}, datum.mode) >= 0"}],
         "layer": [
             {"mark": {"type": "line", "strokeWidth": 2}, "encoding": {"x": POW2_X, "y": y, "color": color}},
-            {"mark": {"type": "point", "filled": True, "size": 70, "strokeWidth": 2},
-             "encoding": {"x": POW2_X, "y": y, "color": color, "stroke": {**color, "legend": None},
-                          "fillOpacity": HOLLOW_IF_LAUNCH_BOUND, "tooltip": TIMING_TOOLTIP}},
+            # filled points only: a hollow point needs a stroke channel on the same field, whose legend
+            # setting Vega-Lite reports as conflicting with color's here (the tooltip says launch-bound)
+            {"mark": {"type": "point", "filled": True, "size": 70},
+             "encoding": {"x": POW2_X, "y": y, "color": color, "tooltip": TIMING_TOOLTIP}},
         ],
     }
 
