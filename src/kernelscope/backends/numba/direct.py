@@ -93,7 +93,11 @@ def _cu_launch_kernel():
 
 
 class _Launch:
-    """One compiled kernel with one set of argument types: its handle and its parameter buffer, made once."""
+    """One compiled kernel with one set of argument types: its handle and its parameter buffer, made once.
+
+    The buffer is rewritten by each call, and cuLaunchKernel copies the parameters before it returns: two
+    threads launching the same kernel at once would need a buffer each (the suite launches from one).
+    """
 
     def __init__(self, name: str, handle: int, types: tuple, words: int):
         self.name, self.handle, self.types, self.codes = name, handle, types, arg_codes(types)
