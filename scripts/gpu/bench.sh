@@ -48,7 +48,9 @@
 #   graph     the same for graph mode alone (-b track_graph), into results/: a new track_graph version
 #   rerun     the full run again for RERUN (a commit with committed results and HEAD's code; default
 #             HEAD) into results-rerun (its time is the full run with warm caches), phase-logged,
-#             then compare-runs: the noise check, per mode
+#             then compare-runs: the noise check, per mode. Run it on the lease that made the full run
+#             (STEPS="machine smoke full rerun", about 28 minutes): two leases are two boxes, and their hosts
+#             differ (first calls 1.1-1.7x apart on the H100 on 2026-11-25), which host-side modes measure
 #   slowdown  one variant's warm benchmarks twice, the second with KERNELSCOPE_INJECT_SLOWDOWN
 #   canary    scripts/gpu/canary.sh: asv continuous HEAD against canary commits that slow
 #             square-triton-flat1024's kernel by 10% and 20%: evidence/<machine>/canary.json (#13 item 4)
