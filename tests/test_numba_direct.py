@@ -16,6 +16,7 @@ import textwrap
 
 import pytest
 import torch
+from direct_launch import check_direct_square
 
 from kernelscope import backends
 
@@ -154,16 +155,5 @@ def test_gpu_direct_launch_matches_numbas_own_launch_and_is_captured_in_a_graph(
     from kernelscope.backends.numba.square import square_flat, square_flat_direct
 
     direct.forget()
-    for shape in [(64, 64), (1000, 1000), (4096, 4096)]:
-        x = torch.randn(shape, device="cuda")
-        first, second = square_flat_direct(x), square_flat_direct(x)  # through Numba, then through the driver
-        assert torch.equal(first, square_flat(x)) and torch.equal(second, x * x)
+    check_direct_square(square_flat, square_flat_direct, [(64, 64), (1000, 1000), (4096, 4096)])
     assert len(direct._LAUNCHES) == 1  # one kernel, one set of argument types: one direct launch kept
-    x, out = torch.randn(256, 256, device="cuda"), torch.empty(256, 256, device="cuda")
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        square_flat_direct(x, out)
-    x.copy_(torch.randn(256, 256, device="cuda"))
-    graph.replay()
-    torch.cuda.synchronize()
-    assert torch.equal(out, x * x)

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from direct_launch import check_direct_square
 
 from kernelscope import backends
 
@@ -106,16 +107,5 @@ def test_gpu_direct_launch_matches_tritons_own_and_is_captured_in_a_graph():
     from kernelscope.backends.triton.square import square_flat, square_flat_direct
 
     direct.forget()
-    for shape in [(64, 64), (1000, 1000), (4096, 4096), (33, 7)]:
-        x = torch.randn(shape, device="cuda")
-        first, second = square_flat_direct(x), square_flat_direct(x)  # through Triton, then the launcher
-        assert torch.equal(first, square_flat(x)) and torch.equal(second, x * x)
+    check_direct_square(square_flat, square_flat_direct, [(64, 64), (1000, 1000), (4096, 4096), (33, 7)])
     assert len(direct._KEPT) == 2  # numel divisible by 16 or not: two specializations
-    x, out = torch.randn(256, 256, device="cuda"), torch.empty(256, 256, device="cuda")
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        square_flat_direct(x, out)
-    x.copy_(torch.randn(256, 256, device="cuda"))
-    graph.replay()
-    torch.cuda.synchronize()
-    assert torch.equal(out, x * x)

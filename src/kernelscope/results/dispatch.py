@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kernelscope.catalog import OPS, VARIANTS
-from kernelscope.ops import numel
+from kernelscope.ops import numel, shape_str
 
 BASELINE = "torch"  # the backend every floor is compared with: a PyTorch op's own dispatch
 
@@ -43,7 +43,7 @@ class CallCost:
 
 
 def _sizes(op: str) -> list[str]:
-    return ["x".join(map(str, s)) for s in sorted(OPS[op].bench_shapes, key=numel)]
+    return [shape_str(s) for s in sorted(OPS[op].bench_shapes, key=numel)]
 
 
 def call_costs(rows: list[dict], dtype: str = "float32") -> list[CallCost]:
