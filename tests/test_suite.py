@@ -140,7 +140,29 @@ def test_a_launch_bound_case_is_one_value_per_process(monkeypatch):
     assert bench.track_cold("square-mul", "64x64", "float32") == {"samples": [2.5], "number": 1}
     # host mode too: a host's cost of a call is a property of the process
     monkeypatch.setattr(asv_suite, "time_host", lambda *a, **k: [4.0, 1.0, 2.0])
+    monkeypatch.setattr(asv_suite, "host_bound", lambda host_s, gpu_s, device: True)
     assert bench.track_host("square-mul", "64x64", "float32")["samples"] == [2.0]
+
+
+def test_host_mode_samples_a_host_bound_case_one_value_per_process(monkeypatch):
+    # The rule: launch-bound, or the host's cost of a call at least half the GPU's; never on the CPU path.
+    share = processes.HOST_BOUND_SHARE
+    assert processes.host_bound(1e-6, 5e-6, "cuda")  # launch-bound, whatever the host costs
+    assert processes.host_bound(share * 100e-6, 100e-6, "cuda")  # a Numba call beside 100 us of GPU work
+    assert not processes.host_bound(0.9 * share * 100e-6, 100e-6, "cuda")  # the queue hides it
+    assert not processes.host_bound(500e-6, 100e-6, "cpu")
+    # The suite asks it with the warm plan's two times, and collapses host mode's samples only when it says so;
+    # warm and cold keep all their samples (their GPU time does not move with the host).
+    seen = []
+    monkeypatch.setattr(asv_suite, "time_host", lambda *a, **k: [4.0, 1.0, 2.0])
+    bench = asv_suite.build()["Square"]()
+    bench.setup("square-mul", "64x64", "float32")
+    plan = asv_suite._plan(bench.case)
+    monkeypatch.setattr(asv_suite, "host_bound", lambda host_s, gpu_s, device: seen.append((host_s, gpu_s)) or True)
+    assert bench.track_host("square-mul", "64x64", "float32")["samples"] == [2.0]
+    assert seen == [(plan.host_per_call_s, plan.per_call_s)] and not bench.one_per_process
+    monkeypatch.setattr(asv_suite, "host_bound", lambda host_s, gpu_s, device: False)
+    assert bench.track_host("square-mul", "64x64", "float32")["samples"] == [4.0, 1.0, 2.0]
 
 
 def test_warm_cold_and_host_run_up_to_three_processes_until_they_have_three_samples():
@@ -177,7 +199,7 @@ def test_host_mode_is_a_benchmark_of_its_own_in_every_class_timing_a_plain_loop(
     for name, cls in classes.items():
         if name in ("FirstCall", "Launch"):
             continue
-        assert cls.track_host.version == asv_suite.HOST_VERSION == "2"  # the other modes' versions stay as they were
+        assert cls.track_host.version == asv_suite.HOST_VERSION == "3"  # the other modes' versions stay as they were
     bench = classes["Square"]()
     bench.setup("square-mul", "64x64", "float32")
     out = bench.track_host("square-mul", "64x64", "float32")

@@ -41,7 +41,7 @@ from kernelscope.site.peer_pages import agreement_summary
 from kernelscope.site.profile_pages import fixed_block_sentence, host_clock_sentence
 from kernelscope.site.profiles import PROFILE_COMMAND
 from kernelscope.site.sources import source as source_ref
-from kernelscope.timing.processes import LAUNCH_BOUND_PROCESSES, LAUNCH_BOUND_S, sampled_per_process
+from kernelscope.timing.processes import HOST_BOUND_SHARE, LAUNCH_BOUND_PROCESSES, LAUNCH_BOUND_S, sampled_per_process
 
 FIELDS = {
     "time": lambda r: fmt_time(r["time_s"]),
@@ -244,4 +244,5 @@ class Macros:
                 "peer_agreement": self.peer_agreement, "launch_bound_intervals": self.launch_bound_intervals,
                 "canary_detection": self.canary_detection, "dispatch_floor": self.dispatch_floor,
                 "launch_bound_s_us": f"{LAUNCH_BOUND_S * 1e6:g}", "launch_bound_processes": LAUNCH_BOUND_PROCESSES,
+                "host_bound_share_pct": f"{HOST_BOUND_SHARE * 100:g}",
                 "has_results": not self.data.empty, "ops": list(OPS), "variants": VARIANTS}

@@ -60,7 +60,9 @@ def fmt_interval(row: dict) -> str:
 LAUNCH_BOUND_MARK = "◦"
 LAUNCH_BOUND_WORDS = (
     f"Hollow points and {LAUNCH_BOUND_MARK} are launch-bound results (under {LAUNCH_BOUND_S * 1e6:.0f} µs a call "
-    "warm, and the same cases cold and, since its version 2, host mode): most of their time is the GPU's cost of taking each launch off its "
+    "warm, and the same cases cold and, since its version 2, host mode; in host mode since its version 3 also the "
+    "host-bound cases, whose host cost of a call is half their GPU time or more): most of their time is the GPU's "
+    "(or the host's) cost of taking each launch off its "
     "stream, and that cost differs from one process to the next more than one process's samples differ from each "
     f"other. So they are sampled one value per process, in {LAUNCH_BOUND_PROCESSES} processes, and their interval "
     "is that of a median over processes: wide, and what a rerun lands in. Results stored before this rule took all "
