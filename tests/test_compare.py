@@ -35,3 +35,9 @@ def test_rerun_criteria_judge_each_kind_of_benchmark_by_its_own_spread():
                      interval=(8.0e-6, 10.0e-6), samples=3))
     rows.append(_row("Square.track_host('square-torch', '16384x16384', 'float32')", 713e-6, 714e-6, samples=10))
     assert compare.rerun_criteria(rows)["per_process"]["benchmarks"] == 3
+    # ... and its cases sampled in one process (the GPU's time sets them) are held to 2%, as warm and cold are
+    long = compare.rerun_criteria(rows)["long"]
+    assert (long["benchmarks"], long["passing"]) == (3, 3)
+    rows[-1]["b"], rows[-1]["ratio"] = 740e-6, 740 / 713
+    long = compare.rerun_criteria(rows)["long"]
+    assert (long["benchmarks"], long["passing"]) == (3, 2)

@@ -176,9 +176,10 @@ RERUN_SHARE = 0.95  # ... in 95% of them, as for graph benchmarks and launch-bou
 def rerun_criteria(rows: list[dict], gpu: bool = True, within: float = 0.02) -> dict:
     """Issue #13's test of two full runs of the same code, over ``compare`` rows.
 
-    ``flagged``: benchmarks asv's rule marks (0 wanted), also per mode. ``long``: warm, cold
-    and graph benchmarks of RERUN_MIN_S or more, within ``within`` of each
-    other; ``graph``: every graph benchmark, the same. ``per_process``: the
+    ``flagged``: benchmarks asv's rule marks (0 wanted), also per mode. ``long``: warm, cold,
+    graph and host benchmarks of RERUN_MIN_S or more sampled in one process, within ``within``
+    of each other (host mode's: those the GPU's time sets, since its version 3 samples the
+    host-bound ones per process); ``graph``: every graph benchmark, the same. ``per_process``: the
     benchmarks sampled one value per process (launch-bound warm and cold,
     and the first call, a fresh process's host work), whose spread is the
     processes': B's median inside A's 99% interval (host mode's launch-bound
@@ -203,7 +204,7 @@ def rerun_criteria(rows: list[dict], gpu: bool = True, within: float = 0.02) -> 
     sampled = {id(r) for r, mode in timed if mode == "first_call"
                or launch_bound_result(mode, r["a"], "gpu" if gpu else None, r.get("samples_a"))}
     per_process = [r for r, _ in timed if id(r) in sampled]
-    long = [r for r, mode in timed if mode in ("warm", "cold", "graph") and r["a"] >= RERUN_MIN_S
+    long = [r for r, mode in timed if mode in ("warm", "cold", "graph", "host") and r["a"] >= RERUN_MIN_S
             and id(r) not in sampled]
     graph = [r for r, mode in timed if mode == "graph"]
     flagged = [mode for r, mode in moded if r["mark"] in ("+", "-")]
