@@ -51,8 +51,11 @@
 #             then compare-runs: the noise check, per mode. Run it on the lease that made the full run
 #             (STEPS="machine smoke full rerun", about 28 minutes): two leases are two boxes, and their hosts
 #             differ (first calls 1.1-1.7x apart on the H100 on 2026-11-25), which host-side modes measure
-#   twice     the asv selection TWICE (a -b regex) run twice on this box, into results-a and results-b, then
-#             compare-runs: the rerun criteria on a subset that fits a lease beside other steps (#13 item 3)
+#   twice     the asv selection TWICE (a -b regex) run into results/ and again into results-rerun on this
+#             box, then compare-runs of the two: a same-commit pair for part of the suite (#13 item 3). A full
+#             run and its rerun outlast one lease (30 minutes held), so two leases with complementary selections
+#             (TWICE="benchmarks\.(Square|Softmax|SquareBfloat16)\." and its complement) make the commit's full
+#             run in results/ and the whole rerun criteria, each pair from one box
 #   slowdown  one variant's warm benchmarks twice, the second with KERNELSCOPE_INJECT_SLOWDOWN
 #   canary    scripts/gpu/canary.sh: asv continuous HEAD against canary commits that slow
 #             square-triton-flat1024's kernel by 10% and 20%: evidence/<machine>/canary.json (#13 item 4)
@@ -153,14 +156,12 @@ steps() {
     return "$rc"
   }
   step rerun rerun
-  alt results-a; alt results-b
   twice() {
-    local r
-    for r in a b; do
-      asv run --config "asv.results-$r.json" --record-samples --machine "$M" -b "$TWICE" HEAD^! > "$STATE/asv-twice-$r.log" 2>&1
-      echo "run $r: rc=$?"
-    done
-    kernelscope compare-runs "$STATE/results-a" "$STATE/results-b" --commit "$head" --all > "$STATE/compare-twice.txt"
+    logged asv-twice-a run --record-samples --machine "$M" --show-stderr -b "$TWICE" HEAD^!; echo "run a: rc=$?"
+    logged asv-twice-b run --config asv.results-rerun.json --record-samples --machine "$M" --show-stderr \
+      -b "$TWICE" HEAD^!; echo "run b: rc=$?"
+    kernelscope compare-runs results "$STATE/results-rerun" --commit "$head" --all > "$STATE/compare-twice.txt"
+    kernelscope compare-runs results "$STATE/results-rerun" --commit "$head" --json > "$STATE/compare-twice.json"
     tail -n 12 "$STATE/compare-twice.txt"
   }
   step twice twice
