@@ -88,7 +88,8 @@ def test_cases_the_suite_refuses_are_recorded_with_its_reason(tmp_path, capsys):
 
 @cpu_only
 def test_the_gate_on_the_cpu_fails_rather_than_pass_on_nothing(tmp_path, capsys):
-    rc, out, err = run_cli(["crosscheck", "--variant", "square-mul", "--size", "64x64", "--no-ncu", "--gate",
+    # 16x16: every mode far under the gate's 50 us on a CPU, also a busy one (64x64 cold read 65 us under load)
+    rc, out, err = run_cli(["crosscheck", "--variant", "square-mul", "--size", "16x16", "--no-ncu", "--gate",
                             "--out", str(tmp_path / "p.json")], capsys)
     assert rc == 1
     assert "the gate failed: nothing judged" in err and "FAILED" in out
@@ -122,6 +123,67 @@ def test_graph_mode_captures_the_calls_the_suite_captures():
     assert asv_suite.graph_calls(1e-6) == asv_suite.GRAPH_MAX_CALLS
     assert asv_suite.graph_calls(1e-3) == 2
     assert asv_suite.graph_calls(1.0) == 1
+
+
+def test_timer_readings_are_spread_over_host_modes_samples():
+    assert measure.turns(10, 3) == [0, 1, 0, 0, 0, 1, 0, 0, 1, 0]
+    assert measure.turns(3, 3) == [1, 1, 1] and measure.turns(1, 3) == [3]
+    assert sum(measure.turns(10, 1)) == 1
+
+
+class _Drifting:
+    """A call whose host cost triples once it is told to (as a Numba call's moved on the H100), on the CPU."""
+
+    device = "cpu"
+
+    def __init__(self):
+        self.slow, self.log = False, []
+
+    def call(self):
+        import time
+
+        t = time.perf_counter()
+        while time.perf_counter() - t < (60e-6 if self.slow else 20e-6):
+            pass
+
+    def check(self, out):
+        self.log.append("check")
+
+
+def test_host_mode_and_timer_read_in_turns_see_the_same_drift(monkeypatch):
+    # The host slows down after host mode's third of six samples. Read one after the other, Timer would see
+    # only the slow host; in turns, its readings straddle the step as host mode's samples do.
+    case = _Drifting()
+    monkeypatch.setattr(measure, "plan_host", lambda fn, device: 50)
+    order = []
+    real = measure.block_s
+
+    def block_s(fn, device, number):
+        seconds = real(fn, device, number)
+        order.append("host")
+        case.slow = len(order) >= 3
+        return seconds
+
+    monkeypatch.setattr(measure, "block_s", block_s)
+    found = measure.host_and_timer(case, samples=6, readings=3, min_run_time_s=0.002)
+    host, timer = found["host"], found["timer"]
+    assert order == ["host"] * 6 and case.log == ["check"]
+    assert host[1]["host_samples"] == 6 and host[1]["host_number"] == 50
+    assert host[1]["host_min_s"] < 35e-6 < host[1]["host_max_s"]  # the step shows in host mode's span
+    assert timer[1]["timer_min_s"] < 35e-6 < timer[1]["timer_max_s"]  # and in Timer's: they read the same host
+
+
+def test_a_timer_that_fails_leaves_host_modes_reading(monkeypatch):
+    case = _Drifting()
+    monkeypatch.setattr(measure, "plan_host", lambda fn, device: 10)
+
+    class Broken:
+        def blocked_autorange(self, min_run_time):
+            raise RuntimeError("no timer here")
+
+    monkeypatch.setattr(measure, "_timer", lambda case: Broken())
+    found = measure.host_and_timer(case, samples=4, readings=3, min_run_time_s=0.005)
+    assert isinstance(found["timer"], RuntimeError) and found["host"][1]["host_samples"] == 4
 
 
 # --- the file ---------------------------------------------------------------------------------------------------------

@@ -14,16 +14,17 @@ checked too), and every clock times ``case.call``:
 * **graph**, as the suite: ``asv_suite.graph_calls`` calls captured, replays
   timed by :func:`~kernelscope.timing.time_graph`; beside it
   ``triton.testing.do_bench_cudagraph``;
-* **host**, as the suite: :func:`~kernelscope.timing.host.time_host`, a
+* **host**, as the suite: :func:`~kernelscope.timing.host.block_s` samples, a
   plain loop of calls between synchronized host-clock readings, whose peer is
-  the same ``Timer`` reading (issue #14: within 3% at every size);
+  the same ``Timer`` reading (issue #14: within 3% at every size), the two
+  taken in turns (:func:`host_and_timer`);
 * the **host's cost of one call**: N calls enqueued behind a spin kernel (so
   the GPU never pushes back), host clock, / N; and the GPU time of
   do_bench's L2 flush. :mod:`~kernelscope.peers.agreement` tells from them
   where a peer's clock reads the host.
 
-Pairs run next to each other (warm then Timer then host, cold then do_bench, graph then
-do_bench_cudagraph). Without a GPU the host clocks still run (the suite's CPU
+Pairs run next to each other (warm, then host mode and Timer in turns; cold then do_bench;
+graph then do_bench_cudagraph). Without a GPU the host clocks still run (the suite's CPU
 path and Timer); graph, do_bench, do_bench_cudagraph are recorded as skipped
 with the reason. A clock that fails is the case's error and the others go on.
 """
@@ -43,7 +44,7 @@ from kernelscope.catalog import VARIANTS, select
 from kernelscope.ops import numel, parse_shape, shape_str
 from kernelscope.peers.agreement import diffs
 from kernelscope.peers.data import CLOCKS, FAILED, MEASURED, SKIPPED, Record
-from kernelscope.timing.host import plan_host, time_host
+from kernelscope.timing.host import block_s, plan_host
 from kernelscope.timing import asv_suite, cases
 
 DTYPE = "float32"
@@ -152,28 +153,59 @@ def suite_graph(case, plan: timing.WarmPlan, samples: int) -> tuple[float, dict]
     return _median(times), {"graph_calls": calls, "graph_samples": len(times)}
 
 
-def suite_host(case, samples: int) -> tuple[float, dict]:
-    """asv's host benchmark: ``plan_host`` calls back to back between synchronized host-clock readings.
-    The span of its samples is kept: it tells a host whose cost drifts (:func:`agreement.host_drift`)."""
-    number = plan_host(case.call, case.device)
-    times = time_host(case.call, case.device, samples, number)
-    case.check(case.call())
-    return _median(times), {"host_number": number, "host_samples": len(times),
-                            "host_min_s": min(times), "host_max_s": max(times)}
-
-
-def timer_peer(case, min_run_time_s: float, readings: int = 1) -> tuple[float, dict]:
-    """``torch.utils.benchmark.Timer(stmt="fn()").blocked_autorange``: a host clock around blocks of calls,
-    each block ended by a synchronize; the median per call of ``readings`` such measurements."""
+def _timer(case):
+    """``torch.utils.benchmark.Timer(stmt="fn()")`` on the case's call."""
     from torch.utils.benchmark import Timer
 
     # num_threads: the process's own (Timer's default is 1), so on the CPU path both clocks run the same code
-    timer = Timer(stmt="fn()", globals={"fn": case.call}, num_threads=torch.get_num_threads())
-    found = [timer.blocked_autorange(min_run_time=min_run_time_s) for _ in range(max(1, readings))]
+    return Timer(stmt="fn()", globals={"fn": case.call}, num_threads=torch.get_num_threads())
+
+
+def _timer_reading(found: list) -> tuple[float, dict]:
+    """The median per call of ``blocked_autorange`` measurements, with their spread."""
     medians = [m.median for m in found]
     return _median(medians), {"timer_number": found[-1].number_per_run,
                               "timer_blocks": sum(len(m.raw_times) for m in found),
                               "timer_min_s": min(medians), "timer_max_s": max(medians)}
+
+
+def timer_peer(case, min_run_time_s: float, readings: int = 1) -> tuple[float, dict]:
+    """``Timer.blocked_autorange``: a host clock around blocks of calls, each block ended by a synchronize;
+    the median per call of ``readings`` such measurements."""
+    timer = _timer(case)
+    return _timer_reading([timer.blocked_autorange(min_run_time=min_run_time_s) for _ in range(max(1, readings))])
+
+
+def turns(samples: int, readings: int) -> list[int]:
+    """How many Timer readings follow each host sample: ``readings`` spread evenly over ``samples``."""
+    after = [min(samples - 1, int((j + 0.5) * samples / readings)) for j in range(readings)]
+    return [after.count(i) for i in range(samples)]
+
+
+def host_and_timer(case, samples: int, readings: int, min_run_time_s: float) -> dict[str, tuple[float, dict] | Exception]:
+    """Host mode's samples (asv's host benchmark: ``plan_host`` calls back to back between synchronized
+    host-clock readings) and ``Timer``'s readings, taken in turns: ``{"host": ..., "timer": ...}``, each a
+    median and its details, or the error that clock met.
+
+    Both are host clocks around blocks of calls. Where a call's host cost drifts within the process (a Numba
+    call read 116-656 us across one process's host samples on the H100 at c426785), two clocks read one after
+    the other read two different hosts: 16 of crosscheck's 17 failing pairs there were host ~ Timer. In
+    turns, each Timer reading sits between host samples and both see the same host. The span of the host
+    samples is kept: it still tells a host whose cost drifts (:func:`agreement.host_drift`).
+    """
+    number = plan_host(case.call, case.device)
+    timer, host, found, timer_error = _timer(case), [], [], None
+    for after in turns(samples, max(1, readings)):
+        host.append(block_s(case.call, case.device, number))
+        for _ in range(after if timer_error is None else 0):
+            try:
+                found.append(timer.blocked_autorange(min_run_time=min_run_time_s))
+            except Exception as exc:  # Timer's error; host mode's samples go on
+                timer_error = exc
+    case.check(case.call())
+    return {"host": (_median(host), {"host_number": number, "host_samples": len(host),
+                                     "host_min_s": min(host), "host_max_s": max(host)}),
+            "timer": timer_error or _timer_reading(found)}
 
 
 def do_bench_peer(case, warmup_ms: float, rep_ms: float) -> tuple[float, dict]:
@@ -241,6 +273,12 @@ def do_bench_flush_s(samples: int = 10) -> float:
 
 # --- one case --------------------------------------------------------------------------------------------------------
 
+def _reading(found: tuple[float, dict] | Exception) -> tuple[float, dict]:
+    if isinstance(found, Exception):
+        raise found
+    return found
+
+
 def _run(rec: Record, clock: str, fn: Callable[[], tuple[float, dict]]) -> None:
     """One clock into the record: its median, or why it is missing; the other clocks go on."""
     try:
@@ -301,10 +339,14 @@ def measure_case(spec: CaseSpec, budgets: Budgets, device: str, log: Callable[[s
     try:
         cpu_path = device != "cuda"
 
-        log("warm, then Timer, then host")
+        log("warm, then host mode and Timer in turns")
         _run(rec, "warm", lambda: suite_warm(case, plan, budgets.warm_samples))
-        _run(rec, "timer", lambda: timer_peer(case, budgets.timer_min_run_time_s, budgets.timer_readings))
-        _run(rec, "host", lambda: suite_host(case, budgets.host_samples))
+        try:
+            paired = host_and_timer(case, budgets.host_samples, budgets.timer_readings, budgets.timer_min_run_time_s)
+        except Exception as exc:  # host mode's own error: neither clock has a reading
+            paired = {"host": exc, "timer": exc}
+        _run(rec, "timer", lambda: _reading(paired["timer"]))
+        _run(rec, "host", lambda: _reading(paired["host"]))
 
         log("cold, then do_bench")
         _run(rec, "cold", lambda: suite_cold(case, plan, budgets.cold_samples))
