@@ -31,6 +31,9 @@
 #             size into results-graphcheck/ (#13 item 1)
 #   timerprobe host mode against torch.utils.benchmark.Timer on the cases where crosscheck saw them differ:
 #             Timer's one block or several, the garbage collector on or off, each call's host time (timer_probe.py, #14)
+#   launchab  scripts/gpu/launch_ab_probe.py: each direct launch against its standard path and a torch op, in turns
+#             in one process at 64x64: what the direct paths save, which processes' spread hides; then
+#             launch_path_probe.py: where each path's host time goes, the direct ones among them (#14 item 3)
 #   spreadprobe launch-bound cases in 10 forked processes each, per knob, with each process's phase costs (#13)
 #   firstcall scripts/gpu/first_call_probe.py: each backend's first call in a forked process, profiled,
 #             and with numba.cuda or Triton's driver preloaded in the parent (#13 item 8)
@@ -121,6 +124,9 @@ steps() {
       -b \"track_graph.*'(16384x16384|268435456|64x262144|512x50257)'\" HEAD^! > $STATE/asv-graphcheck.log 2>&1;
     echo asv rc=\$?; grep -E '(16384x16384|268435456|64x262144|512x50257) ' $STATE/asv-graphcheck.log"
   step timerprobe sh -c "python3 scripts/gpu/timer_probe.py --json $STATE/timer-probe.json > $STATE/timer-probe.txt 2>&1; cat $STATE/timer-probe.txt"
+  step launchab sh -c "python3 scripts/gpu/launch_ab_probe.py --json $STATE/launch-ab.json > $STATE/launch-ab.txt 2>&1;
+    cat $STATE/launch-ab.txt; mkdir -p $STATE/launch-path; python3 scripts/gpu/launch_path_probe.py --out $STATE/launch-path \
+    > $STATE/launch-path.txt 2>&1; tail -n 14 $STATE/launch-path.txt"
   step spreadprobe sh -c "python3 scripts/gpu/method_probe.py spread --json $STATE/spread-probe.json > $STATE/spread-probe.txt 2>&1; cat $STATE/spread-probe.txt"
   step firstcall sh -c "python3 scripts/gpu/first_call_probe.py --json $STATE/first-call-probe.json > $STATE/first-call-probe.txt 2>&1; head -n 20 $STATE/first-call-probe.txt"
   alt results-cost
