@@ -224,8 +224,8 @@ def test_two_machines_get_a_switch_and_a_comparison(tmp_path):
     assert "One machine so far" not in machines and "Copy bandwidth ratio" in machines
     ratios = json.loads((site / "data" / f"machines-{SYNTHETIC}.json").read_text())
     assert ratios and all(r["speedup"] == pytest.approx(1 / 0.7) for r in ratios)
-    # the H100 measured its copy at 3003-3004 GB/s in the runs of its newest commit
-    assert all(r["bandwidth_ratio"] == pytest.approx(4300 / 3004, rel=1e-3) for r in ratios)
+    # the H100's copy as measured with its newest run (3000-3004 GB/s in its runs so far), not a datasheet's 3350
+    assert all(4300 / 3010 <= r["bandwidth_ratio"] <= 4300 / 2990 for r in ratios)
 
 
 # --- profiles: the artifacts of `kernelscope profile`, from the test fixture -----------------------------------------
