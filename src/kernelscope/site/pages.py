@@ -20,7 +20,8 @@ from kernelscope.site.data import (BACKEND_TITLES, KIND_WORDS, MODE_WORDS, MODES
                                    fmt_gbps, fmt_pct, fmt_time, in_sweep, largest_shape, variant_kind)
 from kernelscope.site.markdown import WIDE, chart, indent, note, table, tabs, variant_cell
 from kernelscope.site.sources import SourceRef, module_path, variant_sources
-from kernelscope.timing.processes import LAUNCH_BOUND_PROCESSES, LAUNCH_BOUND_S, launch_bound_result, sampled_per_process
+from kernelscope.timing.processes import (HOST_BOUND_SHARE, LAUNCH_BOUND_PROCESSES, LAUNCH_BOUND_S,
+                                          launch_bound_result, sampled_per_process)
 
 NO_RESULTS = ("No results are committed yet. Run the suite on a GPU (`asv run --record-samples "
               "--machine NAME HEAD^!`, see the README), commit `results/`, and rebuild the site.")
@@ -61,7 +62,8 @@ LAUNCH_BOUND_MARK = "◦"
 LAUNCH_BOUND_WORDS = (
     f"Hollow points and {LAUNCH_BOUND_MARK} are launch-bound results (under {LAUNCH_BOUND_S * 1e6:.0f} µs a call "
     "warm, and the same cases cold and, since its version 2, host mode; in host mode since its version 3 also the "
-    "host-bound cases, whose host cost of a call is half their GPU time or more): most of their time is the GPU's "
+    f"host-bound cases, whose host cost of a call is {HOST_BOUND_SHARE:.0%} of their GPU time or more): most of "
+    "their time is the GPU's "
     "(or the host's) cost of taking each launch off its "
     "stream, and that cost differs from one process to the next more than one process's samples differ from each "
     f"other. So they are sampled one value per process, in {LAUNCH_BOUND_PROCESSES} processes, and their interval "
