@@ -58,7 +58,9 @@
 #             box, then compare-runs of the two: a same-commit pair for part of the suite (#13 item 3). A full
 #             run and its rerun outlast one lease (30 minutes held), so two leases with complementary selections
 #             (TWICE="benchmarks\.(Square|Softmax|SquareBfloat16)\." and its complement) make the commit's full
-#             run in results/ and the whole rerun criteria, each pair from one box
+#             run in results/ and the whole rerun criteria, each pair from one box: commit the first lease's
+#             results/ before the second, and carry its results-rerun as .carry/results-rerun, which the second
+#             lease's rerun adds to (asv loads a commit's stored results before it adds new ones)
 #   slowdown  one variant's warm benchmarks twice, the second with KERNELSCOPE_INJECT_SLOWDOWN
 #   canary    scripts/gpu/canary.sh: asv continuous HEAD against canary commits that slow
 #             square-triton-flat1024's kernel by 10% and 20%: evidence/<machine>/canary.json (#13 item 4)
@@ -163,6 +165,7 @@ steps() {
   }
   step rerun rerun
   twice() {
+    [ -d "$SRC/.carry/results-rerun" ] && mkdir -p "$STATE/results-rerun" && cp -r "$SRC/.carry/results-rerun/." "$STATE/results-rerun/"
     logged asv-twice-a run --record-samples --machine "$M" --show-stderr -b "$TWICE" HEAD^!; echo "run a: rc=$?"
     logged asv-twice-b run --config asv.results-rerun.json --record-samples --machine "$M" --show-stderr \
       -b "$TWICE" HEAD^!; echo "run b: rc=$?"
