@@ -158,8 +158,9 @@ def cmd_results(args) -> int:
                             "SM MHz", "throttled"]))
         print(f"\n{len(table)} results from {args.results_dir}/")
         if any(r["launch_bound"] for r in table):
-            print("* launch-bound (under 20 us a call warm, and the same cases cold): the GPU's per-launch cost, which moves from "
-                  "process to process, is most of it; sampled one value per process")
+            print("* sampled one value per process: launch-bound (under 20 us a call warm, and the same cases cold and host), "
+                  "whose per-launch cost moves from process to process, and in host mode (version 3) the host-bound "
+                  "cases, whose host cost of a call does")
         mostly = [r for r in table if r["throttled"] and r["samples"] and r["throttled"] > r["samples"] / 2]
         for r in mostly:
             print(f"warning: {r['variant']} {r['mode']} {r['size']} at {r['commit'][:8]}: {_throttled(r)} samples "
