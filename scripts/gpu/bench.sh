@@ -65,8 +65,9 @@
 #   canary    scripts/gpu/canary.sh: asv continuous HEAD against canary commits that slow
 #             square-triton-flat1024's kernel by 10% and 20%: evidence/<machine>/canary.json (#13 item 4)
 #   ncu       warm-mode medians against Nsight Compute kernel durations
-#   history   time_warm at two sizes per op for up to HISTORY earlier commits with this suite
-#             version and grid that results/ does not have yet
+#   history   float32 time_warm at two sizes per op for up to HISTORY (4) earlier commits with this
+#             warm version that changed a kernel and that results/ does not have yet (or HISTORY_COMMITS),
+#             each commit in an asv run of its own (#13 item 5)
 set -u
 STATE=${STATE:-/tmp/kernelscope-bench}
 REPO=$STATE/repo
@@ -164,13 +165,16 @@ steps() {
     return "$rc"
   }
   step rerun rerun
-  twice() {
+  twice() {  # TWICE_COMMIT: the commit run twice (default HEAD); its code must be HEAD's, so a second
+    # lease can run the first lease's commit from a bundle whose HEAD adds that lease's results
+    local c=$(git rev-parse "${TWICE_COMMIT:-HEAD}")
+    git diff --quiet "$c" HEAD -- src benchmarks || { echo "twice: $c's code is not HEAD's"; return 2; }
     [ -d "$SRC/.carry/results-rerun" ] && mkdir -p "$STATE/results-rerun" && cp -r "$SRC/.carry/results-rerun/." "$STATE/results-rerun/"
-    logged asv-twice-a run --record-samples --machine "$M" --show-stderr -b "$TWICE" HEAD^!; echo "run a: rc=$?"
+    logged asv-twice-a run --record-samples --machine "$M" --show-stderr -b "$TWICE" "$c^!"; echo "run a: rc=$?"
     logged asv-twice-b run --config asv.results-rerun.json --record-samples --machine "$M" --show-stderr \
-      -b "$TWICE" HEAD^!; echo "run b: rc=$?"
-    kernelscope compare-runs results "$STATE/results-rerun" --commit "$head" --all > "$STATE/compare-twice.txt"
-    kernelscope compare-runs results "$STATE/results-rerun" --commit "$head" --json > "$STATE/compare-twice.json"
+      -b "$TWICE" "$c^!"; echo "run b: rc=$?"
+    kernelscope compare-runs results "$STATE/results-rerun" --commit "$c" --all > "$STATE/compare-twice.txt"
+    kernelscope compare-runs results "$STATE/results-rerun" --commit "$c" --json > "$STATE/compare-twice.json"
     tail -n 12 "$STATE/compare-twice.txt"
   }
   step twice twice
@@ -182,24 +186,47 @@ steps() {
     kernelscope compare-runs $STATE/results-base $STATE/results-slowdown --commit $head --all > $STATE/compare-slowdown.txt"
   step canary env MACHINE="$M" bash scripts/gpu/canary.sh "$STATE/canary"
   step ncu python3 scripts/gpu/ncu_compare.py --json "$STATE/ncu.json"
-  # History: only commits whose suite has today's version and parameter grid (asv maps
-  # parameter indices by position, so a commit with another grid would be mislabelled).
+  # History: commits whose suite has today's warm version, newest first, that changed a kernel or the
+  # catalog and that results/ does not have yet (HISTORY_COMMITS names them instead). Each runs in an
+  # asv run of its own: asv discovers the benchmarks once per run, in the newest commit's environment, and
+  # maps parameter indices by position, so a commit whose catalog differs needs its own discovery; the
+  # discovery of an old commit rewrites results/benchmarks.json, which is put back after.
   local version=$(grep '^VERSION = ' src/kernelscope/timing/asv_suite.py)
-  for c in $(git rev-list --skip=1 HEAD); do
-    [ "$(git show "$c:src/kernelscope/timing/asv_suite.py" 2>/dev/null | grep '^VERSION = ')" = "$version" ] || continue
-    git diff --quiet "$c" HEAD -- src/kernelscope/ops src/kernelscope/catalog.py || continue
-    ls "results/$M/${c:0:8}"-*.json >/dev/null 2>&1 && continue
-    echo "$c"
-  done | head -n "${HISTORY:-4}" > "$STATE/history.txt"
-  step history sh -c "asv run --record-samples --machine $M \
-      -b \"time_warm.*'(4096x4096|16384x16384|16777216|268435456|16384x1000|512x50257)'\" \
-      HASHFILE:$STATE/history.txt > $STATE/asv-history.log 2>&1"
+  if [ -n "${HISTORY_COMMITS:-}" ]; then
+    for c in $HISTORY_COMMITS; do git rev-parse "$c"; done
+  else
+    for c in $(git rev-list --skip=1 HEAD); do
+      [ "$(git show "$c:src/kernelscope/timing/asv_suite.py" 2>/dev/null | grep '^VERSION = ')" = "$version" ] || continue
+      git diff --quiet "$c^" "$c" -- src/kernelscope/ops src/kernelscope/backends src/kernelscope/catalog.py && continue
+      ls "results/$M/${c:0:8}"-*.json >/dev/null 2>&1 && continue
+      echo "$c"
+    done
+  fi | head -n "${HISTORY:-4}" > "$STATE/history.txt"
+  history() {
+    cp results/benchmarks.json "$STATE/benchmarks.json.head"
+    local c rc=0
+    for c in $(cat "$STATE/history.txt"); do
+      [ "$(date +%s)" -lt $(( $(cat "$STATE/stop_at") - ${HISTORY_COMMIT_S:-200} )) ] \
+        || { echo "--- $(date +%T) ${c:0:8} not started: the lease ends before it would (LEASE_S)"; continue; }
+      echo "--- $(date +%T) $(git log -1 --format='%h %s' "$c" | cut -c1-90)"
+      asv run --record-samples --machine "$M" -b "${HISTORY_BENCH:-$history_bench}" "$c^!" \
+        > "$STATE/asv-history-${c:0:8}.log" 2>&1 || rc=$?
+      grep -cE "^\[.*(ok|failed)" "$STATE/asv-history-${c:0:8}.log" | sed 's/^/    benchmarks done: /'
+      cp "$STATE/benchmarks.json.head" results/benchmarks.json
+    done
+    return "$rc"
+  }
+  # float32 time_warm at two sizes per op: where the tuning shows, at a fraction of a full run's cost
+  local history_bench="benchmarks\.(Square|Mean|Softmax|Gelu)\.time_warm.*'(4096x4096|16384x16384|16777216|268435456|16384x1000|512x50257)'"
+  step history history
   echo "=== ALL DONE"
 }
 
 case "${1:-}" in
   start)
     mkdir -p "$STATE"; (cd "$STATE" && rm -rf repo results-* ./*.log ./*.txt ./*.json)  # keep cache/
+    # when the machine goes back (30 minutes held, less the start): steps that can stop early read it
+    echo $(( $(date +%s) + ${LEASE_S:-1620} )) > "$STATE/stop_at"
     setsid nohup bash "$0" steps > "$STATE/log" 2>&1 < /dev/null &
     sleep 5; cat "$STATE/log" ;;
   steps) steps ;;
