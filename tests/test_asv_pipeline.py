@@ -139,3 +139,29 @@ def test_a_run_cut_off_keeps_what_it_finished_and_goes_on_from_there(tmp_path):
     for name in finished:  # what the cut-off run finished is kept, not measured again
         assert dict(zip(resumed["result_columns"], resumed["results"][name]))["started_at"] == started[name]
     assert not list((tmp_path / "results").rglob("*.partial"))
+
+
+def test_an_old_commits_left_out_kernel_sources_are_installed_from_its_tree(tmp_path):
+    # Before aabf494 the wheel lacked pack16.cuh: a history run of such a commit
+    # failed every CUDA variant on the H100 until the environment filled it in.
+    pytest.importorskip("asv")
+    from kernelscope.results.asv_env import add_left_out_sources
+
+    tree = tmp_path / "build" / "src" / "kernelscope" / "backends" / "cuda"
+    tree.mkdir(parents=True)
+    for name, text in {"square.cu": "tree", "pack16.cuh": "header", "kernels.py": "x = 1"}.items():
+        (tree / name).write_text(text)
+    (tmp_path / "build" / "src" / "kernelscope" / "extra").mkdir()
+    (tmp_path / "build" / "src" / "kernelscope" / "extra" / "lone.cu").write_text("")
+    installed = tmp_path / "site" / "kernelscope" / "backends" / "cuda"
+    installed.mkdir(parents=True)
+    (installed / "square.cu").write_text("wheel")
+
+    added = add_left_out_sources(str(tmp_path / "build"), str(tmp_path / "site"))
+
+    assert added == ["backends/cuda/pack16.cuh"]
+    assert (installed / "pack16.cuh").read_text() == "header"
+    assert (installed / "square.cu").read_text() == "wheel"  # the wheel's own files win
+    assert not (installed / "kernels.py").exists()  # modules are the wheel's business
+    assert not (tmp_path / "site" / "kernelscope" / "extra").exists()
+    assert add_left_out_sources(str(tmp_path / "build"), str(tmp_path / "site")) == []

@@ -111,9 +111,41 @@ class SystemSitePackages(environment.Environment):
     def _run_pip(self, args, **kwargs):
         return self.run_executable("python", ["-m", "pip", *args], **kwargs)
 
+    def _install_project(self, repo, commit_hash, build_dir):
+        super()._install_project(repo, commit_hash, build_dir)
+        purelib = self.run_executable("python", ["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
+        added = add_left_out_sources(build_dir, purelib.strip())
+        if added:
+            log.info(f"{repo.get_decorated_hash(commit_hash, 8)}'s wheel left out {', '.join(added)}: installed from its tree")
+
     def run(self, args, **kwargs):
         log.debug(f"Running '{' '.join(args)}' in {self.name}")
         return self.run_executable("python", args, **kwargs)
+
+
+# Files the package reads at run time besides its modules. Before aabf494 the
+# wheel left pack16.cuh out, so an older commit's CUDA variants failed to build
+# in a history run; the commit's own copy is what its kernels include.
+KERNEL_SOURCES = (".cu", ".cuh", ".cpp", ".h")
+
+
+def add_left_out_sources(build_dir: str, site_packages: str, package: str = "kernelscope") -> list[str]:
+    """Copy the kernel sources of ``build_dir``'s package that its installed copy lacks; their package paths."""
+    tree = os.path.join(build_dir, "src", package)
+    installed = os.path.join(site_packages, package)
+    added = []
+    if not (os.path.isdir(tree) and os.path.isdir(installed)):
+        return added
+    for folder, _, names in os.walk(tree):
+        for name in sorted(names):
+            if not name.endswith(KERNEL_SOURCES):
+                continue
+            rel = os.path.relpath(os.path.join(folder, name), tree)
+            target = os.path.join(installed, rel)
+            if not os.path.exists(target) and os.path.isdir(os.path.dirname(target)):
+                shutil.copyfile(os.path.join(folder, name), target)
+                added.append(rel)
+    return added
 
 
 PARTIAL = ".partial"  # asv and kernelscope read results/*/*.json: a file being written is never one of them
