@@ -20,7 +20,8 @@ def test_variant_matches_reference_on_gpu(name):
     assert {s.dtype for s in res.shapes} == set(VARIANTS[name].dtypes)
 
 
-@pytest.mark.parametrize("name", ["square-numba-lecture", "square-cuda-vec4", "mean-cuda", "square-triton-flat1024"])
+@pytest.mark.parametrize("name", ["square-numba-lecture", "square-cuda-vec4", "mean-cuda", "square-triton-flat1024",
+                                  "square-numba-direct", "square-triton-direct"])
 def test_kernels_launch_on_torchs_current_stream(name):
     # Run on a side stream and read the result there without a device-wide
     # sync: a kernel launched on another stream would race and read stale data.
@@ -35,6 +36,16 @@ def test_kernels_launch_on_torchs_current_stream(name):
         err = ((out.double() - expected).abs().max() / expected.abs().max()).item()
     side.synchronize()
     assert err < 1e-5
+
+
+def test_the_raw_stream_handle_is_torchs_current_stream():
+    from kernelscope.backends import streams
+
+    side = torch.cuda.Stream()
+    assert streams._raw_stream is not None  # a CUDA build of torch has it; without it launches pay 10+ us
+    with torch.cuda.stream(side):
+        assert streams.current_stream_handle() == side.cuda_stream != 0
+    assert streams.current_stream_handle() == torch.cuda.current_stream().cuda_stream
 
 
 def test_cuda_build_is_cached_and_timed():

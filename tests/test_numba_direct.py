@@ -157,3 +157,14 @@ def test_gpu_direct_launch_matches_numbas_own_launch_and_is_captured_in_a_graph(
     direct.forget()
     check_direct_square(square_flat, square_flat_direct, [(64, 64), (1000, 1000), (4096, 4096)])
     assert len(direct._LAUNCHES) == 1  # one kernel, one set of argument types: one direct launch kept
+
+
+def test_the_stream_handle_comes_from_torchs_raw_getter_for_the_current_device(monkeypatch):
+    # A CPU build of torch has no raw getter; the GPU test checks the real one against torch.cuda.current_stream().
+    from kernelscope.backends import streams
+
+    asked = []
+    monkeypatch.setattr(streams, "_raw_stream", lambda device: asked.append(device) or 0x5150)
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 3)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda: pytest.fail("the Stream object is what this avoids"))
+    assert streams.current_stream_handle() == 0x5150 and asked == [3]

@@ -35,11 +35,11 @@ def stream():
     """Torch's current stream, as a Numba stream (0: the simulator's default)."""
     import torch
 
-    from kernelscope.backends import numba_simulated
+    from kernelscope.backends import numba_simulated, streams
 
     if numba_simulated() or not torch.cuda.is_available():
         return 0
-    handle = torch.cuda.current_stream().cuda_stream
+    handle = streams.current_stream_handle()
     wrapped = _STREAMS.get(handle)
     if wrapped is None:
         wrapped = _STREAMS[handle] = cuda.external_stream(handle)

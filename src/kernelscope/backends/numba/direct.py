@@ -28,6 +28,7 @@ import struct
 
 import torch
 
+from kernelscope.backends import streams
 from kernelscope.backends.numba import as_array, stream
 
 # the C type of each scalar argument type Numba passes by value (its name, as numba.types names it)
@@ -111,7 +112,7 @@ class _Launch:
             words[i] = w
         gx, gy, gz = _dims(grid)
         bx, by, bz = _dims(block)
-        rc = _cu_launch_kernel()(self.handle, gx, gy, gz, bx, by, bz, 0, torch.cuda.current_stream().cuda_stream,
+        rc = _cu_launch_kernel()(self.handle, gx, gy, gz, bx, by, bz, 0, streams.current_stream_handle(),
                                  self.params, None)
         if rc:
             raise RuntimeError(f"{self.name}: cuLaunchKernel returned CUDA error {rc}")

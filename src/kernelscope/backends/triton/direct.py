@@ -26,6 +26,8 @@ from __future__ import annotations
 import torch
 import triton
 
+from kernelscope.backends import streams
+
 _KEPT: dict = {}
 
 
@@ -73,5 +75,5 @@ def launch(kernel, grid: tuple, *args, **keywords) -> None:
         return
     values = [*args, *(keywords[name] for name in kernel.arg_names[len(args):])]
     g = (*grid, 1, 1)
-    compiled.run(g[0], g[1], g[2], torch.cuda.current_stream().cuda_stream, compiled.function,
+    compiled.run(g[0], g[1], g[2], streams.current_stream_handle(), compiled.function,
                  compiled.packed_metadata, None, enter, leave, *values)
