@@ -19,7 +19,9 @@ fewer samples than its benchmark's ``enough_samples``
 (:mod:`kernelscope.results.asv_rounds`): several processes for the
 launch-bound cases, one for the rest. And a case's process measures its other
 modes too (:mod:`kernelscope.results.asv_siblings`): one process per case,
-not one per mode.
+not one per mode. And the intervals it saves for cases sampled one value per
+process are where a rerun's median lands, from the spread between processes
+pooled over the run (:mod:`kernelscope.results.asv_intervals`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from asv import environment, util
 from asv.console import log
 from asv.results import Results
 
+from .asv_intervals import widen_before_saving
 from .asv_rounds import rounds_until_enough_samples
 from .asv_siblings import run_siblings_in_one_process
 
@@ -195,5 +198,6 @@ def save_as_it_goes() -> None:
 
 
 save_as_it_goes()
+widen_before_saving()  # after: each of save_as_it_goes's saves widens first
 run_siblings_in_one_process()  # first: the rounds' tally then counts the results it serves
 rounds_until_enough_samples()

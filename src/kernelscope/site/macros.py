@@ -21,6 +21,8 @@ yet" instead of a number.
     {{ peer_agreement() }}     the suite's clocks against their peer timers, and the gate (evidence/<machine>/peers.json)
     {{ canary_detection() }}   injected slowdowns and what asv continuous flagged (evidence/<machine>/canary.json)
     {{ launch_bound_intervals() }}   how many launch-bound results the newest run sampled per process, how wide
+    {{ interval_replay("results/m/c-env.json", "results-proofs/.../c-env.json") }}   two runs of one commit:
+                               how often the rerun lands inside the first's per-process intervals, asv's and widened
     {{ dispatch_floor() }}     each backend's cheapest call from Python, and where each variant's GPU time overtakes it
 
 The demo macros read the machine the concept pages quote (``machine:`` in
@@ -235,6 +237,29 @@ class Macros:
                 f"{LAUNCH_BOUND_S * 1e6:.0f} µs of the same run, each from one process, read "
                 f"**{half_width(others)}**.")
 
+    def interval_replay(self, first: str, rerun: str) -> str:
+        """Two stored runs of one commit (paths from the repository's root): per mode, the first run's cases
+        sampled per process whose rerun median lands inside asv's interval and inside the widened one."""
+        from kernelscope.results import asv_intervals
+
+        paths = [self.data.repo / p for p in (first, rerun)]
+        for p in paths:
+            if not p.is_file():
+                raise FileNotFoundError(f"interval_replay: no stored run {p}")
+        counts = asv_intervals.replay(*map(str, paths))
+        names = {"time_warm": "warm", "track_cold": "cold", "track_host": "host", "time_first_call": "first call"}
+
+        def share(hits, n):
+            return f"{hits} of {n} ({100 * hits / n:.1f}%)" if n else "none"
+
+        rows = [[names.get(m, m), str(c["cases"]), share(c["own"], c["cases"]), share(c["widened"], c["cases"])]
+                for m, c in sorted(counts.items())]
+        total = {k: sum(c[k] for c in counts.values()) for k in ("cases", "own", "widened")}
+        rows.append(["**all**", str(total["cases"]), share(total["own"], total["cases"]),
+                     share(total["widened"], total["cases"])])
+        return table(["mode", "cases sampled per process", "rerun inside asv's interval",
+                      "rerun inside the widened interval"], rows)
+
     def namespace(self) -> dict:
         return {"stamp": self.stamp, "value": self.value, "ratio": self.ratio, "results_table": self.results_table,
                 "source": self.source, "sweep_chart": self.sweep_chart, "bytes_moved": self.bytes_moved,
@@ -242,6 +267,7 @@ class Macros:
                 "demo_host_clock": self.demo_host_clock, "demo_fixed_block": self.demo_fixed_block,
                 "profile_link": self.profile_link, "has_profiles": not self.data.profiles.empty,
                 "peer_agreement": self.peer_agreement, "launch_bound_intervals": self.launch_bound_intervals,
+                "interval_replay": self.interval_replay,
                 "canary_detection": self.canary_detection, "dispatch_floor": self.dispatch_floor,
                 "launch_bound_s_us": f"{LAUNCH_BOUND_S * 1e6:g}", "launch_bound_processes": LAUNCH_BOUND_PROCESSES,
                 "host_bound_share_pct": f"{HOST_BOUND_SHARE * 100:g}",

@@ -67,7 +67,8 @@ LAUNCH_BOUND_WORDS = (
     "(or the host's) cost of taking each launch off its "
     "stream, and that cost differs from one process to the next more than one process's samples differ from each "
     f"other. So they are sampled one value per process, in {LAUNCH_BOUND_PROCESSES} processes, and their interval "
-    "is that of a median over processes: wide, and what a rerun lands in. Results stored before this rule took all "
+    "is where a rerun's median lands (99%), from the spread between processes pooled over the run's cases of "
+    "that mode: wide, and honest. Results stored before this rule took all "
     "their samples in one process (more than "
     f"{LAUNCH_BOUND_PROCESSES} samples): their intervals are too narrow. "
     "[How it was measured](../concepts/method.md#launch-bound-intervals).")

@@ -10,7 +10,9 @@ from one process then give an interval that is far too narrow: a rerun lands
 outside it. So a launch-bound case is sampled in ``LAUNCH_BOUND_PROCESSES``
 processes, one sample each (warm: one sample of ``number`` back-to-back calls;
 cold and host mode: the median of the process's samples), and asv's interval
-of the median is computed over process values, as it should be.
+of the median is computed over process values, as it should be, then widened
+to the spread between processes pooled over the run's cases
+(:mod:`kernelscope.results.asv_intervals`): three values say little of their own.
 
 Everything else takes all its samples in one process: at 20 us a call the same
 0.1 us is 0.5%, inside the 2% that reruns are held to.
