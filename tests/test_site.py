@@ -506,3 +506,31 @@ def test_op_pages_show_where_the_time_goes_host_warm_and_graph_for_one_variant(d
     at = page.index('"name": "variant "')
     offered = json.loads(page[page.rindex('"options": ', 0, at) + len('"options": '):at].rstrip().rstrip(","))
     assert offered and set(offered) == timed and offered == [v for v in VARIANTS if v in timed]
+
+
+def _history_row(commit, time_s, variant="gelu-cuda-vec4", version="3", size="16384x16384"):
+    return {"machine": "m", "commit": commit, "variant": variant, "mode": "warm", "size": size,
+            "dtype": "float32", "time_s": time_s, "version": version}
+
+
+def test_history_steps_are_moves_past_a_reruns_tolerance_at_the_newest_version():
+    rows = [_history_row("c0", 500e-6, version="2"), _history_row("c1", 770e-6), _history_row("c2", 765e-6),
+            _history_row("c3", 720e-6), _history_row("c4", 721e-6), _history_row("c3", 100e-6, variant="gelu-torch")]
+    found = history.steps(rows, ["c0", "c1", "c2", "c3", "c4"], machine="m", variant="gelu-cuda-vec4", mode="warm",
+                          size="16384x16384", dtype="float32")
+    assert [s["commit"] for s in found] == ["c1", "c2", "c3", "c4"]  # c0 measured another version
+    assert [s["ratio"] is not None for s in found] == [False, False, True, False]
+    assert found[2]["ratio"] == pytest.approx(720 / 765)
+
+
+def test_the_history_page_tells_which_commits_moved_the_tuned_variants():
+    size = largest_shape("gelu")
+    rows = [_history_row("c1", 770e-6, size=size), _history_row("c2", 720e-6, size=size),
+            _history_row("c1", 713e-6, variant="gelu-torch", size=size),
+            _history_row("c2", 650e-6, variant="gelu-torch", size=size)]  # a lecture variant: not in the story
+    data = SimpleNamespace(rows=rows, order=["c1", "c2"], subjects={"c2": "one lap of tiles"})
+    story = pages.tuning_story(data, "m", "gelu")
+    assert "`gelu-cuda-vec4`" in story and "gelu-torch" not in story
+    assert "770 µs at `c1`" in story and "720 µs at `c2`" in story and "-6.5%" in story
+    assert "`c2` ×0.94" in story and "- `c2`: one lap of tiles" in story
+    assert "No tuned gelu variant" in pages.tuning_story(data, "other-machine", "gelu")

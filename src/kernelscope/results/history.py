@@ -72,3 +72,31 @@ def current(rows: list[dict], order: list[str]) -> list[dict]:
         if key not in newest_of or position.get(r["commit"], -1) > position.get(newest_of[key], -1):
             newest_of[key] = r["commit"]
     return [r for r in rows if newest_of[(r["machine"], r["op"], r["mode"])] == r["commit"]]
+
+
+STEP = 0.02  # a same-commit rerun puts 98% of the benchmarks of 20 us or more within 2% (issue #13)
+
+
+def steps(rows: list[dict], order: list[str], step: float = STEP, **match) -> list[dict]:
+    """Where the rows matching ``match`` (one benchmark: machine, variant, mode, size, dtype) changed over history.
+
+    Only the rows at the newest commit's benchmark version count: an older version measured something
+    else. Returns the commits in order with a result, each with its time, and ``ratio`` (its time over
+    the previous commit's) where the move exceeds ``step``: a change a rerun does not make.
+    """
+    selected = [r for r in rows if all(r.get(k) == v for k, v in match.items()) and r.get("time_s")]
+    newest = newest_commit = None
+    position = {c: i for i, c in enumerate(order)}
+    for r in selected:
+        if newest_commit is None or position.get(r["commit"], -1) > position.get(newest_commit, -1):
+            newest, newest_commit = r, r["commit"]
+    if newest is None:
+        return []
+    by_commit = {r["commit"]: r for r in selected if r.get("version") == newest.get("version")}
+    out, previous = [], None
+    for commit in (c for c in order if c in by_commit):
+        t = by_commit[commit]["time_s"]
+        ratio = t / previous if previous else None
+        out.append({"commit": commit, "time_s": t, "ratio": ratio if ratio and abs(ratio - 1) > step else None})
+        previous = t
+    return out

@@ -340,7 +340,7 @@ def needs_results(intro: str):
     return wrap
 
 
-@needs_results("# History\n\n"
+@needs_results(WIDE + "# History\n\n"
                "Median time per call at each commit that has results, per benchmark; the band is asv's 99% interval. "
                "Pick the size and mode under each chart; click a point to see its commit. A line breaks where the "
                "benchmark's version changed: what it measured changed, so the times are not comparable across "
@@ -361,9 +361,44 @@ def history(data: SiteData) -> list[str]:
             if len(commits) < 2:
                 body = note("info", "One commit so far", f"`{machine}` has results for {op} at one commit only.") \
                     + "\n\n" + body
+            else:
+                body += "\n\n" + tuning_story(data, machine, op)
             rendered.append((machine, body))
         parts.append(tabs(rendered))
     return parts
+
+
+def tuning_story(data: SiteData, machine: str, op: str, mode: str = "warm", dtype: str = "float32") -> str:
+    """The op's tuned variants at its largest size: first and newest time, and the commits that moved each."""
+    size = largest_shape(op)
+    lines, movers = [], []
+    for v in variants_of(op):
+        if variant_kind(v.name) != "tuned":
+            continue
+        found = results_history.steps(data.rows, data.order, machine=machine, variant=v.name, mode=mode, size=size,
+                                      dtype=dtype)
+        if len(found) < 2:
+            continue
+        first, last = found[0], found[-1]
+        moved = [s for s in found if s["ratio"]]
+        movers += [s["commit"] for s in moved if s["commit"] not in movers]
+        lines.append([variant_cell(v.name), f"{fmt_time(first['time_s'])} at `{first['commit'][:8]}`",
+                      f"{fmt_time(last['time_s'])} at `{last['commit'][:8]}`",
+                      f"{100 * (last['time_s'] / first['time_s'] - 1):+.1f}%",
+                      ", ".join(f"`{s['commit'][:8]}` ×{s['ratio']:.2f}" for s in moved) or "none", str(len(found))])
+    if not lines:
+        return f"No tuned {op} variant has {mode} results at {size} on two commits of `{machine}` yet."
+    order = {c: i for i, c in enumerate(data.order)}
+    commits = "\n".join(f"- `{c[:8]}`: {data.subjects.get(c, 'not in this history')}"
+                         for c in sorted(movers, key=lambda c: order.get(c, -1)))
+    return (f"**The tuned variants' story** ({mode}, {dtype}, {size}): each one's first and newest time at this "
+            f"benchmark version, and every commit that moved it by more than "
+            f"{100 * results_history.STEP:.0f}% (what a same-commit rerun is held to for benchmarks of 20 µs or more: "
+            "[the method](../concepts/method.md#launch-bound-intervals)), with the ratio of its time to the "
+            "previous commit's.\n\n"
+            + table(["variant", "first", "newest", "change", "moved by", "commits"], lines,
+                    ["l", "r", "r", "r", "l", "r"])
+            + (f"\n\nThe commits that moved one:\n\n{commits}" if movers else ""))
 
 
 @needs_results(WIDE + "# Regressions\n\n"
