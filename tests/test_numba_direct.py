@@ -168,3 +168,38 @@ def test_the_stream_handle_comes_from_torchs_raw_getter_for_the_current_device(m
     monkeypatch.setattr(torch.cuda, "current_device", lambda: 3)
     monkeypatch.setattr(torch.cuda, "current_stream", lambda: pytest.fail("the Stream object is what this avoids"))
     assert streams.current_stream_handle() == 0x5150 and asked == [3]
+
+
+def test_flat_words_describe_a_contiguous_tensor_as_its_view(monkeypatch):
+    from numba import types
+
+    one_d = types.Array(types.float32, 1, "C")
+    for shape in ((64, 64), (3, 5, 7), (10,)):
+        x, y = torch.randn(shape), torch.empty(shape)
+        assert direct.flat_words((one_d, one_d, types.int64), (x, y, 9)) == \
+            direct.arg_words((one_d, one_d, types.int64), (x.view(-1), y.view(-1), 9))
+
+
+def test_a_flat_launch_keeps_the_direct_path_only_for_contiguous_tensors(monkeypatch):
+    """On a GPU Numba's first launch is kept; a column (view(-1) works, but it is not contiguous) is not."""
+    launched = []
+
+    class Kernel:
+        def __getitem__(self, config):
+            return lambda *wrapped: launched.append(wrapped)
+
+    monkeypatch.setattr(direct, "stream", lambda: 0)
+    monkeypatch.setattr(direct, "as_array", lambda t: ("array", tuple(t.shape), t.stride()))
+    monkeypatch.setattr(direct, "_compiled", lambda kernel, wrapped: ("kept", wrapped))
+    monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda self: True))
+    direct.forget()
+    kernel = Kernel()
+    x = torch.randn(4, 4)
+    direct.launch(kernel, 1, 32, x, torch.empty_like(x), flat=True)
+    assert launched[-1][0] == ("array", (16,), (1,))  # Numba saw the views
+    assert list(direct._LAUNCHES.values()) == [("kept", list(launched[-1]))]
+    direct.forget()
+    column = torch.randn(4, 2)[:, :1]
+    direct.launch(kernel, 1, 32, column, torch.empty(4, 1), flat=True)
+    assert launched[-1][0] == ("array", (4,), (2,)) and direct._LAUNCHES == {}
+    direct.forget()

@@ -73,8 +73,23 @@ def arg_words(types: tuple, args: tuple, codes: tuple | None = None) -> list[int
     return words
 
 
+def flat_words(types: tuple, args: tuple, codes: tuple | None = None) -> list[int]:
+    """:func:`arg_words` with each array argument a contiguous tensor described as 1-D (as ``view(-1)`` would
+    present it), without making the views."""
+    words: list[int] = []
+    for code, value in zip(codes or arg_codes(types), args):
+        if code is None:
+            n, item = value.numel(), value.element_size()
+            words += [0, 0, n, item, value.data_ptr(), n, item]
+        else:
+            words.append(_word(code, value))
+    return words
+
+
 def _dims(d) -> tuple[int, int, int]:
-    d = (d,) if isinstance(d, int) else tuple(d)
+    if type(d) is int:
+        return d, 1, 1
+    d = tuple(d)
     return (*d, *(1,) * (3 - len(d)))
 
 
@@ -106,9 +121,9 @@ class _Launch:
         base = ctypes.addressof(self.words)
         self.params = (ctypes.c_void_p * words)(*(base + 8 * i for i in range(words)))
 
-    def __call__(self, grid, block, args) -> None:
+    def __call__(self, grid, block, args, flat: bool = False) -> None:
         words = self.words
-        for i, w in enumerate(arg_words(self.types, args, self.codes)):
+        for i, w in enumerate((flat_words if flat else arg_words)(self.types, args, self.codes)):
             words[i] = w
         gx, gy, gz = _dims(grid)
         bx, by, bz = _dims(block)
@@ -127,23 +142,28 @@ def forget() -> None:
     _LAUNCHES.clear()
 
 
-def _key(kernel, args) -> tuple:
-    return (id(kernel), *((a.dtype, a.dim(), a.is_contiguous()) if isinstance(a, torch.Tensor) else type(a)
-                          for a in args))
+def _key(kernel, args, flat: bool) -> tuple:
+    return (id(kernel), flat, *((a.dtype, a.dim(), a.is_contiguous()) if isinstance(a, torch.Tensor) else type(a)
+                                for a in args))
 
 
-def launch(kernel, grid, block, *args) -> None:
+def launch(kernel, grid, block, *args, flat: bool = False) -> None:
     """``kernel[grid, block, stream()](*args)`` for tensors and numbers: through Numba the first time for these
-    argument types (and always under the simulator), then straight through the driver."""
-    on_gpu = any(isinstance(a, torch.Tensor) and a.is_cuda for a in args)
-    key = _key(kernel, args) if on_gpu else None
-    found = _LAUNCHES.get(key) if on_gpu else None
+    argument types (and always under the simulator), then straight through the driver.
+
+    ``flat``: each tensor is passed as its ``view(-1)`` (a contiguous tensor as a 1-D array), the views made
+    only on the first call.
+    """
+    key = _key(kernel, args, flat)
+    found = _LAUNCHES.get(key)  # only launches on a GPU are kept
     if found is not None:
-        found(grid, block, args)
+        found(grid, block, args, flat)
         return
-    wrapped = [as_array(a) if isinstance(a, torch.Tensor) else a for a in args]
+    wrapped = [as_array(a.view(-1) if flat else a) if isinstance(a, torch.Tensor) else a for a in args]
     kernel[grid, block, stream()](*wrapped)
-    if on_gpu:
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    # flat_words describes a tensor as contiguous: a view(-1) of another (a column, say) keeps Numba's path
+    if any(a.is_cuda for a in tensors) and not (flat and not all(a.is_contiguous() for a in tensors)):
         _LAUNCHES[key] = _compiled(kernel, wrapped)
 
 

@@ -111,7 +111,7 @@ def launch(f, name: str, defaults: Defaults, x: torch.Tensor, out: torch.Tensor 
         blocks = grid_stride_blocks(x.device, n, threads * unroll, blocks_per_sm)
         kernel = grid_stride_kernel(f, name, threads, blocks_per_sm, unroll)
     if direct:
-        numba_direct.launch(kernel, blocks, threads, x.view(-1), y.view(-1))
+        numba_direct.launch(kernel, blocks, threads, x, y, flat=True)
     else:
         kernel[blocks, threads, stream()](as_array(x.view(-1)), as_array(y.view(-1)))
     return y
