@@ -6,6 +6,8 @@
 #   bash scripts/gpu/bench.sh start      clone .carry/repo.bundle, install, start the steps
 #   bash scripts/gpu/bench.sh wait SECS  print progress until done or SECS pass
 #   bash scripts/gpu/bench.sh collect    results and logs into $OUT
+#   bash scripts/gpu/bench.sh take DIR   here, after a lease: DIR's results.tgz into results/ and evidence/,
+#                                        its state.tgz unpacked (printed), its results-rerun into .carry/
 #
 # Steps, in this order (STEPS="full rerun" runs a subset; a machine goes back
 # after 30 minutes, so split a session: STEPS="machine gputests prewarm full rerun",
@@ -60,7 +62,8 @@
 #             (TWICE="benchmarks\.(Square|Softmax|SquareBfloat16)\." and its complement) make the commit's full
 #             run in results/ and the whole rerun criteria, each pair from one box: commit the first lease's
 #             results/ before the second, and carry its results-rerun as .carry/results-rerun, which the second
-#             lease's rerun adds to (asv loads a commit's stored results before it adds new ones)
+#             lease's rerun adds to (asv loads a commit's stored results before it adds new ones): `take` does
+#             both; then commit, rebundle, and start the second lease with TWICE_COMMIT=<the first's commit>
 #   slowdown  one variant's warm benchmarks twice, the second with KERNELSCOPE_INJECT_SLOWDOWN
 #   canary    scripts/gpu/canary.sh: asv continuous HEAD against canary commits that slow
 #             square-triton-flat1024's kernel by 10% and 20%: evidence/<machine>/canary.json (#13 item 4)
@@ -238,5 +241,16 @@ case "${1:-}" in
   collect)  # safe at any time: what has finished so far
     [ -d "$REPO/results" ] && tar czf "$OUT/results.tgz" -C "$REPO" results $(cd "$REPO" && ls -d evidence 2>/dev/null)
     tar czf "$OUT/state.tgz" -C "$STATE" --exclude=repo --exclude=cache . ;;
+  take)  # on this machine: what collect brought back (the device tool's files_at folder) into the repository
+    from=${2:?usage: bench.sh take DIR (the folder holding results.tgz and state.tgz)}
+    unpacked=$(mktemp -d /tmp/kernelscope-lease.XXXX)
+    tar xzf "$from/results.tgz" -C "$unpacked" && cp -r "$unpacked/results/." results/ || exit 1
+    [ -d "$unpacked/evidence" ] && cp -r "$unpacked/evidence/." evidence/
+    mkdir -p "$unpacked/state" && tar xzf "$from/state.tgz" -C "$unpacked/state"
+    if [ -d "$unpacked/state/results-rerun" ]; then  # the next lease's twice adds to it
+      rm -rf .carry/results-rerun && mkdir -p .carry && cp -r "$unpacked/state/results-rerun" .carry/results-rerun
+      echo "results-rerun -> .carry/results-rerun"
+    fi
+    echo "state (logs, comparisons) in $unpacked/state"; git status --short results evidence ;;
   *) sed -n '2,/^set -u/{/^#/p}' "$0"; exit 2 ;;
 esac
