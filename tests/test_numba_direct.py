@@ -203,3 +203,28 @@ def test_a_flat_launch_keeps_the_direct_path_only_for_contiguous_tensors(monkeyp
     direct.launch(kernel, 1, 32, column, torch.empty(4, 1), flat=True)
     assert launched[-1][0] == ("array", (4,), (2,)) and direct._LAUNCHES == {}
     direct.forget()
+
+
+def test_a_kept_launch_is_never_used_for_tensors_on_another_device(monkeypatch):
+    """A launch kept for GPU tensors is looked up by the tensors' device too: CPU tensors of the same dtype and
+    shape go through Numba (which refuses or simulates them), never to the driver with host pointers."""
+    calls = []
+
+    class Kernel:
+        def __getitem__(self, config):
+            return lambda *wrapped: calls.append("numba")
+
+    monkeypatch.setattr(direct, "stream", lambda: 0)
+    monkeypatch.setattr(direct, "as_array", lambda t: t)
+    monkeypatch.setattr(direct, "_compiled", lambda kernel, wrapped: lambda *a: calls.append("driver"))
+    direct.forget()
+    kernel, x = Kernel(), torch.randn(8)
+    with monkeypatch.context() as on_gpu:  # the first launch as if on cuda:0: kept
+        on_gpu.setattr(torch.Tensor, "is_cuda", property(lambda self: True))
+        on_gpu.setattr(torch.Tensor, "device", property(lambda self: torch.device("cuda", 0)))
+        direct.launch(kernel, 1, 32, x, x, flat=True)
+        direct.launch(kernel, 1, 32, x, x, flat=True)
+    assert calls == ["numba", "driver"] and len(direct._LAUNCHES) == 1
+    direct.launch(kernel, 1, 32, x, x, flat=True)  # the same tensors, on the CPU
+    assert calls == ["numba", "driver", "numba"]
+    direct.forget()

@@ -63,6 +63,7 @@ def test_the_second_call_with_the_same_specialization_calls_the_compiled_kernels
     lambda x, y, n: ((x.double(), y, n), {"BLOCK_SIZE": 16}),  # another dtype
     lambda x, y, n: ((x, y, n), {"BLOCK_SIZE": 32}),  # another constexpr
     lambda x, y, n: ((x, y, n), {"BLOCK_SIZE": 16, "num_warps": 8}),  # another launch option
+    lambda x, y, n: ((x.to("meta"), y, n), {"BLOCK_SIZE": 16}),  # another device
 ])
 def test_another_specialization_goes_through_triton_again(stand_in, change):
     x, y = torch.randn(64), torch.empty(64)

@@ -143,8 +143,9 @@ def forget() -> None:
 
 
 def _key(kernel, args, flat: bool) -> tuple:
-    return (id(kernel), flat, *((a.dtype, a.dim(), a.is_contiguous()) if isinstance(a, torch.Tensor) else type(a)
-                                for a in args))
+    # the device too: a CPU tensor must never reach a kept launch, nor a tensor on another GPU (another context)
+    return (id(kernel), flat, *((a.dtype, a.dim(), a.is_contiguous(), a.device) if isinstance(a, torch.Tensor)
+                                else type(a) for a in args))
 
 
 def launch(kernel, grid, block, *args, flat: bool = False) -> None:

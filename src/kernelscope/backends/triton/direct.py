@@ -12,7 +12,7 @@ Here the first call with a given specialization goes through ``kernel[grid]``,
 which compiles, launches and returns the ``CompiledKernel``; later calls with
 the same specialization call that kernel's launcher directly, as
 ``JITFunction.run`` itself does at its end. The key is a superset of Triton's
-specialization (a tensor's dtype and 16-byte alignment; an integer's being 1,
+specialization (a tensor's dtype, device and 16-byte alignment; an integer's being 1,
 its divisibility by 16 and whether it fits 32 bits; the constexprs and launch
 options), so a kept kernel is only reused where Triton would pick the same one.
 Launch hooks (a profiler such as proton) get the standard path, since they
@@ -32,8 +32,8 @@ _KEPT: dict = {}
 
 
 def _spec(value) -> tuple:
-    if isinstance(value, torch.Tensor):
-        return ("t", value.dtype, value.data_ptr() % 16 == 0)
+    if isinstance(value, torch.Tensor):  # its device too: Triton compiles per device, and a CPU tensor must fail
+        return ("t", value.dtype, value.data_ptr() % 16 == 0, value.device)
     if isinstance(value, bool):
         return ("b", value)
     if isinstance(value, int):
