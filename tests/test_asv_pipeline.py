@@ -14,9 +14,11 @@ from kernelscope.results import compare, export
 
 ROOT = Path(__file__).resolve().parents[1]
 ASV = shutil.which("asv", path=str(Path(sys.executable).parent)) or shutil.which("asv")
-# 256x256, not the CPU path's default 64x64: at 4 us a call, fixed overhead made both
-# the noise check and the doubled-work canary flaky on a shared 2-core box.
-BENCH = "Square.time_warm.*'square-mul'.*'256x256'.*float32"
+# 1024x1024, not the CPU path's default 64x64: at 4 us a call, fixed overhead made both
+# the noise check and the doubled-work canary flaky on a shared 2-core box, and at 256x256
+# (9 us) the same code still read 1.7x slower in one fresh-clone CI run; 1024x1024 is 70 us.
+SIDE = 1024
+BENCH = f"Square.time_warm.*'square-mul'.*'{SIDE}x{SIDE}'.*float32"
 # One intra-op thread: on a 2-core box two threads contend with asv itself, and the
 # same code read 55% slower in one of three runs.
 CPU_CAP = {"KERNELSCOPE_CPU_MAX_NUMEL": str(256 * 256), "OMP_NUM_THREADS": "1"}
@@ -58,9 +60,10 @@ def runs(tmp_path_factory):
                    check=True, capture_output=True)
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     base = ["run", "--record-samples", "--machine", "ci-cpu", "-b", BENCH, "HEAD^!"]
-    asv(tmp, *base)
-    asv(tmp, *base, env={"RESULTS": "results-again"})
-    asv(tmp, *base, env={"RESULTS": "results-slow", "KERNELSCOPE_INJECT_SLOWDOWN": "square-mul"})
+    cap = {"KERNELSCOPE_CPU_MAX_NUMEL": str(SIDE * SIDE)}
+    asv(tmp, *base, env=cap)
+    asv(tmp, *base, env={**cap, "RESULTS": "results-again"})
+    asv(tmp, *base, env={**cap, "RESULTS": "results-slow", "KERNELSCOPE_INJECT_SLOWDOWN": "square-mul"})
     asv(tmp, "run", "--record-samples", "--machine", "ci-cpu", "-b", "FirstCall.*'square-mul'", "HEAD^!",
         env={"RESULTS": "results-first"})
     return tmp, head
@@ -80,9 +83,9 @@ def test_results_are_recorded_with_samples_and_exported(runs):
     assert len(rows) == 1
     row = rows[0]
     assert (row["machine"], row["commit"], row["op"], row["variant"], row["mode"], row["size"], row["dtype"]) == \
-        ("ci-cpu", head, "square", "square-mul", "warm", "256x256", "float32")
+        ("ci-cpu", head, "square", "square-mul", "warm", f"{SIDE}x{SIDE}", "float32")
     assert row["samples"] >= 12 and row["ci_low"] <= row["time_s"] <= row["ci_high"]
-    assert row["bytes"] == 2 * 4 * 256 * 256 and row["gbps"] == pytest.approx(row["bytes"] / row["time_s"] / 1e9)
+    assert row["bytes"] == 2 * 4 * SIDE * SIDE and row["gbps"] == pytest.approx(row["bytes"] / row["time_s"] / 1e9)
     assert set(row) == set(export.COLUMNS)
     assert export.to_csv(rows).splitlines()[0] == ",".join(export.COLUMNS)
 
