@@ -15,8 +15,7 @@ from kernelscope.results import compare, export
 ROOT = Path(__file__).resolve().parents[1]
 ASV = shutil.which("asv", path=str(Path(sys.executable).parent)) or shutil.which("asv")
 # 1024x1024, not the CPU path's default 64x64: at 4 us a call, fixed overhead made both
-# the noise check and the doubled-work canary flaky on a shared 2-core box, and at 256x256
-# (9 us) the same code still read 1.7x slower in one fresh-clone CI run; 1024x1024 is 70 us.
+# the noise check and the doubled-work canary flaky on a shared 2-core box.
 SIDE = 1024
 BENCH = f"Square.time_warm.*'square-mul'.*'{SIDE}x{SIDE}'.*float32"
 # One intra-op thread: on a 2-core box two threads contend with asv itself, and the
@@ -92,8 +91,10 @@ def test_results_are_recorded_with_samples_and_exported(runs):
 
 def test_the_same_code_twice_is_not_flagged(runs):
     tmp, head = runs
-    # factor 1.5: a shared 2-core CI box is noisier than a GPU; the GPU runs use asv's 1.1
-    rows = compare.compare_runs(tmp / "results", tmp / "results-again", commit=head, factor=1.5)
+    # factor 2.5: a shared 2-core CI box is far noisier than a GPU (fresh-clone CI runs read the same code
+    # 1.7x and 2.0x slower on one of two runs: 9.1 then 15.6 us at 256x256, 352 then 180 us at 1024x1024,
+    # one run given half a core); the GPU runs use asv's 1.1 (bench.sh twice)
+    rows = compare.compare_runs(tmp / "results", tmp / "results-again", commit=head, factor=2.5)
     assert len(rows) == 1 and rows[0]["mark"] == " ", rows
 
 
