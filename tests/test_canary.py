@@ -200,10 +200,19 @@ def test_asv_continuous_exits_1_naming_the_canary_and_the_evidence_marks_it_alon
     env = {k: v for k, v in os.environ.items() if k != canary.ENV}
     env.update(HOME=str(tmp_path), **CPU_CAP)
     subprocess.run([ASV, "machine", "--machine", "ci-cpu", "--yes"], cwd=ROOT, env=env, check=True, capture_output=True)
-    cmd = [ASV, "continuous", "--config", str(write_config(tmp_path, "results", repo=clone)), "--machine", "ci-cpu",
-           "--factor", str(FACTOR), "-b", BENCH, head, commit]
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-    output = proc.stdout + proc.stderr
+    # The control (square-triton-flat256, unchanged) tells a noisy box: this 2-core CI machine has read an
+    # unchanged benchmark 1.96x slower between the two commits' runs (one given half a core). Then, and only
+    # then, the comparison is measured once more, into fresh results.
+    for attempt in ("results", "results-again"):
+        cmd = [ASV, "continuous", "--config", str(write_config(tmp_path, attempt, repo=clone)), "--machine",
+               "ci-cpu", "--factor", str(FACTOR), "-b", BENCH, head, commit]
+        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+        output = proc.stdout + proc.stderr
+        control_moved = any(line.startswith("|") and "square-triton-flat256" in line and line.split("|")[1].strip()
+                            in "+-" and line.split("|")[1].strip() for line in proc.stdout.splitlines())
+        if not control_moved:
+            break
+    results = tmp_path / attempt
     assert proc.returncode == 1, output[-4000:]
     assert "PERFORMANCE DECREASED" in output
     # asv's table of what changed: | Change | Before | After | Ratio | Benchmark (Parameter) |
@@ -212,7 +221,7 @@ def test_asv_continuous_exits_1_naming_the_canary_and_the_evidence_marks_it_alon
 
     out = tmp_path / "evidence" / "ci-cpu" / "canary.json"
     assert evidence.main(["write", str(out), "--machine", "ci-cpu", "--base", head, "--factor", str(FACTOR),
-                          "--command", "test", "--level", spec, commit, str(tmp_path / "results"),
+                          "--command", "test", "--level", spec, commit, str(results),
                           str(proc.returncode), " ".join(cmd)]) == 0
     data = json.loads(out.read_text())
     assert (data["schema"], data["machine"], data["commit"], data["factor"]) == (1, "ci-cpu", head, FACTOR)
