@@ -208,8 +208,8 @@ def test_asv_continuous_exits_1_naming_the_canary_and_the_evidence_marks_it_alon
                "ci-cpu", "--factor", str(FACTOR), "-b", BENCH, head, commit]
         proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
         output = proc.stdout + proc.stderr
-        control_moved = any(line.startswith("|") and "square-triton-flat256" in line and line.split("|")[1].strip()
-                            in "+-" and line.split("|")[1].strip() for line in proc.stdout.splitlines())
+        control_moved = any(line.startswith("|") and "square-triton-flat256" in line
+                            and line.split("|")[1].strip() in ("+", "-") for line in proc.stdout.splitlines())
         if not control_moved:
             break
     results = tmp_path / attempt
