@@ -24,7 +24,7 @@ def test_one_class_per_op_with_every_variant_size_and_dtype():
         assert cls.param_names == ["variant", "size", "dtype"]
         # Pinned: refactors keep history. Graph mode moved on alone (one output alive, #13).
         assert cls.time_warm.version == cls.track_cold.version == asv_suite.VERSION == "3"
-        assert cls.track_graph.version == asv_suite.GRAPH_VERSION == "7"
+        assert cls.track_graph.version == asv_suite.GRAPH_VERSION == "8"
     assert classes["FirstCall"].params == [list(VARIANTS)]
     # The first call alone moved on: each framework's one-time start happens in the forkserver (#13 item 8).
     assert classes["FirstCall"].time_first_call.version == asv_suite.FIRST_CALL_VERSION == "4"

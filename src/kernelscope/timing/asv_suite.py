@@ -68,7 +68,10 @@ VERSION = "3"
 # 7: replays queued back to back again (as in 4), after the settle: 5's wait for each replay
 #    let the SM clock sag between them (graph samples under 75% of the max clock in 115-217
 #    cases of a full H100 run, against 5 at version 4).
-GRAPH_VERSION = "7"
+# 8: a sample whose probe read the clock under 75% of its maximum (the GPU waited for the
+#    host, or throttled) is taken again behind a longer spin (timing.graph.keep_unthrottled):
+#    four 1-2 us graph cases moved 12-18% between two same-commit runs on one H100.
+GRAPH_VERSION = "8"
 # The first call alone moved on: 4: each framework's one-time start in a process (Numba's
 # typing and lowering registries, Triton's hash of its own library, Inductor's lazy
 # imports) happens in asv's forkserver before it forks (preload), as its imports already

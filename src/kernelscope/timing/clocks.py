@@ -41,6 +41,7 @@ class ClockWatch:
     max_mhz: float | None
     fraction: float = THROTTLE_FRACTION
     readings: list[float] = field(default_factory=list)
+    retaken: int = 0  # samples dropped for a low reading and taken again (graph mode)
 
     def add(self, mhz: float) -> bool:
         """Record one sample's clock; True if it was throttled."""
@@ -188,6 +189,8 @@ def log_case(benchmark: str, params: list[str], watch: ClockWatch, starved: int 
               "max_mhz": watch.max_mhz, "fraction": watch.fraction}
     if starved is not None:
         record["starved"] = starved
+    if watch.retaken:
+        record["retaken"] = watch.retaken  # so far, as starved
     with path.open("a") as f:
         f.write(json.dumps(record) + "\n")
     _LOGGED[key] = len(watch.readings)
