@@ -106,7 +106,8 @@ def test_a_sibling_skipped_in_the_hosts_process_runs_in_its_own_and_says_why(sto
     assert set(sampled) == set(host)  # its other sibling was still served from the host's process
 
 
-def test_a_sibling_selected_alone_runs_in_a_process_of_its_own(tmp_path):
+def _existing_env_run(tmp_path, *args, returncodes=(0,)):
+    """asv run of the fixture suite in this Python's environment; the stored results by benchmark."""
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     conf = {"version": 1, "project": "kernelscope", "repo": str(ROOT), "branches": ["main"], "dvcs": "git",
             "environment_type": "existing", "plugins": [".src.kernelscope.results.asv_env"],
@@ -117,10 +118,23 @@ def test_a_sibling_selected_alone_runs_in_a_process_of_its_own(tmp_path):
     env = {**os.environ, "HOME": str(tmp_path)}
     subprocess.run([ASV, "machine", "--machine", "ci-cpu", "--yes"], cwd=ROOT, env=env, check=True, capture_output=True)
     proc = subprocess.run([ASV, "run", "--config", str(tmp_path / "asv.json"), "--machine", "ci-cpu", "--record-samples",
-                           "-b", r"Modes\.track_c_once", "-E", f"existing:{sys.executable}", "--set-commit-hash", head],
+                           *args, "-E", f"existing:{sys.executable}", "--set-commit-hash", head],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert proc.returncode in returncodes, proc.stdout[-3000:] + proc.stderr[-3000:]
     (path,) = (tmp_path / "results" / "ci-cpu").glob(f"{head[:8]}-*.json")
     data = json.loads(path.read_text())
-    row = dict(zip(data["result_columns"], data["results"]["benchmarks.Modes.track_c_once"]))
-    assert len(row["samples"][0]) == 2 and list(data["results"]) == ["benchmarks.Modes.track_c_once"]
+    return {name: dict(zip(data["result_columns"], row)) for name, row in data["results"].items()}
+
+
+def test_a_sibling_selected_alone_runs_in_a_process_of_its_own(tmp_path):
+    results = _existing_env_run(tmp_path, "-b", r"Modes\.track_c_once")
+    assert list(results) == ["benchmarks.Modes.track_c_once"]
+    assert len(results["benchmarks.Modes.track_c_once"]["samples"][0]) == 2
+
+
+def test_rounds_asked_for_on_the_command_line_run_every_case_that_often(tmp_path):
+    row = _existing_env_run(tmp_path, "-b", r"Track\.track_pid", "-a", "rounds=2",
+                            returncodes=(2,))["benchmarks.Track.track_pid"]  # 2: its broken case failed
+    many = row["samples"][1]
+    assert len(many) == 24 and len(set(many)) == 2  # enough after one process, yet two were asked for
+    assert len(set(row["samples"][0])) == 2
