@@ -157,6 +157,7 @@ def test_gpu_direct_launch_matches_numbas_own_launch_and_is_captured_in_a_graph(
     direct.forget()
     check_direct_square(square_flat, square_flat_direct, [(64, 64), (1000, 1000), (4096, 4096)])
     assert len(direct._LAUNCHES) == 1  # one kernel, one set of argument types: one direct launch kept
+    assert list(direct._MAPS.values()) == list(direct._LAUNCHES.values())  # and kept as a map
 
 
 def test_the_stream_handle_comes_from_torchs_raw_getter_for_the_current_device(monkeypatch):
@@ -228,3 +229,100 @@ def test_a_kept_launch_is_never_used_for_tensors_on_another_device(monkeypatch):
     direct.launch(kernel, 1, 32, x, x, flat=True)  # the same tensors, on the CPU
     assert calls == ["numba", "driver", "numba"]
     direct.forget()
+
+
+def _recording_driver(monkeypatch, tys):
+    """libcuda and torch's stream stood in for: each launch's handle, grid, block and parameter words."""
+    import ctypes
+
+    seen = []
+
+    def fake_launch(handle, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        pointers = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
+        words = [ctypes.c_uint64.from_address(pointers[i]).value for i in range(direct.word_count(tys))]
+        seen.append((handle, (gx, gy, gz), (bx, by, bz), stream, words))
+        return 0
+
+    monkeypatch.setattr(direct, "_cu_launch_kernel", lambda: fake_launch)
+    monkeypatch.setattr(direct.streams, "current_stream_handle", lambda: 0x5150)
+    return seen
+
+
+def test_a_map_launch_writes_what_the_general_flat_launch_writes(monkeypatch):
+    """The lean path of an elementwise kernel(x, y) rewrites only the counts and pointers: the driver must see the
+    words the general path (flat_words) gives, call after call, whatever the general path wrote before."""
+    from numba import types
+
+    one_d = types.Array(types.float32, 1, "C")
+    seen = _recording_driver(monkeypatch, (one_d, one_d))
+    general = direct._Launch("square_tiled", 0xC0FFEE, (one_d, one_d), direct.word_count((one_d, one_d)))
+    lean = direct._Launch("square_tiled", 0xC0FFEE, (one_d, one_d), direct.word_count((one_d, one_d)))
+    assert lean.as_map() is lean
+    for shape in ((64, 64), (3, 7), (100_000,)):
+        x, y = torch.randn(shape), torch.empty(shape)
+        general(9, 256, (x, y), flat=True)
+        lean.map(9, 256, x.numel(), x.data_ptr(), y.data_ptr())
+        assert seen[-1] == seen[-2] and seen[-1][:4] == (0xC0FFEE, (9, 1, 1), (256, 1, 1), 0x5150)
+        assert seen[-1][4] == direct.flat_words((one_d, one_d), (x, y))
+    half = types.Array(types.float16, 1, "C")
+    x, y = torch.randn(5).half(), torch.empty(5).half()
+    kept = direct._Launch("h", 1, (half, half), 14).as_map()
+    kept.map(1, 32, 5, x.data_ptr(), y.data_ptr())
+    assert seen[-1][4] == direct.flat_words((half, half), (x, y))  # item size 2 and stride 2 bytes
+    monkeypatch.setattr(direct, "_cu_launch_kernel", lambda: lambda *a: 700)
+    with pytest.raises(RuntimeError, match="square_tiled: cuLaunchKernel returned CUDA error 700"):
+        lean.map(1, 32, 5, 0, 0)
+
+
+def test_only_a_kernel_of_two_1d_arrays_of_one_dtype_is_kept_as_a_map():
+    from numba import types
+
+    f32, f16 = types.Array(types.float32, 1, "C"), types.Array(types.float16, 1, "C")
+    two_d = types.Array(types.float32, 2, "C")
+    for tys in ((f32, f32, types.int32), (f32, f16), (f32, two_d), (f32,)):
+        assert direct._Launch("k", 1, tys, direct.word_count(tys)).as_map() is None, tys
+
+
+def test_launch_map_keeps_the_lean_path_only_for_what_it_checks_each_call(monkeypatch):
+    """First call through Numba (launch), kept as a map; then the lean path for contiguous tensors of the kept
+    dtype and device; a column, another dtype, another device or mixed dtypes go through launch again."""
+    from numba import types
+
+    one_d = types.Array(types.float32, 1, "C")
+    calls = []
+
+    class Kernel:
+        def __getitem__(self, config):
+            return lambda *wrapped: calls.append("numba")
+
+    class Kept(direct._Launch):
+        def map(self, *args):
+            calls.append("map")
+
+        def __call__(self, *args):
+            calls.append("keyed")
+
+    monkeypatch.setattr(direct, "stream", lambda: 0)
+    monkeypatch.setattr(direct, "as_array", lambda t: t)
+    monkeypatch.setattr(direct, "_compiled", lambda kernel, wrapped: Kept("k", 1, (one_d, one_d), 14))
+    direct.forget()
+    kernel, x = Kernel(), torch.randn(8, 8)
+    with monkeypatch.context() as on_gpu:
+        on_gpu.setattr(torch.Tensor, "is_cuda", property(lambda self: True))
+        direct.launch_map(kernel, 1, 32, x, torch.empty_like(x))
+        direct.launch_map(kernel, 1, 32, x, torch.empty_like(x))
+        assert calls == ["numba", "map"] and len(direct._MAPS) == 1
+        column = torch.empty(4, 2)[:, :1]  # not contiguous, yet view(-1) works
+        direct.launch_map(kernel, 1, 32, torch.randn(4, 1), column)  # Numba, not kept
+        direct.launch_map(kernel, 1, 32, x.double(), torch.empty(8, 8, dtype=torch.float64))  # another dtype
+        assert calls[2:] == ["numba", "numba"]
+        direct.launch_map(kernel, 1, 32, x, torch.empty(8, 8, dtype=torch.float64))  # mixed: the keyed path
+        assert calls[4] == "numba" and calls.count("map") == 1
+    with monkeypatch.context() as on_gpu1:  # the same dtype on another device: never the kept map
+        on_gpu1.setattr(torch.Tensor, "is_cuda", property(lambda self: True))
+        on_gpu1.setattr(torch.Tensor, "device", property(lambda self: torch.device("cuda", 1)))
+        n = len(calls)
+        direct.launch_map(kernel, 1, 32, x, torch.empty_like(x))
+        assert calls[n] == "numba"
+    direct.forget()
+    assert direct._MAPS == {} and direct._LAUNCHES == {}

@@ -87,9 +87,32 @@ def tiled_kernel(f, name: str, threads: int, blocks_per_sm: int, unroll: int):
     return jit_bounded(threads, blocks_per_sm)(_named(kernel, f"{name}_tiled"))
 
 
-def tiled_blocks(n: int, threads: int, unroll: int) -> int:
-    """The one-lap grid: one block a tile of threads * unroll elements."""
-    return -(-n // (threads * unroll))
+@dataclass(frozen=True)
+class Shape:
+    """A launch shape worked out: the kernel compiled for it, its block, and how its grid follows from n."""
+
+    kernel: object
+    threads: int
+    per_block: int  # elements a block covers in one lap: threads * unroll
+    tiled: bool
+    blocks_per_sm: int
+
+    def blocks(self, device: torch.device, n: int) -> int:
+        if self.tiled:
+            return -(-n // self.per_block)  # one lap: a block a tile
+        return grid_stride_blocks(device, n, self.per_block, self.blocks_per_sm)
+
+
+def launch_shape(f, name: str, defaults: Defaults, threads: int | None = None, blocks_per_sm: int | None = None,
+                 unroll: int | None = None, tiled: bool | None = None) -> Shape:
+    """The shape of a launch of ``f``'s map: each argument given, else ``defaults``' (the simulator's own sizes there)."""
+    threads = threads or (SIM_THREADS if SIMULATED else defaults.threads)
+    blocks_per_sm = resident_blocks_per_sm(threads, blocks_per_sm or defaults.blocks_per_sm)
+    unroll = unroll or (2 if SIMULATED else defaults.unroll)
+    check_threads(threads)
+    tiled = defaults.tiled if tiled is None else tiled
+    make = tiled_kernel if tiled else grid_stride_kernel
+    return Shape(make(f, name, threads, blocks_per_sm, unroll), threads, threads * unroll, tiled, blocks_per_sm)
 
 
 def launch(f, name: str, defaults: Defaults, x: torch.Tensor, out: torch.Tensor | None = None,
@@ -97,21 +120,31 @@ def launch(f, name: str, defaults: Defaults, x: torch.Tensor, out: torch.Tensor 
            tiled: bool | None = None, direct: bool = False) -> torch.Tensor:
     """y = f(x) elementwise with an explicit launch shape and mode (None: ``defaults``); ``direct``: launched
     through the driver after the first call (:mod:`kernelscope.backends.numba.direct`), not Numba's dispatcher."""
-    threads = threads or (SIM_THREADS if SIMULATED else defaults.threads)
-    blocks_per_sm = resident_blocks_per_sm(threads, blocks_per_sm or defaults.blocks_per_sm)
-    unroll = unroll or (2 if SIMULATED else defaults.unroll)
-    check_threads(threads)
+    shape = launch_shape(f, name, defaults, threads, blocks_per_sm, unroll, tiled)
     y = torch.empty_like(x) if out is None else out
     n = x.numel()
     if n == 0:
         return y
-    if defaults.tiled if tiled is None else tiled:
-        blocks, kernel = tiled_blocks(n, threads, unroll), tiled_kernel(f, name, threads, blocks_per_sm, unroll)
-    else:
-        blocks = grid_stride_blocks(x.device, n, threads * unroll, blocks_per_sm)
-        kernel = grid_stride_kernel(f, name, threads, blocks_per_sm, unroll)
     if direct:
-        numba_direct.launch(kernel, blocks, threads, x, y, flat=True)
+        numba_direct.launch_map(shape.kernel, shape.blocks(x.device, n), shape.threads, x, y)
     else:
-        kernel[blocks, threads, stream()](as_array(x.view(-1)), as_array(y.view(-1)))
+        shape.kernel[shape.blocks(x.device, n), shape.threads, stream()](as_array(x.view(-1)), as_array(y.view(-1)))
     return y
+
+
+def direct_map(f, name: str, defaults: Defaults):
+    """``launch(f, name, defaults, x, out, direct=True)`` as a function of (x, out), its launch shape worked out
+    on its first call and kept: what a call then costs is the tensor checks and the driver's launch."""
+    shape: Shape | None = None
+
+    def call(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+        nonlocal shape
+        if shape is None:
+            shape = launch_shape(f, name, defaults)
+        y = torch.empty_like(x) if out is None else out
+        n = x.numel()
+        if n:
+            numba_direct.launch_map(shape.kernel, shape.blocks(x.device, n), shape.threads, x, y)
+        return y
+
+    return call

@@ -64,6 +64,7 @@ FLAT_THREADS = 256
 FLAT_BLOCKS_PER_SM = 8
 FLAT_UNROLL = 4
 FLAT_TILED = True
+FLAT_DEFAULTS = elementwise.Defaults(FLAT_THREADS, FLAT_BLOCKS_PER_SM, FLAT_UNROLL, FLAT_TILED)
 
 
 @cuda.jit(device=True)
@@ -75,14 +76,17 @@ def launch_square_flat(x: torch.Tensor, out: torch.Tensor | None = None, threads
                        blocks_per_sm: int | None = None, unroll: int | None = None,
                        tiled: bool | None = None, direct: bool = False) -> torch.Tensor:
     """square_flat with an explicit launch shape and mode (None: the module defaults)."""
-    defaults = elementwise.Defaults(FLAT_THREADS, FLAT_BLOCKS_PER_SM, FLAT_UNROLL, FLAT_TILED)
-    return elementwise.launch(square_f32, "square", defaults, x, out, threads, blocks_per_sm, unroll, tiled, direct)
+    return elementwise.launch(square_f32, "square", FLAT_DEFAULTS, x, out, threads, blocks_per_sm, unroll, tiled,
+                              direct)
 
 
 def square_flat(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     return launch_square_flat(x, out)
 
 
+_square_flat_direct = elementwise.direct_map(square_f32, "square", FLAT_DEFAULTS)
+
+
 def square_flat_direct(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """square_flat's kernel, launched through the driver after its first call (direct.py): a cheaper call."""
-    return launch_square_flat(x, out, direct=True)
+    return _square_flat_direct(x, out)

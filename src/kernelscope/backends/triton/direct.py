@@ -33,7 +33,7 @@ _KEPT: dict = {}
 
 def _spec(value) -> tuple:
     if isinstance(value, torch.Tensor):  # its device too: Triton compiles per device, and a CPU tensor must fail
-        return ("t", value.dtype, value.data_ptr() % 16 == 0, value.device)
+        return ("t", value.dtype, value.data_ptr() & 15 == 0, value.device)
     if isinstance(value, bool):
         return ("b", value)
     if isinstance(value, int):
@@ -63,17 +63,20 @@ def launch(kernel, grid: tuple, *args, **keywords) -> None:
     """``kernel[grid](*args, **keywords)``, through the compiled kernel's launcher after the first call.
 
     ``keywords``: the kernel's constexpr parameters by name, and launch options (``num_warps``).
+    A call's key is built flat (no nested tuples), and what the launcher takes after ``args`` (the keywords in
+    the kernel's parameter order) is kept with the kernel: with the launcher stood in for, on the 2-core CPU
+    machine, that took this function's Python from 4.7 to 3.8 us a call (best of six, in turns).
     """
     enter, leave = _hooks()
     hooked = _hooked(enter) or _hooked(leave)
-    key = (id(kernel), tuple(_spec(a) for a in args), tuple(sorted(keywords.items())))
-    compiled = None if hooked else _KEPT.get(key)
-    if compiled is None:
+    key = (id(kernel), *map(_spec, args), *sorted(keywords.items()))
+    kept = None if hooked else _KEPT.get(key)
+    if kept is None:
         compiled = kernel[grid](*args, **keywords)
         if not hooked and compiled is not None and hasattr(compiled, "run"):  # None under the interpreter
-            _KEPT[key] = compiled
+            _KEPT[key] = (compiled, tuple(keywords[name] for name in kernel.arg_names[len(args):]))
         return
-    values = [*args, *(keywords[name] for name in kernel.arg_names[len(args):])]
+    compiled, rest = kept
     g = (*grid, 1, 1)
     compiled.run(g[0], g[1], g[2], streams.current_stream_handle(), compiled.function,
-                 compiled.packed_metadata, None, enter, leave, *values)
+                 compiled.packed_metadata, None, enter, leave, *args, *rest)
