@@ -34,6 +34,7 @@
 #   timerprobe host mode against torch.utils.benchmark.Timer on the cases where crosscheck saw them differ:
 #             Timer's one block or several, the garbage collector on or off, each call's host time (timer_probe.py, #14)
 #   launchab  scripts/gpu/launch_ab_probe.py: each direct launch against its standard path and a torch op, in turns
+#   floors    scripts/gpu/floor_probe.py: a copy (softmax) or a sum (mean) at issue #15's hard cases' own sizes
 #             in one process at 64x64: what the direct paths save, which processes' spread hides; then
 #             launch_path_probe.py: where each path's host time goes, the direct ones among them (#14 item 3)
 #   spreadprobe launch-bound cases in 10 forked processes each, per knob, with each process's phase costs (#13)
@@ -130,6 +131,7 @@ steps() {
       -b \"track_graph.*'(16384x16384|268435456|64x262144|512x50257)'\" HEAD^! > $STATE/asv-graphcheck.log 2>&1;
     echo asv rc=\$?; grep -E '(16384x16384|268435456|64x262144|512x50257) ' $STATE/asv-graphcheck.log"
   step timerprobe sh -c "python3 scripts/gpu/timer_probe.py --json $STATE/timer-probe.json > $STATE/timer-probe.txt 2>&1; cat $STATE/timer-probe.txt"
+  step floors sh -c "python3 scripts/gpu/floor_probe.py --json $STATE/floors.json > $STATE/floors.txt 2>&1; echo rc=\$?; cat $STATE/floors.txt"
   step launchab sh -c "python3 scripts/gpu/launch_ab_probe.py --json $STATE/launch-ab.json > $STATE/launch-ab.txt 2>&1;
     cat $STATE/launch-ab.txt; mkdir -p $STATE/launch-path; python3 scripts/gpu/launch_path_probe.py --out $STATE/launch-path \
     > $STATE/launch-path.txt 2>&1; tail -n 14 $STATE/launch-path.txt"
