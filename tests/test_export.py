@@ -101,3 +101,29 @@ def test_launch_bound_is_a_warm_or_cold_gpu_time_under_20_us():
     assert any(r["launch_bound"] for r in rows)
     assert all(r["launch_bound"] == processes.launch_bound_result(r["mode"], r["time_s"], r["gpu"], r["samples"])
                for r in rows)
+
+
+def test_graph_samples_taken_again_are_not_counted_among_those_asv_kept(tmp_path):
+    # Graph mode v8 logs every reading, the retaken (low) ones too, and how many it retook.
+    from kernelscope.timing import clocks
+
+    copy = tmp_path / "results"
+    shutil.copytree(RESULTS, copy)
+    result = next(p for p in copy.glob("*/8eac40ea-*.json"))
+
+    def graph_row():
+        return next(r for r in export.rows(copy) if r["commit"].startswith("8eac40ea") and r["mode"] == "graph"
+                    and r["variant"] == "square-torch" and r["size"] == "64x64")
+
+    n = graph_row()["samples"]
+    # The first batch with 4 low readings among n, its 4 retakes (one low again), then that one's retake, low
+    # still and kept as the last round's: 5 retaken, 1 low sample among the n kept.
+    first = [1900.0] * n
+    for i in (0, 3, n // 2, n - 1):
+        first[i] = 300.0
+    readings = first + [1970.0, 1000.0, 1970.0, 1970.0] + [900.0]
+    record = {"benchmark": "benchmarks.Square.track_graph", "params": ["square-torch", "64x64", "float32"],
+              "mhz": readings, "max_mhz": 1980.0, "fraction": 0.75, "retaken": 5}
+    result.with_name(result.stem + clocks.SUFFIX).write_text(json.dumps(record) + "\n")
+    row = graph_row()
+    assert row["throttled"] == 1 and row["sm_mhz"] == 1900.0

@@ -482,6 +482,33 @@ def test_regressions_mark_launch_bound_flags_and_discount_one_process_intervals(
     assert ("not evidence of a change" in page) == bool(one_process)
 
 
+def test_regressions_mark_flags_whose_samples_mostly_read_a_low_clock(data, built_site):
+    from kernelscope.results.export import mostly_low_clock
+
+    page = html_lib.unescape(re.sub("<[^>]+>", "", (built_site / "results" / "regressions" / "index.html").read_text()))
+    machine = data.reference_machine
+    a, b = history.last_two(data.rows, data.order, machine=machine)
+    rows = compare.compare(compare.Run(RESULTS, a, machine), compare.Run(RESULTS, b, machine), measured_only=False)
+    low = {(r["commit"], r["benchmark"], r["variant"], r["size"], r["dtype"]) for r in data.rows
+           if r["machine"] == machine and mostly_low_clock(r)}
+    marked = 0
+    for r in (r for r in rows if r["mark"] in "+-"):
+        params = compare.parse_benchmark(r["benchmark"])["params"]
+        is_low = any((c, r["benchmark"].partition("(")[0], *params) in low for c in (a, b))
+        cell = ", ".join(params)
+        assert (f"{cell} {pages.LOW_CLOCK_MARK}" in page or f"{cell} {pages.LAUNCH_BOUND_MARK} {pages.LOW_CLOCK_MARK}"
+                in page) == is_low, r["benchmark"]
+        marked += is_low
+    assert (f"{pages.LOW_CLOCK_MARK} {marked} of these flags" in page) == bool(marked)
+
+
+def test_mostly_low_clock_needs_more_than_half_the_samples():
+    from kernelscope.results.export import mostly_low_clock
+
+    assert mostly_low_clock({"throttled": 16, "samples": 30}) and not mostly_low_clock({"throttled": 15, "samples": 30})
+    assert not mostly_low_clock({"throttled": None, "samples": 30}) and not mostly_low_clock({"throttled": 3})
+
+
 def test_an_interval_below_zero_reads_from_zero():
     # asv's 99% interval of three process values, one 5x the others (H100, e972512d, gelu-torch 64x64 warm)
     from kernelscope.site.data import fmt_ci

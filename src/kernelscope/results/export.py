@@ -154,12 +154,20 @@ def _rows_of(data: dict, params: dict, benchmarks: dict, include_failed: bool, c
             }
 
 
+def mostly_low_clock(row: dict) -> bool:
+    """Whether most of a result's samples read the SM clock under the throttle fraction (from its clock log)."""
+    return bool(row.get("throttled") and row.get("samples")) and row["throttled"] > row["samples"] / 2
+
+
 def _clock_of(record: dict | None, n_samples: int | None) -> dict:
     """Median SM clock and throttled count over the samples asv kept (the log's last ``n_samples`` readings)."""
     if not record or not record.get("mhz"):
         return {"sm_mhz": None, "throttled": None}
-    watch = clocks.ClockWatch(record.get("max_mhz"), record.get("fraction", clocks.THROTTLE_FRACTION), record["mhz"])
-    summary = watch.summary(last=n_samples)
+    readings, retaken = record["mhz"], record.get("retaken", 0)
+    if retaken:  # graph v8: each retaken sample's reading was low and is not among the samples asv kept
+        readings = sorted(readings)[retaken:]
+    watch = clocks.ClockWatch(record.get("max_mhz"), record.get("fraction", clocks.THROTTLE_FRACTION), readings)
+    summary = watch.summary(last=None if retaken else n_samples)
     return {"sm_mhz": summary["median_mhz"], "throttled": summary["throttled"]}
 
 

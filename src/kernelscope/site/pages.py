@@ -14,12 +14,14 @@ from kernelscope import backends
 from kernelscope.catalog import OPS, VARIANTS, variants_of
 from kernelscope.ops import numel, parse_shape, shape_str
 from kernelscope.results import compare, history as results_history
+from kernelscope.results.export import mostly_low_clock
 from kernelscope.results.machine import fp32_peak
 from kernelscope.site import chart_data, charts, profile_pages
 from kernelscope.site.data import (BACKEND_TITLES, KIND_WORDS, MODE_WORDS, MODES, SiteData, day, dtype_order,
                                    fmt_gbps, fmt_pct, fmt_time, in_sweep, largest_shape, variant_kind)
 from kernelscope.site.markdown import WIDE, chart, indent, note, table, tabs, variant_cell
 from kernelscope.site.sources import SourceRef, module_path, variant_sources
+from kernelscope.timing.clocks import THROTTLE_FRACTION
 from kernelscope.timing.processes import (HOST_BOUND_SHARE, LAUNCH_BOUND_PROCESSES, LAUNCH_BOUND_S,
                                           launch_bound_result, sampled_per_process)
 
@@ -59,6 +61,7 @@ def fmt_interval(row: dict) -> str:
 
 
 LAUNCH_BOUND_MARK = "◦"
+LOW_CLOCK_MARK = "‡"  # most of a result's samples read the SM clock low: the GPU waited for the host, or throttled
 LAUNCH_BOUND_WORDS = (
     f"Hollow points and {LAUNCH_BOUND_MARK} are launch-bound results (under {LAUNCH_BOUND_S * 1e6:.0f} µs a call "
     "warm, and the same cases cold and, since its version 2, host mode; in host mode since its version 3 also the "
@@ -434,9 +437,11 @@ def regressions(data: SiteData) -> list[str]:
         if not flagged:
             parts.append("Nothing flagged.")
             continue
-        table_rows, commands, one_process_before = [], [], 0
+        table_rows, commands, one_process_before, low_clock = [], [], 0, 0
         samples_before = {(r["benchmark"], r["variant"], r["size"], r["dtype"]): r["samples"]
                           for r in data.rows if r["machine"] == machine and r["commit"] == a}
+        mostly_low = {(r["commit"], r["benchmark"], r["variant"], r["size"], r["dtype"]) for r in data.rows
+                      if r["machine"] == machine and r["commit"] in (a, b) and mostly_low_clock(r)}
         for r in sorted(flagged, key=lambda r: (r["mark"], -(r["ratio"] or 0))):
             info = compare.parse_benchmark(r["benchmark"])
             ratio = f"{r['ratio']:.2f}" if r["ratio"] else "n/a"
@@ -445,8 +450,11 @@ def regressions(data: SiteData) -> list[str]:
                 name = r["benchmark"].partition("(")[0]
                 n = samples_before.get((name, *info["params"]))  # a warm or cold case: (variant, size, dtype)
                 one_process_before += bool(n) and not sampled_per_process(n)
+            low = any((c, r["benchmark"].partition("(")[0], *info["params"]) in mostly_low for c in (a, b))
+            low_clock += low
             table_rows.append([r["mark"], f"`{info['class']}.{info['method']}`",
-                               ", ".join(info["params"]) + (f" {LAUNCH_BOUND_MARK}" if bound else ""),
+                               ", ".join(info["params"]) + (f" {LAUNCH_BOUND_MARK}" if bound else "")
+                               + (f" {LOW_CLOCK_MARK}" if low else ""),
                                fmt_time(r["a"]), fmt_time(r["b"]), ratio])
             regex = r["benchmark"].removeprefix("benchmarks.").replace(".", r"\.").replace("(", r"\(").replace(")", r"\)")
             commands += [f"# {r['mark']} {info['class']}.{info['method']}({', '.join(info['params'])}): {ratio}",
@@ -458,6 +466,12 @@ def regressions(data: SiteData) -> list[str]:
                          f"result of `{a[:8]}`, sampled in one process before the per-process rule, whose interval is "
                          "too narrow to judge by: such a flag is not evidence of a change. "
                          "[Why](../concepts/method.md#launch-bound-intervals).")
+        if low_clock:
+            parts.append(f"{LOW_CLOCK_MARK} {low_clock} of these flags compare a result most of whose samples read the "
+                         f"SM clock under {THROTTLE_FRACTION:.0%} of its maximum (the clock log beside the results): "
+                         "the GPU waited for the host there, or throttled, and such samples read slow: such a flag "
+                         "is not evidence of a change. Graph mode takes them again since its version 8. "
+                         "[Why](../concepts/timing.md#graph-launch-costs-removed).")
         parts.append("Each row again, measured afresh on both commits (`asv continuous` runs them and reports "
                      "the change by the same rule):\n\n```sh\n" + "\n".join(commands) + "\n```")
     return parts
