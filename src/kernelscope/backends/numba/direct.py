@@ -132,7 +132,6 @@ class _Launch:
         if rc:
             raise RuntimeError(f"{self.name}: cuLaunchKernel returned CUDA error {rc}")
 
-
     def as_map(self) -> "_Launch | None":
         """This launch ready for :meth:`map`, if its kernel takes two 1-D arrays of one dtype (x, y), else None.
 
