@@ -133,3 +133,18 @@ def test_a_declared_limit_is_reported_not_failed_and_covers_only_what_it_names()
     assert res.max_rel_err < 1e-2  # the known failures are reported, not folded into the error
     res = check_variant(mean_fake(both[1:]), device="cpu")
     assert res.status == FAIL and "stress input offset" in res.reason and res.known == ["long float16"]
+
+
+def test_a_small_gpu_inputs_reference_is_computed_on_the_cpu_and_a_large_ones_where_it_lives(monkeypatch):
+    # The CPU side of the rule (HOST_REFERENCE_NUMEL): a tensor said to be on a GPU is copied to the host
+    # when small; the GPU test checks that both places give the same error on real GPU tensors.
+    from kernelscope import check
+
+    copied = []
+    monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda self: True))
+    monkeypatch.setattr(torch.Tensor, "cpu", lambda self: copied.append(self.numel()) or self)
+    op = OPS["square"]
+    for n in (64, check.HOST_REFERENCE_NUMEL, check.HOST_REFERENCE_NUMEL + 1):
+        x = torch.randn(n)
+        assert check.error_against_reference(op, x, x * x) < 1e-6
+    assert copied == [64, check.HOST_REFERENCE_NUMEL]

@@ -7,7 +7,7 @@ interpreters) and test_cuda_sources.py (the .cu files through nvcc).
 import pytest
 import torch
 
-from kernelscope.catalog import VARIANTS, get
+from kernelscope.catalog import OPS, VARIANTS, get
 from kernelscope.check import PASS, check_variant
 
 pytestmark = pytest.mark.gpu
@@ -133,3 +133,14 @@ def test_machine_records_the_max_sm_clock():
     info = describe(measure_bandwidth=False)
     assert float(info["gpu_max_sm_mhz"]) > 500
     assert fp32_peak(info)[1].endswith("MHz")  # derived from this GPU, not the datasheet table
+
+
+def test_a_reference_on_the_cpu_gives_the_error_it_gives_on_the_gpu(monkeypatch):
+    from kernelscope import check
+
+    x = torch.randn(256, 256, device="cuda")
+    out = torch.softmax(x, dim=-1)
+    on_cpu = check.error_against_reference(OPS["softmax"], x, out)
+    monkeypatch.setattr(check, "HOST_REFERENCE_NUMEL", 0)
+    on_gpu = check.error_against_reference(OPS["softmax"], x, out)
+    assert 0 < on_cpu < 1e-5 and on_cpu == pytest.approx(on_gpu, rel=1e-6)
