@@ -315,6 +315,30 @@ def test_host_mode_times_a_loop_of_calls_between_synchronized_readings():
     assert max(host.plan_host(lambda: None, "cpu") for _ in range(3)) == host.HOST_MAX_CALLS
 
 
+def test_host_mode_keeps_the_garbage_collector_off_during_a_sample_as_timeit_does():
+    import gc
+
+    from kernelscope.timing import host
+
+    seen = []
+    assert gc.isenabled()
+    host.block_s(lambda: seen.append(gc.isenabled()), "cpu", 5)
+    assert seen == [False] * 5 and gc.isenabled()  # off inside, back on after
+
+    def fails():
+        raise RuntimeError("a call that fails")
+
+    with pytest.raises(RuntimeError):
+        host.block_s(fails, "cpu", 1)
+    assert gc.isenabled()
+    gc.disable()  # a caller that had it off keeps it off
+    try:
+        host.block_s(lambda: None, "cpu", 1)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def test_cold_mode_drops_samples_a_slow_launch_starved_and_grows_its_hold(stream):
     # A Numba-sized launch (300 us of host) after a hold planned for 100 us: the GPU would wait
     # between the events for the launch, and the sample read 230 us for a 60 us kernel.

@@ -82,7 +82,9 @@ FIRST_CALL_VERSION = "4"
 #    one value per process, as in warm and cold mode.
 # 3: a host-bound case (the host's cost of a call at least half the GPU's) one value per process
 #    too (timing.processes.host_bound): a same-commit rerun on one box flagged 7 such cases.
-HOST_VERSION = "3"
+# 4: the garbage collector off during a sample, as in timeit and torch.utils.benchmark.Timer
+#    (timing.host.block_s): with it on, host mode read above Timer in most crosscheck pairs.
+HOST_VERSION = "4"
 # Every variant is timed in float32. Each parameter set is a forked process
 # (about a second on an H100), so other dtypes get classes of their own, over
 # the variants whose catalog entry lists them in ``bench_dtypes``: adding one
