@@ -105,26 +105,32 @@ def test_a_scalar_sits_in_the_low_bytes_of_its_word_and_other_types_are_refused(
         direct.arg_words(("complex64",), (1j,))
 
 
-def test_a_direct_launch_hands_the_driver_pointers_to_the_words_of_this_calls_arguments(monkeypatch):
-    """The driver call itself, with libcuda and torch's stream stood in for: handle, grid, block, stream, and
-    kernelParams pointing at each parameter's word, rewritten for each call's tensors."""
+def _recording_driver(monkeypatch, tys):
+    """libcuda stood in for: each launch's (handle, grid, block, shared, stream, parameter words, extra)."""
     import ctypes
-    from types import SimpleNamespace
-
-    from numba import types
 
     seen = []
 
     def fake_launch(handle, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
-        n = direct.word_count(tys)
         pointers = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
-        words = [ctypes.c_uint64.from_address(pointers[i]).value for i in range(n)]
+        words = [ctypes.c_uint64.from_address(pointers[i]).value for i in range(direct.word_count(tys))]
         seen.append((handle, (gx, gy, gz), (bx, by, bz), shared, stream, words, extra))
         return 0
 
     monkeypatch.setattr(direct, "_cu_launch_kernel", lambda: fake_launch)
+    return seen
+
+
+def test_a_direct_launch_hands_the_driver_pointers_to_the_words_of_this_calls_arguments(monkeypatch):
+    """The driver call itself, with libcuda and torch's stream stood in for: handle, grid, block, stream, and
+    kernelParams pointing at each parameter's word, rewritten for each call's tensors."""
+    from types import SimpleNamespace
+
+    from numba import types
+
     monkeypatch.setattr(torch.cuda, "current_stream", lambda: SimpleNamespace(cuda_stream=0x5150))
     tys = (types.Array(types.float32, 1, "C"), types.Array(types.float32, 1, "C"), types.int32)
+    seen = _recording_driver(monkeypatch, tys)
     launch = direct._Launch("square_tiled", 0xC0FFEE, tys, direct.word_count(tys))
     for n in (64, 100):
         x, y = torch.randn(n), torch.empty(n)
@@ -231,23 +237,6 @@ def test_a_kept_launch_is_never_used_for_tensors_on_another_device(monkeypatch):
     direct.forget()
 
 
-def _recording_driver(monkeypatch, tys):
-    """libcuda and torch's stream stood in for: each launch's handle, grid, block and parameter words."""
-    import ctypes
-
-    seen = []
-
-    def fake_launch(handle, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
-        pointers = ctypes.cast(params, ctypes.POINTER(ctypes.c_void_p))
-        words = [ctypes.c_uint64.from_address(pointers[i]).value for i in range(direct.word_count(tys))]
-        seen.append((handle, (gx, gy, gz), (bx, by, bz), stream, words))
-        return 0
-
-    monkeypatch.setattr(direct, "_cu_launch_kernel", lambda: fake_launch)
-    monkeypatch.setattr(direct.streams, "current_stream_handle", lambda: 0x5150)
-    return seen
-
-
 def test_a_map_launch_writes_what_the_general_flat_launch_writes(monkeypatch):
     """The lean path of an elementwise kernel(x, y) rewrites only the counts and pointers: the driver must see the
     words the general path (flat_words) gives, call after call, whatever the general path wrote before."""
@@ -255,6 +244,7 @@ def test_a_map_launch_writes_what_the_general_flat_launch_writes(monkeypatch):
 
     one_d = types.Array(types.float32, 1, "C")
     seen = _recording_driver(monkeypatch, (one_d, one_d))
+    monkeypatch.setattr(direct.streams, "current_stream_handle", lambda: 0x5150)
     general = direct._Launch("square_tiled", 0xC0FFEE, (one_d, one_d), direct.word_count((one_d, one_d)))
     lean = direct._Launch("square_tiled", 0xC0FFEE, (one_d, one_d), direct.word_count((one_d, one_d)))
     assert lean.as_map() is lean
@@ -262,13 +252,14 @@ def test_a_map_launch_writes_what_the_general_flat_launch_writes(monkeypatch):
         x, y = torch.randn(shape), torch.empty(shape)
         general(9, 256, (x, y), flat=True)
         lean.map(9, 256, x.numel(), x.data_ptr(), y.data_ptr())
-        assert seen[-1] == seen[-2] and seen[-1][:4] == (0xC0FFEE, (9, 1, 1), (256, 1, 1), 0x5150)
-        assert seen[-1][4] == direct.flat_words((one_d, one_d), (x, y))
+        handle, grid, block, _, stream, words, _ = seen[-1]
+        assert seen[-1] == seen[-2] and (handle, grid, block, stream) == (0xC0FFEE, (9, 1, 1), (256, 1, 1), 0x5150)
+        assert words == direct.flat_words((one_d, one_d), (x, y))
     half = types.Array(types.float16, 1, "C")
     x, y = torch.randn(5).half(), torch.empty(5).half()
     kept = direct._Launch("h", 1, (half, half), 14).as_map()
     kept.map(1, 32, 5, x.data_ptr(), y.data_ptr())
-    assert seen[-1][4] == direct.flat_words((half, half), (x, y))  # item size 2 and stride 2 bytes
+    assert seen[-1][5] == direct.flat_words((half, half), (x, y))  # item size 2 and stride 2 bytes
     monkeypatch.setattr(direct, "_cu_launch_kernel", lambda: lambda *a: 700)
     with pytest.raises(RuntimeError, match="square_tiled: cuLaunchKernel returned CUDA error 700"):
         lean.map(1, 32, 5, 0, 0)

@@ -34,9 +34,9 @@
 #   timerprobe host mode against torch.utils.benchmark.Timer on the cases where crosscheck saw them differ:
 #             Timer's one block or several, the garbage collector on or off, each call's host time (timer_probe.py, #14)
 #   launchab  scripts/gpu/launch_ab_probe.py: each direct launch against its standard path and a torch op, in turns
-#   floors    scripts/gpu/floor_probe.py: a copy (softmax) or a sum (mean) at issue #15's hard cases' own sizes
 #             in one process at 64x64: what the direct paths save, which processes' spread hides; then
 #             launch_path_probe.py: where each path's host time goes, the direct ones among them (#14 item 3)
+#   floors    scripts/gpu/floor_probe.py: a copy (softmax) or a sum (mean) at issue #15's hard cases' own sizes
 #   spreadprobe launch-bound cases in 10 forked processes each, per knob, with each process's phase costs (#13)
 #   firstcall scripts/gpu/first_call_probe.py: each backend's first call in a forked process, profiled,
 #             and with numba.cuda or Triton's driver preloaded in the parent (#13 item 8)

@@ -83,7 +83,7 @@ FIRST_CALL_VERSION = "4"
 # 3: a host-bound case (the host's cost of a call at least half the GPU's) one value per process
 #    too (timing.processes.host_bound): a same-commit rerun on one box flagged 7 such cases.
 # 4: the garbage collector off during a sample, as in timeit and torch.utils.benchmark.Timer
-#    (timing.host.block_s): with it on, host mode read above Timer in most crosscheck pairs.
+#    (timing.host.block_s): the peer's method; worth 0-0.5% in the H100's timer probe.
 HOST_VERSION = "4"
 # Every variant is timed in float32. Each parameter set is a forked process
 # (about a second on an H100), so other dtypes get classes of their own, over

@@ -45,11 +45,15 @@ def _synchronize(device: str) -> None:
 def block_s(fn: Callable[[], object], device: str, number: int) -> float:
     """Seconds per call of ``number`` calls between two synchronized readings of the host clock.
 
-    The garbage collector is off during the block (version 4), as ``timeit`` and
-    so ``torch.utils.benchmark.Timer`` keep it: a full collection in a process
-    that holds torch, Triton and Numba lands in some samples and not others. With
-    it on, host mode read above Timer in 196 of the 251 pairs of the H100's
-    crosscheck at 4382158 (median +0.6%); the one pair past the gate read +3.55%.
+    The garbage collector is off during the block (version 4), as ``timeit``, and
+    so ``torch.utils.benchmark.Timer``, keep it: the same method as the peer host
+    mode is checked against. It is worth little: on the H100,
+    scripts/gpu/timer_probe.py read a block with it off 0-0.5% below one with it
+    on for most cases (square-torch 4096x4096: 48.2-48.6 us against 48.6-48.7;
+    results-proofs/2026-11-25-h100/session4/timer-probe). Most of host mode's lead
+    over Timer (196 of the 251 crosscheck pairs at 4382158 above it, median +0.6%)
+    is the sample's length: 20 ms pays once for the first launch and the last
+    kernel, which Timer's blocks of 0.2 s or more amortize.
     """
     enabled = gc.isenabled()
     gc.disable()

@@ -125,8 +125,10 @@ class _Launch:
         words = self.words
         for i, w in enumerate((flat_words if flat else arg_words)(self.types, args, self.codes)):
             words[i] = w
-        gx, gy, gz = _dims(grid)
-        bx, by, bz = _dims(block)
+        self._launch(*_dims(grid), *_dims(block))
+
+    def _launch(self, gx: int, gy: int, gz: int, bx: int, by: int, bz: int) -> None:
+        """The driver call, with the parameters as the buffer holds them, on torch's current stream."""
         rc = _cu_launch_kernel()(self.handle, gx, gy, gz, bx, by, bz, 0, streams.current_stream_handle(),
                                  self.params, None)
         if rc:
@@ -153,10 +155,7 @@ class _Launch:
         w = self.words
         w[2] = w[5] = w[9] = w[12] = n
         w[4], w[11] = x_ptr, y_ptr
-        rc = _cu_launch_kernel()(self.handle, blocks, 1, 1, threads, 1, 1, 0, streams.current_stream_handle(),
-                                 self.params, None)
-        if rc:
-            raise RuntimeError(f"{self.name}: cuLaunchKernel returned CUDA error {rc}")
+        self._launch(blocks, 1, 1, threads, 1, 1)
 
 
 _LAUNCHES: dict = {}

@@ -120,16 +120,7 @@ def launch(f, name: str, defaults: Defaults, x: torch.Tensor, out: torch.Tensor 
            tiled: bool | None = None, direct: bool = False) -> torch.Tensor:
     """y = f(x) elementwise with an explicit launch shape and mode (None: ``defaults``); ``direct``: launched
     through the driver after the first call (:mod:`kernelscope.backends.numba.direct`), not Numba's dispatcher."""
-    shape = launch_shape(f, name, defaults, threads, blocks_per_sm, unroll, tiled)
-    y = torch.empty_like(x) if out is None else out
-    n = x.numel()
-    if n == 0:
-        return y
-    if direct:
-        numba_direct.launch_map(shape.kernel, shape.blocks(x.device, n), shape.threads, x, y)
-    else:
-        shape.kernel[shape.blocks(x.device, n), shape.threads, stream()](as_array(x.view(-1)), as_array(y.view(-1)))
-    return y
+    return _map(launch_shape(f, name, defaults, threads, blocks_per_sm, unroll, tiled), x, out, direct)
 
 
 def direct_map(f, name: str, defaults: Defaults):
@@ -141,10 +132,18 @@ def direct_map(f, name: str, defaults: Defaults):
         nonlocal shape
         if shape is None:
             shape = launch_shape(f, name, defaults)
-        y = torch.empty_like(x) if out is None else out
-        n = x.numel()
-        if n:
-            numba_direct.launch_map(shape.kernel, shape.blocks(x.device, n), shape.threads, x, y)
-        return y
+        return _map(shape, x, out, direct=True)
 
     return call
+
+
+def _map(shape: Shape, x: torch.Tensor, out: torch.Tensor | None, direct: bool) -> torch.Tensor:
+    y = torch.empty_like(x) if out is None else out
+    n = x.numel()
+    if n == 0:
+        return y
+    if direct:
+        numba_direct.launch_map(shape.kernel, shape.blocks(x.device, n), shape.threads, x, y)
+    else:
+        shape.kernel[shape.blocks(x.device, n), shape.threads, stream()](as_array(x.view(-1)), as_array(y.view(-1)))
+    return y
