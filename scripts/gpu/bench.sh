@@ -14,6 +14,7 @@
 # then, after committing results/, STEPS="machine slowdown ncu smoke history"):
 #   machine   name the machine for asv, record GPU/versions/copy bandwidth
 #   gputests  kernelscope check and pytest -m gpu (also builds the CUDA extension into the cache)
+#   pytestgpu pytest -m gpu alone (gputests without the check; PYTEST_ARGS="tests/test_x.py" narrows it)
 #   check     kernelscope check alone (gputests without pytest: validates, and warms every compile cache;
 #             CHECK_ARGS="--op square" narrows it)
 #   crosscheck  kernelscope crosscheck: the suite's three modes beside Timer, do_bench, do_bench_cudagraph
@@ -113,6 +114,7 @@ steps() {
   }
   step gputests sh -c "kernelscope check -q --json-file $STATE/check.json > $STATE/check.txt 2>&1;
     python3 -m pytest -m gpu -q -p no:cacheprovider > $STATE/pytest-gpu.txt 2>&1; tail -n 3 $STATE/check.txt $STATE/pytest-gpu.txt"
+  step pytestgpu sh -c "python3 -m pytest -m gpu -q -p no:cacheprovider ${PYTEST_ARGS:-} > $STATE/pytest-gpu.txt 2>&1; tail -n 3 $STATE/pytest-gpu.txt"
   step check sh -c "kernelscope check -q ${CHECK_ARGS:-} --json-file $STATE/check.json > $STATE/check.txt 2>&1; tail -n 2 $STATE/check.txt"
   step crosscheck sh -c "kernelscope crosscheck > $STATE/peers.txt 2> $STATE/peers.log; echo rc=\$?; tail -n 25 $STATE/peers.txt"
   step tune sh -c "for b in triton cuda numba; do echo \"--- \$b\"; timeout 300 python3 scripts/gpu/tune_\$b.py --json $STATE/tune_\$b.json > $STATE/tune_\$b.txt 2>&1; echo \"rc=\$?\"; tail -n 4 $STATE/tune_\$b.txt; done"
