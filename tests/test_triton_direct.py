@@ -84,13 +84,22 @@ def test_a_launch_hook_keeps_the_standard_path(stand_in, monkeypatch):
     assert len(stand_in.standard) == 6
 
 
-def test_empty_hook_chains_are_passed_on_as_triton_passes_them(stand_in, monkeypatch):
+def test_empty_hook_chains_keep_the_direct_path_and_are_not_called(stand_in, monkeypatch):
     enter, leave = SimpleNamespace(calls=[]), SimpleNamespace(calls=[])  # newer Triton: empty chains by default
     monkeypatch.setattr(direct, "_hooks", lambda: (enter, leave))
     x, y = torch.randn(64), torch.empty(64)
     direct.launch(stand_in, (4,), x, y, 64, BLOCK_SIZE=16)
     direct.launch(stand_in, (4,), x, y, 64, BLOCK_SIZE=16)
-    assert len(stand_in.standard) == 1 and stand_in.runs[0][7:9] == (enter, leave)
+    # the launcher would call each chain (two Python calls a launch) to run nothing: it gets None instead
+    assert len(stand_in.standard) == 1 and stand_in.runs[0][7:9] == (None, None)
+
+
+def test_the_hooks_are_read_from_tritons_runtime_knobs_on_every_call(monkeypatch):
+    runtime = SimpleNamespace(launch_enter_hook=None, launch_exit_hook=None)
+    monkeypatch.setattr(direct, "_RUNTIME", runtime)
+    assert direct._hooks() == (None, None)
+    runtime.launch_enter_hook = print  # set after import, as a profiler sets it
+    assert direct._hooks() == (print, None)
 
 
 def test_on_the_cpu_path_every_call_goes_through_the_interpreter():
