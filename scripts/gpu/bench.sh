@@ -172,10 +172,11 @@ steps() {
     return "$rc"
   }
   step rerun rerun
-  twice() {  # TWICE_COMMIT: the commit run twice (default HEAD); its code must be HEAD's, so a second
-    # lease can run the first lease's commit from a bundle whose HEAD adds that lease's results
+  twice() {  # TWICE_COMMIT: the commit run twice (default HEAD), so a second lease can run the first lease's
+    # commit from a bundle whose HEAD has moved on. asv installs that commit's package in its environment, and
+    # the suite is generated from the package; only benchmarks/ (the file that asks for it) is HEAD's
     local c=$(git rev-parse "${TWICE_COMMIT:-HEAD}")
-    git diff --quiet "$c" HEAD -- src benchmarks || { echo "twice: $c's code is not HEAD's"; return 2; }
+    git diff --quiet "$c" HEAD -- benchmarks || { echo "twice: $c's benchmarks/ is not HEAD's"; return 2; }
     [ -d "$SRC/.carry/results-rerun" ] && mkdir -p "$STATE/results-rerun" && cp -r "$SRC/.carry/results-rerun/." "$STATE/results-rerun/"
     logged asv-twice-a run --record-samples --machine "$M" --show-stderr -b "$TWICE" "$c^!"; echo "run a: rc=$?"
     logged asv-twice-b run --config asv.results-rerun.json --record-samples --machine "$M" --show-stderr \
