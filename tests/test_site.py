@@ -97,6 +97,21 @@ def test_roofline_points_sit_under_both_roofs(data):
         assert p["gflops"] <= 1.1 * bandwidth_roof  # a memory-bound op cannot beat the bandwidth roof by much
 
 
+def test_stamps_name_each_runs_ops_when_a_pages_numbers_span_runs():
+    from kernelscope.site.data import Run
+
+    runs = {c: Run("m", c, None, at) for c, at in (("aaaa1111" + "0" * 32, 1000), ("bbbb2222" + "0" * 32, 2000))}
+    data = SimpleNamespace(rows=[{"machine": "m", "commit": c} for c in runs], run=lambda machine, c: runs[c])
+    # a newer run of part of the suite (square, softmax) beside an older one that still gives mean its numbers
+    rows = [{"commit": "bbbb2222", "op": "square"}, {"commit": "aaaa1111", "op": "mean"},
+            {"commit": "bbbb2222", "op": "softmax"}]
+    lines = pages.stamps(data, "m", rows).splitlines()
+    assert len(lines) == 2
+    assert "<code>bbbb2222</code>" in lines[0] and lines[0].endswith(": square, softmax.</p>")
+    assert "<code>aaaa1111</code>" in lines[1] and lines[1].endswith(": mean.</p>")
+    assert pages.stamps(data, "m", rows[:1]) == pages.stamp(runs["bbbb2222" + "0" * 32])  # one run: as before
+
+
 def test_regressions_flag_exactly_what_asv_compare_flags(data):
     asv = shutil.which("asv", path=str(Path(sys.executable).parent))
     if asv is None or not (ROOT / ".git").exists():

@@ -35,6 +35,22 @@ def stamp(run) -> str:
     return f'<p class="ks-stamp">Measured on {run.stamp()}.</p>'
 
 
+def stamps(data: SiteData, machine: str, rows: list[dict]) -> str:
+    """A stamp per run the rows came from, newest first, each naming its ops when the rows span several runs:
+    a commit's run may hold only part of the suite, and an op's newest numbers are then an older commit's."""
+    ops: dict[str, list[str]] = {}
+    for r in rows:
+        ops.setdefault(r["commit"], [])
+        if r["op"] not in ops[r["commit"]]:
+            ops[r["commit"]].append(r["op"])
+    full = {c[:8]: c for c in (r["commit"] for r in data.rows if r["machine"] == machine)}
+    runs = sorted((data.run(machine, full[c[:8]]) for c in ops), key=lambda run: run.run_at or 0, reverse=True)
+    if len(runs) == 1:
+        return stamp(runs[0])
+    return "\n".join(f'<p class="ks-stamp">Measured on {run.stamp()}: {", ".join(ops[c])}.</p>'
+                     for run in runs for c in ops if c[:8] == run.commit[:8])
+
+
 def per_machine(data: SiteData, render: Callable[[str], str]) -> str:
     """The page body once per machine: in linked tabs with more than one (a machine switch on every page)."""
     if data.empty:
@@ -131,7 +147,6 @@ def _overview_for(data: SiteData, machine: str) -> str:
     measured = [c["row"] for c in cells if c["row"]]
     if not measured:
         return note("warning", f"No warm results on {machine}", "This machine has no warm-mode results yet.")
-    runs = [data.run(machine, commit) for commit in sorted({r["commit"] for r in measured})]
     rows = []
     for c in cells:
         op_page, backend = f"[{c['op']}]({c['op']}.md)", BACKEND_TITLES[c["backend"]]
@@ -147,12 +162,12 @@ def _overview_for(data: SiteData, machine: str) -> str:
                                   f"Best variant per op and backend, % of copy bandwidth ({machine})")
     sizes = ", ".join(f"{op} {largest_shape(op)}" for op in OPS)
     return "\n\n".join([
-        "\n".join(stamp(r) for r in runs),
+        stamps(data, machine, measured),
         chart(spec),
         f"Sizes: {sizes}; float32. Hover a cell for its numbers.",
         table(["op", "backend", "best variant", "median time [99% interval]", "bandwidth (% of copy BW)",
                "vs best eager", "gate"], rows, ["l", "l", "l", "r", "r", "r", "l"]),
-        "### The machine\n\n" + machine_facts(runs[-1]),
+        "### The machine\n\n" + machine_facts(data.latest_run(machine)),
     ])
 
 
@@ -313,13 +328,13 @@ def _roofline_for(data: SiteData, machine: str) -> str:
     points = [p for p in chart_data.roofline_points(data, machine) if p["kind"] == "point"]
     if not points:
         return note("warning", f"No warm results on {machine}", "Nothing to place under the roofs yet.")
-    run = data.run(machine, next(r["commit"] for r in data.rows if r["commit"][:8] == points[0]["commit"]))
+    run = data.latest_run(machine)  # its copy bandwidth and compute peak are the roofs the chart draws
     rows = [[variant_cell(p["variant"]), p["op"], p["size"], p["intensity_text"], p["gflops_text"], p["gbps_text"],
              p["pct_of_roof_text"]] for p in sorted(points, key=lambda p: (p["op"], -p["gflops"]))]
     peak = fp32_peak(run.params)
     ridge = f"{peak[0] * 1e3 / run.copy_gbps:.1f} FLOP/byte" if (peak and run.copy_gbps) else "unknown"
     return "\n\n".join([
-        stamp(run),
+        stamps(data, machine, points),
         chart(charts.roofline("data/roofline.json", [machine], f"Roofline ({machine})")),
         f"Ridge point: {ridge}. *Of the roof* is achieved FLOP/s over the roof at that intensity; for these "
         "memory-bound kernels it equals percent of the copy bandwidth. The point's shape is the variant's kind: "
