@@ -128,12 +128,6 @@ def test_graph_mode_captures_the_calls_the_suite_captures():
     assert asv_suite.graph_calls(1.0) == 1
 
 
-def test_timer_readings_are_spread_over_host_modes_samples():
-    assert measure.turns(10, 3) == [0, 1, 0, 0, 0, 1, 0, 0, 1, 0]
-    assert measure.turns(3, 3) == [1, 1, 1] and measure.turns(1, 3) == [3]
-    assert sum(measure.turns(10, 1)) == 1
-
-
 class _Drifting:
     """A call whose host cost triples once it is told to (as a Numba call's moved on the H100), on the CPU."""
 
@@ -153,27 +147,38 @@ class _Drifting:
         self.log.append("check")
 
 
-def test_host_mode_and_timer_read_in_turns_see_the_same_drift(monkeypatch):
-    # The host slows down after host mode's third of six samples. Read one after the other, Timer would see
-    # only the slow host; in turns, its readings straddle the step as host mode's samples do.
+def test_host_mode_and_timer_read_in_pairs_see_the_same_drift(monkeypatch):
+    # The host is slow in spells: fast for host mode's samples 1-3, slow for 4-8 (after the third sample), fast
+    # again from the ninth. Timer's reading after each sample sees the host that sample saw, so both clocks
+    # take five fast and five slow blocks of as many calls, and their medians agree though the spread is 3x.
     case = _Drifting()
     monkeypatch.setattr(measure, "plan_host", lambda fn, device: 50)
     order = []
-    real = measure.block_s
+    real_block, real_timer = measure.block_s, measure._timer
 
     def block_s(fn, device, number):
-        seconds = real(fn, device, number)
         order.append("host")
-        case.slow = len(order) >= 3
-        return seconds
+        case.slow = 4 <= order.count("host") <= 8
+        return real_block(fn, device, number)
+
+    class Timer:  # torch's Timer, its readings logged in the order they are taken
+        def __init__(self, case):
+            self.timer = real_timer(case)
+
+        def timeit(self, number):
+            order.append(("timer", number))
+            return self.timer.timeit(number)
 
     monkeypatch.setattr(measure, "block_s", block_s)
-    found = measure.host_and_timer(case, samples=6, readings=3, min_run_time_s=0.002)
+    monkeypatch.setattr(measure, "_timer", Timer)
+    found = measure.host_and_timer(case, samples=10)
     host, timer = found["host"], found["timer"]
-    assert order == ["host"] * 6 and case.log == ["check"]
-    assert host[1]["host_samples"] == 6 and host[1]["host_number"] == 50
-    assert host[1]["host_min_s"] < 35e-6 < host[1]["host_max_s"]  # the step shows in host mode's span
-    assert timer[1]["timer_min_s"] < 35e-6 < timer[1]["timer_max_s"]  # and in Timer's: they read the same host
+    assert order == ["host", ("timer", 50)] * 10 and case.log == ["check"]
+    assert host[1]["host_samples"] == 10 and host[1]["host_number"] == 50
+    assert timer[1]["timer_blocks"] == 10 and timer[1]["timer_number"] == 50 and timer[1]["timer_paired"]
+    assert host[1]["host_max_s"] > 2 * host[1]["host_min_s"]  # the spells show in host mode's span
+    assert timer[1]["timer_max_s"] > 2 * timer[1]["timer_min_s"]  # and in Timer's: they read the same host
+    assert host[0] == pytest.approx(timer[0], rel=0.25)  # both medians sit between the fast and the slow host
 
 
 def test_a_timer_that_fails_leaves_host_modes_reading(monkeypatch):
@@ -181,11 +186,11 @@ def test_a_timer_that_fails_leaves_host_modes_reading(monkeypatch):
     monkeypatch.setattr(measure, "plan_host", lambda fn, device: 10)
 
     class Broken:
-        def blocked_autorange(self, min_run_time):
+        def timeit(self, number):
             raise RuntimeError("no timer here")
 
     monkeypatch.setattr(measure, "_timer", lambda case: Broken())
-    found = measure.host_and_timer(case, samples=4, readings=3, min_run_time_s=0.005)
+    found = measure.host_and_timer(case, samples=4)
     assert isinstance(found["timer"], RuntimeError) and found["host"][1]["host_samples"] == 4
 
 
@@ -311,6 +316,12 @@ def test_a_host_pair_whose_host_drifts_is_excused_only_while_timer_stays_inside_
     assert agreement.host_drift(steady, "host") is None and not agreement.gate([steady]).passed
     # a file from before the span was kept: judged as before
     assert agreement.host_drift(rec(timer=100e-6, loop=120e-6), "host") is None
+    # Timer's readings paired with host mode's samples see the same drift: judged, not excused (4% off fails)
+    paired = drifting(timer=359e-6)
+    paired.details["timer_paired"] = True
+    assert agreement.host_drift(paired, "host") is None
+    g = agreement.gate([paired])
+    assert not g.passed and [f["mode"] for f in g.failures] == ["host"]
 
 
 def test_host_bound_pairs_are_listed_with_the_reason_and_their_graph_pair_still_judged():
@@ -438,6 +449,7 @@ def test_site_shows_the_evidence_the_gate_and_the_host_bound_rows(tmp_path, monk
     assert "530.0 us on the host and 365.0 us on the GPU" in text  # the exception's reason, with its numbers
     assert page.count(">host-bound</span>") == 2  # mean-numba and softmax-manual's rows are marked
     assert "1 of 3 (33%)" in text and "3 of 3 (100%)" in text  # warm within 1%; graph within 2%
+    assert "host mode 10 samples, each followed by a Timer timeit of as many calls" in " ".join(text.split())
     method = re.sub(r"<[^>]+>", " ", (site / "concepts" / "method" / "index.html").read_text())
     assert "Checked against peer timers" in method and "passed" in method and "mean-numba" in method
     assert "no peer-timer evidence yet" not in method

@@ -7,10 +7,10 @@ each one is usually checked against:
 ==========  =====================================================  ============================================
 suite mode  its peer                                               what both read
 ==========  =====================================================  ============================================
-warm        ``torch.utils.benchmark.Timer.blocked_autorange``      back-to-back calls, L2 warm
+warm        ``torch.utils.benchmark.Timer.timeit``                 back-to-back calls, L2 warm
 cold        ``triton.testing.do_bench``                            one call after an L2 flush
 graph       ``triton.testing.do_bench_cudagraph``                  CUDA-graph replay, no launches
-host        the same ``Timer`` reading                             a host loop of calls, one synchronize
+host        the same ``Timer`` readings, paired with host mode's   a host loop of calls, one synchronize
 ==========  =====================================================  ============================================
 
 and, in a second process under Nsight Compute, the sum of the call's kernel

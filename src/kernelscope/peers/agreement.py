@@ -16,13 +16,14 @@ short burst of calls can cost the host less a call than a long loop does
 under the GPU's 180, yet Timer's loop of 1,000 read 224), so the suite's
 own host mode, a loop as long as Timer's blocks are in effect, decides too:
 a loop slower than the GPU work is not GPU-bound, whatever the burst said.
-Host mode and Timer are both host loops, so their pair is judged, unless
-the host's cost of a call itself drifts within the process by more than the
-tolerance (:func:`host_drift`): the H100's Numba calls at 97e0347 read
-334-433 us a call across one host-mode run's samples and 359-635 us across
-five runs a few seconds apart (scripts/gpu/timer_probe.py), so no two clocks
-taken one after the other can agree to 3%. Such a pair is excused only while
-Timer's reading lies inside the span of host mode's own samples.
+Host mode and Timer are both host loops, so their pair is judged. The
+host's cost of a call can drift within the process by more than the
+tolerance (the H100's Numba calls at 97e0347 read 334-433 us a call across
+one host-mode run's samples and 359-635 us across five runs a few seconds
+apart, scripts/gpu/timer_probe.py), so Timer's readings are taken in pairs
+with host mode's samples, as many, of as many calls (``timer_paired``); records
+from before that pairing excuse such a pair while Timer's reading lies
+inside the span of host mode's own samples (:func:`host_drift`).
 ``do_bench`` puts each call between events behind its L2 flush; when the
 host takes longer to launch the call than the GPU takes to run the flush, the
 start event is reached before the call is launched, and the GPU idles between
@@ -90,11 +91,13 @@ def host_bound(rec: Record, mode: str) -> str | None:
 def host_drift(rec: Record, mode: str) -> str | None:
     """Why the host pair cannot agree to the tolerance here (the host's cost drifts in the process), or None.
 
-    Only for host mode, and only while Timer's reading lies inside the span of
-    host mode's own samples: a Timer outside that span still fails the pair.
+    Only for host mode, only for a record whose Timer readings were not paired with host mode's samples
+    (crosscheck before the pairing), and only while Timer's reading lies inside the span of host mode's own
+    samples: a Timer outside that span still fails the pair. Paired readings see the same drift, so they are
+    judged.
     """
     lo, hi, peer = rec.details.get("host_min_s"), rec.details.get("host_max_s"), rec.clock("timer")
-    if mode != "host" or lo is None or hi is None or peer is None or lo <= 0:
+    if mode != "host" or rec.details.get("timer_paired") or lo is None or hi is None or peer is None or lo <= 0:
         return None
     spread = (hi / lo - 1.0) * 100.0
     if spread <= HOST_GATE_PCT or not lo <= peer <= hi:

@@ -6,8 +6,8 @@ checked too), and every clock times ``case.call``:
 
 * **warm**, as ``asv_suite`` times it: :func:`~kernelscope.timing.plan_warm`,
   then a :class:`~kernelscope.timing.HeldClock` of the plan's hold around
-  ``plan.number`` calls per sample; beside it ``Timer.blocked_autorange``
-  (the median of ``Budgets.timer_readings`` of them);
+  ``plan.number`` calls per sample; beside it ``Timer`` (the median of its
+  readings, taken in turns with host mode's samples: :func:`host_and_timer`);
 * **cold**, as the suite: :func:`~kernelscope.timing.time_cold` behind a hold
   that outlasts one call's launch; beside it ``triton.testing.do_bench``
   (which flushes L2 before each call);
@@ -16,8 +16,8 @@ checked too), and every clock times ``case.call``:
   ``triton.testing.do_bench_cudagraph``;
 * **host**, as the suite: :func:`~kernelscope.timing.host.block_s` samples, a
   plain loop of calls between synchronized host-clock readings, whose peer is
-  the same ``Timer`` reading (issue #14: within 3% at every size), the two
-  taken in turns (:func:`host_and_timer`);
+  the same ``Timer`` reading (issue #14: within 3% at every size): after each
+  host sample, ``Timer.timeit`` of as many calls (:func:`host_and_timer`);
 * the **host's cost of one call**: N calls enqueued behind a spin kernel (so
   the GPU never pushes back), host clock, / N; and the GPU time of
   do_bench's L2 flush. :mod:`~kernelscope.peers.agreement` tells from them
@@ -57,18 +57,10 @@ class Budgets:
     warm_samples: int = 15
     cold_samples: int = 30
     graph_samples: int = 20
-    # Timer grows its block of calls tenfold until one block passes min_run_time, then times one block: at
-    # 0.02 s a 5 us kernel's block is 10^4 calls (50 ms; its synchronize is 0.04% of it); at 0.05 s it can
-    # reach 10^5 calls, half a second, twice, per case.
-    timer_min_run_time_s: float = 0.02
-    # blocked_autorange at 0.02 s is one block: one reading can catch a transient (the H100 at 97e0347:
-    # softmax-manual 512x50257 read 484 us against 335 warm and 338 host, 336 in a fresh process), so the
-    # peer is the median of this many readings.
-    timer_readings: int = 3
     do_bench_warmup_ms: float = 5.0
     do_bench_rep_ms: float = 25.0
     cudagraph_rep_ms: float = 20.0
-    host_samples: int = 10  # host mode's, as the suite takes them
+    host_samples: int = 10  # host mode's, as the suite takes them; Timer takes as many readings, in turns
     host_calls: int = 20  # calls per reading of the host's cost of a call (three readings, the median)
     ncu_calls: int = 3  # calls inside the NVTX range the ncu pass profiles
 
@@ -162,7 +154,7 @@ def _timer(case):
 
 
 def _timer_reading(found: list) -> tuple[float, dict]:
-    """The median per call of ``blocked_autorange`` measurements, with their spread."""
+    """The median per call of Timer's measurements, with their spread."""
     medians = [m.median for m in found]
     return _median(medians), {"timer_number": found[-1].number_per_run,
                               "timer_blocks": sum(len(m.raw_times) for m in found),
@@ -171,41 +163,43 @@ def _timer_reading(found: list) -> tuple[float, dict]:
 
 def timer_peer(case, min_run_time_s: float, readings: int = 1) -> tuple[float, dict]:
     """``Timer.blocked_autorange``: a host clock around blocks of calls, each block ended by a synchronize;
-    the median per call of ``readings`` such measurements."""
+    the median per call of ``readings`` such measurements (the probes' peer)."""
     timer = _timer(case)
     return _timer_reading([timer.blocked_autorange(min_run_time=min_run_time_s) for _ in range(max(1, readings))])
 
 
-def turns(samples: int, readings: int) -> list[int]:
-    """How many Timer readings follow each host sample: ``readings`` spread evenly over ``samples``."""
-    after = [min(samples - 1, int((j + 0.5) * samples / readings)) for j in range(readings)]
-    return [after.count(i) for i in range(samples)]
-
-
-def host_and_timer(case, samples: int, readings: int, min_run_time_s: float) -> dict[str, tuple[float, dict] | Exception]:
+def host_and_timer(case, samples: int) -> dict[str, tuple[float, dict] | Exception]:
     """Host mode's samples (asv's host benchmark: ``plan_host`` calls back to back between synchronized
-    host-clock readings) and ``Timer``'s readings, taken in turns: ``{"host": ..., "timer": ...}``, each a
-    median and its details, or the error that clock met.
+    host-clock readings) and as many ``Timer.timeit`` readings of as many calls, in turns: after each host
+    sample, one Timer reading. ``{"host": ..., "timer": ...}``, each a median and its details, or the error
+    that clock met.
 
     Both are host clocks around blocks of calls. Where a call's host cost drifts within the process (a Numba
     call read 116-656 us across one process's host samples on the H100 at c426785), two clocks read one after
-    the other read two different hosts: 16 of crosscheck's 17 failing pairs there were host ~ Timer. In
-    turns, each Timer reading sits between host samples and both see the same host. The span of the host
-    samples is kept: it still tells a host whose cost drifts (:func:`agreement.host_drift`).
+    the other read two different hosts: 16 of crosscheck's 17 failing pairs there were host ~ Timer. Three
+    ``blocked_autorange`` readings spread over ten host samples still differed where the host moved between
+    them (the H100 at 385aa26: 114 host pairs whose samples spanned more than 3%, gelu-formula 256x256 +6.9%):
+    two medians of unequal counts, taken at different moments, see different shares of the slow spells.
+    Equal blocks in pairs, side by side, see them in the same shares. The span of the host samples is kept:
+    it still tells a host whose cost drifts.
     """
     number = plan_host(case.call, case.device)
     timer, host, found, timer_error = _timer(case), [], [], None
-    for after in turns(samples, max(1, readings)):
+    for _ in range(samples):
         host.append(block_s(case.call, case.device, number))
-        for _ in range(after if timer_error is None else 0):
+        if timer_error is None:
             try:
-                found.append(timer.blocked_autorange(min_run_time=min_run_time_s))
+                found.append(timer.timeit(number))
             except Exception as exc:  # Timer's error; host mode's samples go on
                 timer_error = exc
     case.check(case.call())
+    timer_reading = timer_error
+    if timer_error is None:
+        median, details = _timer_reading(found)
+        timer_reading = (median, {**details, "timer_paired": True})  # agreement: no drift excuse for a pair
     return {"host": (_median(host), {"host_number": number, "host_samples": len(host),
                                      "host_min_s": min(host), "host_max_s": max(host)}),
-            "timer": timer_error or _timer_reading(found)}
+            "timer": timer_reading}
 
 
 def do_bench_peer(case, warmup_ms: float, rep_ms: float) -> tuple[float, dict]:
@@ -342,7 +336,7 @@ def measure_case(spec: CaseSpec, budgets: Budgets, device: str, log: Callable[[s
         log("warm, then host mode and Timer in turns")
         _run(rec, "warm", lambda: suite_warm(case, plan, budgets.warm_samples))
         try:
-            paired = host_and_timer(case, budgets.host_samples, budgets.timer_readings, budgets.timer_min_run_time_s)
+            paired = host_and_timer(case, budgets.host_samples)
         except Exception as exc:  # host mode's own error: neither clock has a reading
             paired = {"host": exc, "timer": exc}
         _run(rec, "timer", lambda: _reading(paired["timer"]))

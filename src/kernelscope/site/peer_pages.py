@@ -135,10 +135,15 @@ def not_measured(m: MachinePeers) -> str:
 
 def machine_body(m: MachinePeers) -> str:
     b = m.peers.budgets
+    if b.get("timer_min_run_time_s") is not None:  # crosscheck before Timer's readings were paired with host mode's
+        timer = (f"Timer `blocked_autorange(min_run_time={b.get('timer_min_run_time_s')})`"
+                 + (f", the median of {b['timer_readings']} readings" if b.get("timer_readings") else "") + "; "
+                 f"host mode {b.get('host_samples')} samples")
+    else:
+        timer = (f"host mode {b.get('host_samples')} samples, each followed by a Timer `timeit` of as many calls "
+                 "(Timer's reading is the median of those)")
     budgets = (f"Budgets per case: suite warm {b.get('warm_samples')} samples, cold {b.get('cold_samples')}, graph "
-               f"{b.get('graph_samples')}; Timer `blocked_autorange(min_run_time={b.get('timer_min_run_time_s')})`"
-               + (f", the median of {b['timer_readings']} readings" if b.get("timer_readings") else "") + "; "
-               f"host mode {b.get('host_samples')} samples; "
+               f"{b.get('graph_samples')}; {timer}; "
                f"do_bench warmup {b.get('do_bench_warmup_ms'):g} ms, rep {b.get('do_bench_rep_ms'):g} ms; "
                f"do_bench_cudagraph rep {b.get('cudagraph_rep_ms'):g} ms; Nsight Compute over "
                f"{b.get('ncu_calls')} calls.") if b else ""
