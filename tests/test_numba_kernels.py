@@ -85,6 +85,24 @@ def test_mean_partials_and_finish(n, threads, unroll, one_launch):
         assert full >= 2 and tail > 0
 
 
+@simulated
+def test_a_one_block_mean_writes_the_mean_without_a_ticket():
+    # A small input is one block's: its sum is the total. The ticket counter is not touched: set to 5 (as if
+    # other blocks had arrived), the multi-block path would wait for a ticket it never draws and write nothing.
+    from kernelscope.backends.numba.mean import ticket_counter
+
+    x = OPS["mean"].make_input((100,), "float32", DEVICE, 5)
+    counter = ticket_counter(x.device)
+    counter.fill_(5)
+    try:
+        out = torch.full((), float("nan"))
+        launch_mean(x, out, 32, 8, 4, True)  # 100 elements, 128 a block: one block
+        within_tolerance("mean", x, out)
+        assert int(counter[0]) == 5
+    finally:
+        counter.zero_()
+
+
 def softmax_inputs(shape):
     op = OPS["softmax"]
     yield "random", op.make_input(shape, "float32", DEVICE, 7)

@@ -167,6 +167,23 @@ def test_mean_one_launch_resets_its_counter_and_calls_again(dtype, finish_block,
         assert counter.item() == 0
 
 
+def test_a_one_program_mean_writes_the_mean_without_the_counter():
+    # 4096 elements (the suite's smallest mean) are one program's block: its sum is the total. The counter is
+    # not touched: set to 5 (as if other programs had arrived), the counting path would never find itself last.
+    counter = tmean.arrival_counter(torch.device(DEVICE))
+    counter.fill_(5)
+    try:
+        for n in (4096, 1):
+            x = mean_op.make_input((n,), "float32", DEVICE, 6)
+            assert tmean.mean_programs(n, tmean.TUNED_BLOCK, 528) == 1
+            out = torch.full((), float("nan"), device=DEVICE, dtype=x.dtype)
+            tmean.mean_tuned(x, out)
+            assert error_against_reference(mean_op.OP, x, out) <= mean_op.OP.tolerance["float32"], n
+            assert counter.item() == 5
+    finally:
+        counter.zero_()
+
+
 @pytest.mark.parametrize("overrides", [dict(contiguous=True), dict(evict="evict_first"),
                                        dict(contiguous=True, block=1024, num_warps=4, num_stages=2)])
 def test_mean_one_pass_launch_variants(overrides):

@@ -56,6 +56,10 @@ __global__ void mean_kernel(const float* __restrict__ x, float* __restrict__ par
     }
     for (int64_t i = done + first; i < n; i += stride) acc += x[i];
     acc = block_sum(acc);
+    if (gridDim.x == 1) {  // a small input, one block: its sum is the total, no ticket, no partials read back
+        if (threadIdx.x == 0) *out = (float)((double)acc / (double)n);
+        return;
+    }
 
     __shared__ bool last;
     if (threadIdx.x == 0) {
@@ -77,8 +81,14 @@ __global__ void mean_kernel(const float* __restrict__ x, float* __restrict__ par
 
 // partials must hold mean_partial_count(n, sm_count) floats: enough blocks to
 // keep every SM's memory pipes busy (4 x 512 threads each), no more, so the
-// last block's sum of partials stays short.
+// last block's sum of partials stays short. Up to MEAN_ONE_BLOCK elements (32
+// KiB, four 16-byte loads a thread) one block does it all: the partial's fence,
+// the ticket's atomic and the partials' read-back are three trips to L2 in a
+// row, longer than one block's loads at that size (issue #15: graph mode at
+// 4096 elements read 3.68 us against mean-compile's one-block 1.30).
+constexpr int64_t MEAN_ONE_BLOCK = 16 * MEAN_THREADS;
 int mean_partial_count(int64_t n, int sm_count) {
+    if (n <= MEAN_ONE_BLOCK) return 1;
     int64_t needed = (n + 4 * MEAN_THREADS - 1) / (4 * MEAN_THREADS);
     int64_t cap = (int64_t)sm_count * 4;
     return (int)(needed < 1 ? 1 : (needed < cap ? needed : cap));

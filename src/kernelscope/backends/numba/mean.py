@@ -6,7 +6,8 @@ each added to its own float32 accumulator (independent adds, and shorter sums:
 less rounding). The block then reduces its threads' sums with warp shuffles
 and one slot per warp of shared memory, and writes one partial sum.
 
-One launch (the default): after writing its partial, thread 0 of each block
+One launch (the default): a grid of one block (up to threads x unroll
+elements, 4096 at the defaults) writes the mean at once. Otherwise, after writing its partial, thread 0 of each block
 calls cuda.threadfence() (the partial is visible device-wide) and takes a
 ticket, cuda.atomic.add on a device counter. The block that draws the last
 ticket sums all the partials the same way, divides by n, and resets the
@@ -104,6 +105,10 @@ def mean_one_launch_kernel(threads: int, blocks_per_sm: int, unroll: int):
         last = cuda.shared.array(1, int32)
         total = block_sum(total, scratch)
         t = cuda.threadIdx.x
+        if cuda.gridDim.x == 1:  # one block (a small input): its sum is the total, no ticket, no read-back
+            if t == 0:
+                out[0] = float32(float64(total) / float64(n_elements))
+            return
         if t == 0:
             partials[cuda.blockIdx.x] = total
             cuda.threadfence()  # the partial reaches device scope before the ticket

@@ -43,7 +43,8 @@ FINISH_BLOCK = 1024  # partials the last program adds per step (a loop: any grid
 
 @triton.jit
 def mean_one_pass_kernel(x_ptr, partial_ptr, arrived_ptr, out_ptr, n, steps, BLOCK: tl.constexpr,
-                         FINISH_BLOCK: tl.constexpr, EVICT: tl.constexpr, CONTIGUOUS: tl.constexpr):
+                         FINISH_BLOCK: tl.constexpr, EVICT: tl.constexpr, CONTIGUOUS: tl.constexpr,
+                         ONE_PROGRAM: tl.constexpr = False):
     """The whole mean in one launch: partial sums, and the last program to finish adds them up.
 
     Reads every element of x once (grid-stride, BLOCK-wide vector loads into
@@ -54,7 +55,8 @@ def mean_one_pass_kernel(x_ptr, partial_ptr, arrived_ptr, out_ptr, n, steps, BLO
     ``steps`` blocks from p * steps * BLOCK on (one span, as inductor's split
     reduction), instead of every programs-th block. No program ever waits for another,
     so it cannot deadlock, under the interpreter (programs one after another)
-    or on a GPU too full to run them all at once.
+    or on a GPU too full to run them all at once. ONE_PROGRAM (a grid of one, a small input): its sum is
+    the total, written at once, without the partial, the counter and the read-back.
     """
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
@@ -68,6 +70,9 @@ def mean_one_pass_kernel(x_ptr, partial_ptr, arrived_ptr, out_ptr, n, steps, BLO
         for start in range(pid * BLOCK, n, programs * BLOCK):
             offsets = start + tl.arange(0, BLOCK)
             acc += tl.load(x_ptr + offsets, mask=offsets < n, other=0.0, eviction_policy=EVICT).to(tl.float32)
+    if ONE_PROGRAM:
+        tl.store(out_ptr, (tl.sum(acc, axis=0) / n).to(out_ptr.dtype.element_ty))
+        return
     tl.store(partial_ptr + pid, tl.sum(acc, axis=0))
     # The barrier orders every thread's part of the work before the counter;
     # acq_rel makes the partial visible to whoever reads the count after us,
@@ -125,7 +130,7 @@ def mean_one_pass(x: torch.Tensor, out: torch.Tensor | None = None, block: int =
     y = torch.empty((), device=x.device, dtype=x.dtype) if out is None else out
     mean_one_pass_kernel[(programs,)](x, partials, arrival_counter(x.device), y, n, steps, BLOCK=block,
                                       FINISH_BLOCK=FINISH_BLOCK, EVICT=evict, CONTIGUOUS=contiguous,
-                                      num_warps=num_warps, **stages)
+                                      ONE_PROGRAM=programs == 1, num_warps=num_warps, **stages)
     return y
 
 
