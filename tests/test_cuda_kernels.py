@@ -122,8 +122,10 @@ def ext(monkeypatch):
     monkeypatch.setattr(K, "extension", lambda: recorder)
     monkeypatch.setattr(K, "_sm_count", lambda device_index: H100_SMS)
     K._softmax_launch.cache_clear()
+    K._elementwise_launch.cache_clear()
     yield recorder
     K._softmax_launch.cache_clear()
+    K._elementwise_launch.cache_clear()
 
 
 def test_softmax_passes_the_plan_as_launch_arguments(ext):
@@ -143,8 +145,26 @@ def test_softmax_passes_the_plan_as_launch_arguments(ext):
 
 
 def test_elementwise_wrappers_pass_their_launch_shape(ext):
-    x = torch.empty(8, 8)
+    x, big = torch.empty(8, 8), torch.empty(4096, 4096)
+    K.square_vec4(big)
     K.square_vec4(x)
     K.gelu_vec4(x, torch.empty_like(x), threads=512, blocks_per_sm=4, unroll=2)
     defaults = (K.ELEMENTWISE_THREADS, K.ELEMENTWISE_BLOCKS_PER_SM, K.ELEMENTWISE_UNROLL)
-    assert ext.calls == [("square_vec4", (8, 8), defaults), ("gelu_vec4", (8, 8), (512, 4, 2))]
+    assert ext.calls == [("square_vec4", (4096, 4096), defaults),
+                         ("square_vec4", (8, 8), (K.ELEMENTWISE_SMALL_MIN_THREADS, K.ELEMENTWISE_BLOCKS_PER_SM, 1)),
+                         ("gelu_vec4", (8, 8), (512, 4, 2))]
+
+
+def test_a_small_elementwise_input_gets_smaller_tiles_spread_over_more_sms():
+    # the defaults while every SM gets a tile: 2^20 float32 elements are 256 tiles of 256 x 4 vectors
+    assert K.elementwise_shape(2**20, 4, H100_SMS) == (K.ELEMENTWISE_THREADS, K.ELEMENTWISE_UNROLL)
+    assert K.elementwise_shape(2**28, 2, H100_SMS) == (K.ELEMENTWISE_THREADS, K.ELEMENTWISE_UNROLL)
+    # 64x64 float32 (1024 vectors): one default tile; 8 tiles of 128 x 1 instead
+    assert K.elementwise_shape(4096, 4, H100_SMS) == (128, 1)
+    # 256x256 float32 (16384 vectors): 16 default tiles; unroll 1 alone gives 64, 128 threads 128 tiles
+    assert K.elementwise_shape(65536, 4, H100_SMS) == (128, 1)
+    # just short of a tile an SM: unroll 2 gives 132 x 2 = 264 tiles, enough
+    assert K.elementwise_shape(131 * 1024 * 4, 4, H100_SMS) == (K.ELEMENTWISE_THREADS, 2)
+    for n in (1, 4096, 65536, 2**20, 3 * 2**20):
+        threads, unroll = K.elementwise_shape(n, 4, H100_SMS)
+        assert threads % 32 == 0 and threads >= K.ELEMENTWISE_SMALL_MIN_THREADS and unroll in (1, 2, 4, 8)

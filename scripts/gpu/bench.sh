@@ -38,6 +38,8 @@
 #             in one process at 64x64: what the direct paths save, which processes' spread hides; then
 #             launch_path_probe.py: where each path's host time goes, the direct ones among them (#14 item 3)
 #   floors    scripts/gpu/floor_probe.py: a copy (softmax) or a sum (mean) at issue #15's hard cases' own sizes
+#   graphsmall scripts/gpu/graph_small_probe.py: graph mode at the smallest size, every tuned variant against an
+#             empty kernel's node (#15's 1.3x target), in one process
 #   spreadprobe launch-bound cases in 10 forked processes each, per knob, with each process's phase costs (#13)
 #   firstcall scripts/gpu/first_call_probe.py: each backend's first call in a forked process, profiled,
 #             and with numba.cuda or Triton's driver preloaded in the parent (#13 item 8)
@@ -134,6 +136,8 @@ steps() {
     echo asv rc=\$?; grep -E '(16384x16384|268435456|64x262144|512x50257) ' $STATE/asv-graphcheck.log"
   step timerprobe sh -c "python3 scripts/gpu/timer_probe.py --json $STATE/timer-probe.json > $STATE/timer-probe.txt 2>&1; cat $STATE/timer-probe.txt"
   step floors sh -c "python3 scripts/gpu/floor_probe.py --json $STATE/floors.json > $STATE/floors.txt 2>&1; echo rc=\$?; cat $STATE/floors.txt"
+  step graphsmall sh -c "python3 scripts/gpu/graph_small_probe.py --json $STATE/graph-small.json > $STATE/graph-small.txt 2>&1;
+    echo rc=\$?; cat $STATE/graph-small.txt"
   step launchab sh -c "python3 scripts/gpu/launch_ab_probe.py --json $STATE/launch-ab.json > $STATE/launch-ab.txt 2>&1;
     cat $STATE/launch-ab.txt; mkdir -p $STATE/launch-path; python3 scripts/gpu/launch_path_probe.py --out $STATE/launch-path \
     > $STATE/launch-path.txt 2>&1; tail -n 14 $STATE/launch-path.txt"

@@ -20,6 +20,7 @@ from kernelscope.backends.cuda.build import extension
 ELEMENTWISE_THREADS = 256
 ELEMENTWISE_BLOCKS_PER_SM = 0  # one lap: n / (256 x 4 x 16 B) blocks, 8 of them resident an SM (32 registers)
 ELEMENTWISE_UNROLL = 4  # 16-byte loads a thread before its first store: a 16 KiB tile a block
+ELEMENTWISE_SMALL_MIN_THREADS = 128  # the smallest tile a small input gets: 128 threads x 1 vector (elementwise_shape)
 
 # softmax: the launch shape from the row count, width and element size (softmax_plan), from an H100 sweep.
 SOFTMAX_WARP_MAX_COLS = 1024  # rows up to this wide: one warp a row ...
@@ -119,8 +120,38 @@ def square_lecture(x, out=None):
     return extension().square_lecture(x, _out(x, out))
 
 
-def square_vec4(x, out=None, threads=ELEMENTWISE_THREADS, blocks_per_sm=ELEMENTWISE_BLOCKS_PER_SM,
-                unroll=ELEMENTWISE_UNROLL):
+def elementwise_shape(n: int, itemsize: int, sm_count: int) -> tuple[int, int]:
+    """(threads, unroll) of the one-lap tiled launch for ``n`` elements: the defaults while their tiles give
+    every SM a block; a smaller input gets smaller tiles (unroll halved down to 1, then threads down to
+    ELEMENTWISE_SMALL_MIN_THREADS), so its few tiles spread over more SMs rather than one SM moving them all.
+    On the H100 at 385aa26, square-cuda-vec4 at 64x64 (one 256 x 4 tile) read 1.41 us in graph mode against
+    the lecture kernel's sixteen one-element blocks at 1.06 (issue #15: within 1.3x of an empty kernel's 0.81).
+    """
+    vectors = -(-n // (16 // itemsize))
+    threads, unroll = ELEMENTWISE_THREADS, ELEMENTWISE_UNROLL
+    while -(-vectors // (threads * unroll)) < sm_count and (unroll > 1 or threads > ELEMENTWISE_SMALL_MIN_THREADS):
+        if unroll > 1:
+            unroll //= 2
+        else:
+            threads //= 2
+    return threads, unroll
+
+
+@lru_cache(maxsize=1024)
+def _elementwise_launch(n: int, itemsize: int, device_index: int) -> tuple[int, int]:
+    return elementwise_shape(n, itemsize, _sm_count(device_index))
+
+
+def _tiles(x, threads: int | None, unroll: int | None) -> tuple[int, int]:
+    """(threads, unroll) as given (the tuning script's sweep), else elementwise_shape's for x."""
+    if threads is None or unroll is None:
+        auto = _elementwise_launch(x.numel(), x.element_size(), x.device.index or 0)
+        return threads or auto[0], unroll or auto[1]
+    return threads, unroll
+
+
+def square_vec4(x, out=None, threads=None, blocks_per_sm=ELEMENTWISE_BLOCKS_PER_SM, unroll=None):
+    threads, unroll = _tiles(x, threads, unroll)
     return extension().square_vec4(x, _out(x, out), threads, blocks_per_sm, unroll)
 
 
@@ -128,8 +159,8 @@ def gelu_lecture(x, out=None):
     return extension().gelu_lecture(x, _out(x, out))
 
 
-def gelu_vec4(x, out=None, threads=ELEMENTWISE_THREADS, blocks_per_sm=ELEMENTWISE_BLOCKS_PER_SM,
-              unroll=ELEMENTWISE_UNROLL):
+def gelu_vec4(x, out=None, threads=None, blocks_per_sm=ELEMENTWISE_BLOCKS_PER_SM, unroll=None):
+    threads, unroll = _tiles(x, threads, unroll)
     return extension().gelu_vec4(x, _out(x, out), threads, blocks_per_sm, unroll)
 
 
