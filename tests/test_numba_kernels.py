@@ -121,6 +121,8 @@ def softmax_inputs(shape):
     Plan("row", threads=64, unroll=2, recompute=True),  # the same, exp recomputed in pass 3
     Plan("split", threads=32, unroll=2, chunk=140, group_rows=2),  # chunks of 140, 140, 20; row groups of 2 and 1
     Plan("split", threads=64, unroll=3, chunk=300, group_rows=3),  # one chunk a row, two warps
+    Plan("regs", threads=32, unroll=16),  # 300 columns in 32 x 16 registers: 212 padded with -inf
+    Plan("regs", threads=64, unroll=8),  # the same in two warps: the block reductions' barriers
 ])
 def test_softmax_plans_on_stress_inputs(plan):
     shape = (3, 300)
@@ -141,6 +143,18 @@ def test_softmax_plan_choice_under_the_simulator():
     assert split.path == "split" and split.chunk < 17
     assert plan_softmax(13, 17, cpu, path="row").path == "row"
     assert plan_softmax(4, 300, cpu, max_threads=64, max_cached_cols=1024, cols_per_thread=8) == Plan("row", 64, 2)
+
+
+@simulated
+def test_the_regs_plan_holds_the_whole_row_or_refuses():
+    cpu = torch.device("cpu")
+    plan = plan_softmax(3, 300, cpu, path="regs")
+    assert plan.path == "regs" and plan.threads * plan.unroll >= 300
+    x = OPS["softmax"].make_input((3, 300), "float32", DEVICE, 3)
+    with pytest.raises(ValueError, match="regs plan's 32 threads x 8 elements hold 256 of a row's 300 columns"):
+        launch_softmax(x, plan=Plan("regs", 32, 8))
+    with pytest.raises(ValueError, match="wider than the regs plan holds"):
+        plan_softmax(2, 20000, cpu, path="regs")
 
 
 def test_launchers_refuse_blocks_of_partial_warps():
@@ -221,10 +235,10 @@ def test_row_plan_opts_in_to_more_than_48_kib_of_shared_memory():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("shape", [(140, 20000), (3, 70000), (512, 50257)])
+@pytest.mark.parametrize("shape", [(140, 20000), (3, 70000), (512, 50257), (300, 16384), (1000, 1000)])
 def test_softmax_plans_agree_on_the_gpu(shape):
     x = OPS["softmax"].make_input(shape, "float32", "cuda", 19)
-    for path in (None, "split") + (("row",) if shape[1] <= 50257 else ()):
+    for path in (None, "split") + (("row",) if shape[1] <= 50257 else ()) + (("regs",) if shape[1] <= 16384 else ()):
         within_tolerance("softmax", x, launch_softmax(x, path=path))
     if shape[1] > 60000:
         with pytest.raises(ValueError, match="does not fit"):

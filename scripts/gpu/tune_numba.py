@@ -114,15 +114,17 @@ def sweep_mean(copy_gbps: float, quick: bool) -> Table:
 # Overrides of plan_softmax per shape, after the catalog row (which is the default plan): the candidates.
 # Row-plan defaults now: unroll 8, 16 columns a thread (<= 512 threads), no recompute. The previous
 # run's plan (unroll 4, 8 columns a thread) is the {"unroll": 4, "cols_per_thread": 8} row.
-SOFTMAX_SWEEP = {
-    (16384, 16384): [{"unroll": 4, "cols_per_thread": 8}, {"unroll": 16}, {"recompute": True},
+SOFTMAX_SWEEP = {  # "regs" first: --quick runs the first few of a shape (issue #15's candidate)
+    (16384, 16384): [{"path": "regs"}, {"path": "regs", "max_threads": 256}, {"unroll": 4, "cols_per_thread": 8},
+                     {"unroll": 16}, {"recompute": True},
                      {"unroll": 16, "recompute": True}, {"max_threads": 1024, "unroll": 16},
                      {"max_threads": 256, "unroll": 16}],
-    (8192, 8192): [{"unroll": 4, "cols_per_thread": 8}, {"max_threads": 256}, {"unroll": 16},
+    (8192, 8192): [{"path": "regs"}, {"path": "regs", "max_threads": 128}, {"unroll": 4, "cols_per_thread": 8},
+                   {"max_threads": 256}, {"unroll": 16},
                    {"recompute": True}, {"max_threads": 256, "unroll": 16}, {"max_threads": 256, "recompute": True}],
-    (4096, 4096): [{"unroll": 4, "cols_per_thread": 8}, {"unroll": 16}, {"recompute": True},
+    (4096, 4096): [{"path": "regs"}, {"unroll": 4, "cols_per_thread": 8}, {"unroll": 16}, {"recompute": True},
                    {"cols_per_thread": 32}, {"max_threads": 128, "unroll": 16}],
-    (16384, 1000): [{"unroll": 4, "cols_per_thread": 8}],
+    (16384, 1000): [{"path": "regs"}, {"unroll": 4, "cols_per_thread": 8}],
     (512, 50257): [{"unroll": 4}, {"unroll": 16}],
     (64, 262144): [{"l2_share": 100.0}],
 }
