@@ -271,12 +271,20 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 1024 : 512) __globa
 }
 
 // Any width: the cluster split of softmax_block_kernel, but each block loops
-// over its slice, one vector a thread at a time, twice: first a running (max,
-// sum of exp) per thread, rescaled when the max grows; then, with the row's
-// (max, sum), exp and write. Reads the row twice: 3 passes over memory.
+// over its slice twice: first a running (max, sum of exp) per thread, rescaled
+// when the max grows; then, with the row's (max, sum), exp and write. Each lap
+// of either pass issues SOFTMAX_LOOP_LOADS 16-byte loads a thread before it
+// uses any (a dependent chain of one load, one exp, one rescale a vector keeps
+// too few bytes in flight to cover DRAM latency). Reads the row twice; the
+// second read is the block's own slice, read a moment before, so it comes from
+// L2 while the blocks in flight hold less than L2 (issue #15: 64x262144 in
+// clusters of 16 is 64 KiB a block, 8.4 MiB a wave of 132 blocks).
+constexpr int SOFTMAX_LOOP_LOADS = 4;
+
 template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kernel(
     const T* __restrict__ x, T* __restrict__ y, int cols) {
     using P = Pack16<T>;
+    constexpr int U = SOFTMAX_LOOP_LOADS;
     __shared__ float scratch_max[32], scratch_sum[32];
     __shared__ float2 partials[SOFTMAX_MAX_CLUSTER];
     const int csize = softmax_cluster_blocks(), rank = softmax_cluster_rank();
@@ -288,7 +296,9 @@ template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kerne
     const RowSplit s = split_row(xr, cols);
     const bool out_aligned = (((uintptr_t)xr ^ (uintptr_t)yr) & 15) == 0;
     const int first = (int)((int64_t)s.nvec * rank / csize), end = (int)((int64_t)s.nvec * (rank + 1) / csize);
-    const int t = threadIdx.x;
+    const int t = threadIdx.x, step = blockDim.x;
+    const T* xv = xr + s.head;  // the slice's 16-byte vectors: vector k at xv + k * N
+    T* yv = yr + s.head;
 
     float m = -INFINITY, sum = 0.0f;  // this thread's running max and sum of exp(x - m)
     auto add = [&](const float* v, int n) {
@@ -299,10 +309,18 @@ template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kerne
         for (int j = 0; j < n; ++j) sum += __expf(v[j] - vm);
         m = vm;
     };
-    float v[P::N];
-#pragma unroll 4
-    for (int k = first + t; k < end; k += blockDim.x) {
-        P::unpack(load16(xr + s.head + (int64_t)k * P::N), v);
+    float v[U * P::N];
+    int k = first + t;
+    for (; k + (U - 1) * step < end; k += U * step) {  // U vectors a thread a lap, all loaded first
+        uint4 r[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) r[u] = load16(xv + (int64_t)(k + u * step) * P::N);
+#pragma unroll
+        for (int u = 0; u < U; ++u) P::unpack(r[u], v + u * P::N);
+        add(v, U * P::N);
+    }
+    for (; k < end; k += step) {  // fewer than U vectors left
+        P::unpack(load16(xv + (int64_t)k * P::N), v);
         add(v, P::N);
     }
     if (rank == 0 && t < s.head) { v[0] = P::to_float(xr[t]); add(v, 1); }
@@ -315,18 +333,31 @@ template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kerne
     if (csize > 1) row_stats = cluster_combine(row_stats, partials);
     const float row_m = row_stats.x, inv = 1.0f / row_stats.y;
 
-#pragma unroll 4
-    for (int k = first + t; k < end; k += blockDim.x) {
-        P::unpack(load16(xr + s.head + (int64_t)k * P::N), v);
+    auto write = [&](float* w, int64_t vec) {  // exp(w - max) / sum into vector vec of the slice
 #pragma unroll
-        for (int j = 0; j < P::N; ++j) v[j] = __expf(v[j] - row_m) * inv;
-        T* p = yr + s.head + (int64_t)k * P::N;
+        for (int j = 0; j < P::N; ++j) w[j] = __expf(w[j] - row_m) * inv;
+        T* p = yv + vec * P::N;
         if (out_aligned) {
-            store16(p, P::pack(v));
+            store16(p, P::pack(w));
         } else {
 #pragma unroll
-            for (int j = 0; j < P::N; ++j) p[j] = P::from_float(v[j]);
+            for (int j = 0; j < P::N; ++j) p[j] = P::from_float(w[j]);
         }
+    };
+    k = first + t;
+    for (; k + (U - 1) * step < end; k += U * step) {
+        uint4 r[U];
+#pragma unroll
+        for (int u = 0; u < U; ++u) r[u] = load16(xv + (int64_t)(k + u * step) * P::N);
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            P::unpack(r[u], v);
+            write(v, k + u * step);
+        }
+    }
+    for (; k < end; k += step) {
+        P::unpack(load16(xv + (int64_t)k * P::N), v);
+        write(v, k);
     }
     if (rank == 0 && t < s.head) yr[t] = P::from_float(__expf(P::to_float(xr[t]) - row_m) * inv);
     if (rank == 0 && t < s.tail) {
