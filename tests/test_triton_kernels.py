@@ -80,6 +80,14 @@ def test_plan_splits_wide_rows_in_groups_that_fit_l2(rows, cols, itemsize):
     assert p["dram_bytes"] == 2 * _io(rows, cols, itemsize)
 
 
+def test_a_pipelined_plan_takes_one_launch_more_than_its_groups():
+    plan = softmax_plan(64, 262144, 4, H100_SMS, pipelined=True)
+    assert plan.strategy == "pipe" and plan.group_rows * 262144 * 4 <= tsoftmax.PIPE_GROUP_BYTES
+    groups = -(-64 // plan.group_rows)
+    assert groups > 1 and plan.launches(64) == groups + 1  # the split plan: 2 x groups
+    assert plan.predict(64, 262144, 4)["dram_bytes"] == 2 * _io(64, 262144, 4)
+
+
 def test_plan_thresholds_are_parameters():
     plan = softmax_plan(3, 5000, 4, 4, max_row_block=1024, chunk=1024, group_bytes=2 * 5000 * 4)
     assert (plan.strategy, plan.chunks, plan.group_rows, plan.launches(3)) == ("split", 5, 2, 4)
@@ -101,6 +109,10 @@ PATHS = {
     "row": ((5, 3000), dict(sm_count=4), "row"),
     # 3 rows in groups of 2 (so the stats buffer is reused), 5 chunks a row, the last one part full
     "split": ((3, 5000), dict(sm_count=4, max_row_block=1024, chunk=1024, group_bytes=2 * 5000 * 4), "split"),
+    # 5 rows in groups of 2, 2 and 1: four launches (pass 1 alone, two with both passes, the last one with more
+    # pass-2 programs than pass-1 ones, then pass 2 alone), the statistics' two slots each used twice
+    "pipe": ((5, 5000), dict(sm_count=4, max_row_block=1024, chunk=1024, pipelined=True,
+                             pipe_group_bytes=2 * 5000 * 4), "pipe"),
 }
 
 
@@ -125,8 +137,9 @@ def test_softmax_path_matches_reference(path, kind, dtype):
     shape, kwargs, strategy = PATHS[path]
     x = _input(kind, shape, dtype)
     kwargs = dict(kwargs)
-    if "group_bytes" in kwargs:
-        kwargs["group_bytes"] = 2 * shape[1] * x.element_size()
+    for budget in ("group_bytes", "pipe_group_bytes"):
+        if budget in kwargs:
+            kwargs[budget] = 2 * shape[1] * x.element_size()
     plan = softmax_plan(*shape, x.element_size(), **kwargs)
     assert plan.strategy == strategy
     out = torch.full_like(x, float("nan"))  # an element never written stays NaN and fails

@@ -48,7 +48,10 @@ SOFTMAX_DTYPES = ["float32", "bfloat16"]
 WIDE = [(512, 50257), (64, 262144)]
 # The split path's tunables, at both wide shapes in both dtypes, beside the default
 # (64 MB groups: one group at 64x262144, 2 or 4 at 512x50257).
-SPLIT_SWEEP = [{"group_bytes": 32 * MB}, {"chunk": 8192}, {"split_warps": 8}, {"chunk": 8192, "split_warps": 8}]
+# The pipe plan (issue #15: pass 2 of a group beside pass 1 of the next, groups that fit L2) first: --quick runs it.
+SPLIT_SWEEP = [{"pipelined": True}, {"pipelined": True, "pipe_group_bytes": 8 * MB},
+               {"pipelined": True, "pipe_group_bytes": 24 * MB}, {"pipelined": True, "chunk": 8192},
+               {"group_bytes": 32 * MB}, {"chunk": 8192}, {"split_warps": 8}, {"chunk": 8192, "split_warps": 8}]
 # The row and narrow paths' alternatives to the defaults, in both dtypes: the
 # old defaults (narrow 4 rows / 16 warps at 1024 columns, 16 warps at 4096), 8 warps.
 ROW_SWEEP = {
@@ -107,8 +110,8 @@ def size(nbytes: int) -> str:
 def plan_text(plan: tsoftmax.SoftmaxPlan, shape, itemsize: int) -> str:
     """The plan, and its prediction: [DRAM bytes, L2 bytes re-read, launches]."""
     p = plan.predict(*shape, itemsize)
-    if plan.strategy == "split":
-        what = (f"split chunk={plan.block} w={plan.num_warps} group={plan.group_rows}r/"
+    if plan.strategy in ("split", "pipe"):
+        what = (f"{plan.strategy} chunk={plan.block} w={plan.num_warps} group={plan.group_rows}r/"
                 f"{size(p['group_bytes'])}{' hints' if plan.l2_hints else ''}")
     else:
         what = f"{plan.strategy} block={plan.block} rows/prog={plan.rows_per_program} w={plan.num_warps}"

@@ -82,6 +82,15 @@ def softmax_online(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Te
 #             read and one write; on the H100 the largest groups (64 MB: one to
 #             four pairs of launches) measured fastest all the same.
 
+# * "pipe":   the split's two passes, software-pipelined over row groups that
+#             fit L2 (issue #15): launch k runs pass 2 of group k - 1 and pass 1
+#             of group k side by side, their programs interleaved, so every
+#             launch both reads new rows from DRAM and re-reads from L2 the rows
+#             the launch before read, and writes; G groups take G + 1 launches,
+#             not 2G, and no launch is all reads or all writes. Offered, not
+#             chosen (``pipelined=True``), until the GPU says it beats "split"
+#             (57.1% and 63.1% of copy at 512x50257 and 64x262144 on the H100).
+#
 # H100 measurements behind the defaults (scripts/gpu/tune_triton.py):
 # * 1024-wide rows, one to a program with 4 warps, beat 4 to a program with 16
 #   (1024x1024 f32 3.73 vs 3.96 us; 16384x1000 f32 47.24 vs 47.42): pack only rows up to 512.
@@ -98,13 +107,14 @@ ELEMS_PER_THREAD = 8  # num_warps = block / (32 * this), within the caps below
 MAX_WARPS = 16
 FEW_WARPS_COLS = 4096  # rows up to this block get at most FEW_WARPS warps
 FEW_WARPS = 4
+PIPE_GROUP_BYTES = 16 << 20  # pipe: input bytes a group; L2 holds one group read, one re-read (H100: 50 MB)
 
 
 @dataclass(frozen=True)
 class SoftmaxPlan:
     """How ``softmax_tuned`` launches for one shape: see ``softmax_plan``."""
 
-    strategy: str  # "row", "narrow" or "split"
+    strategy: str  # "row", "narrow", "split" or "pipe"
     block: int  # columns one program loads: the row's next power of two, or the split's chunk
     num_warps: int
     rows_per_program: int = 1  # row / narrow
@@ -113,14 +123,15 @@ class SoftmaxPlan:
     l2_hints: bool = True  # split: L2 eviction hints (keep x for pass 2, stream the re-read and y)
 
     def launches(self, rows: int) -> int:
-        return 2 * triton.cdiv(rows, self.group_rows) if self.strategy == "split" else 1
+        groups = triton.cdiv(rows, self.group_rows) if self.group_rows else 1
+        return {"split": 2 * groups, "pipe": groups + 1}.get(self.strategy, 1)
 
     def predict(self, rows: int, cols: int, itemsize: int) -> dict:
         """Predicted traffic: DRAM bytes if every pass-2 re-read hits L2, the L2 bytes re-read, launches."""
         io = rows * cols * itemsize
-        l2 = io if self.strategy == "split" else 0
-        return {"dram_bytes": 2 * io, "l2_reread_bytes": l2, "launches": self.launches(rows),
-                "group_bytes": self.group_rows * cols * itemsize if self.strategy == "split" else 0}
+        two_pass = self.strategy in ("split", "pipe")
+        return {"dram_bytes": 2 * io, "l2_reread_bytes": io if two_pass else 0, "launches": self.launches(rows),
+                "group_bytes": self.group_rows * cols * itemsize if two_pass else 0}
 
 
 def _warps(elements: int, elems_per_thread: int, max_warps: int) -> int:
@@ -136,7 +147,8 @@ def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_c
                  narrow_elems: int = NARROW_ELEMS, max_row_block: int = MAX_ROW_BLOCK, chunk: int = SPLIT_CHUNK,
                  group_bytes: int = GROUP_BYTES, elems_per_thread: int = ELEMS_PER_THREAD,
                  max_warps: int = MAX_WARPS, few_warps_cols: int = FEW_WARPS_COLS, few_warps: int = FEW_WARPS,
-                 split_warps: int | None = None, l2_hints: bool = True) -> SoftmaxPlan:
+                 split_warps: int | None = None, l2_hints: bool = True, pipelined: bool = False,
+                 pipe_group_bytes: int = PIPE_GROUP_BYTES) -> SoftmaxPlan:
     """The launch shape for a (rows, cols) softmax: pure Python, the thresholds are parameters.
 
     Rows up to ``max_row_block`` columns stay whole in one program (packed
@@ -145,7 +157,8 @@ def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_c
     ``elems_per_thread`` per thread, at most ``few_warps`` warps for a lone
     row up to ``few_warps_cols`` wide and ``max_warps`` otherwise. Wider rows are
     split into ``chunk``-column programs, in groups of about ``group_bytes`` of
-    input, so that pass 2's re-read of the group hits L2.
+    input, so that pass 2's re-read of the group hits L2; ``pipelined``: in groups
+    of about ``pipe_group_bytes``, pass 2 of one group beside pass 1 of the next.
     """
     block = next_power_of_2(cols)
     if block <= max_row_block:
@@ -158,9 +171,9 @@ def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_c
         return SoftmaxPlan("narrow" if rows_per_program > 1 else "row", block,
                            _warps(rows_per_program * block, elems_per_thread, cap), rows_per_program)
     chunks = triton.cdiv(cols, chunk)
-    group_rows = max(1, min(rows, group_bytes // (cols * itemsize)))
+    group_rows = max(1, min(rows, (pipe_group_bytes if pipelined else group_bytes) // (cols * itemsize)))
     group_rows = triton.cdiv(rows, triton.cdiv(rows, group_rows))  # even groups: 64 rows as 22+21+21, not 24+24+16
-    return SoftmaxPlan("split", chunk, split_warps or _warps(chunk, elems_per_thread, max_warps),
+    return SoftmaxPlan("pipe" if pipelined else "split", chunk, split_warps or _warps(chunk, elems_per_thread, max_warps),
                        chunks=chunks, group_rows=group_rows, l2_hints=l2_hints)
 
 
@@ -250,9 +263,84 @@ def softmax_chunk_write_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, row0, n_group_row
              eviction_policy=LAST_USE)
 
 
+@triton.jit(do_not_specialize=["write_row0", "n_write_rows", "stats_row0", "n_stats_rows"])
+def softmax_pipe_kernel(x_ptr, y_ptr, write_max_ptr, write_sum_ptr, stats_max_ptr, stats_sum_ptr,
+                        write_row0, n_write_rows, stats_row0, n_stats_rows, n_cols, x_row_stride, y_row_stride,
+                        n_chunks, CHUNK: tl.constexpr, CHUNKS_BLOCK: tl.constexpr, KEEP: tl.constexpr,
+                        LAST_USE: tl.constexpr):
+    """The pipe plan's launch: pass 2 of one row group (its statistics at write_*) and pass 1 of the next
+    (statistics into stats_*), as the split plan's two kernels do them, in one grid. Programs alternate
+    between the two while both have chunks left, so every wave reads from DRAM, re-reads from L2 and writes.
+    """
+    pid = tl.program_id(0)
+    n_write = n_write_rows * n_chunks
+    n_stats = n_stats_rows * n_chunks
+    both = tl.minimum(n_write, n_stats)
+    if pid < 2 * both:
+        is_write = pid % 2 == 0
+        index = pid // 2
+    else:
+        is_write = n_write > n_stats
+        index = pid - both
+    if is_write:
+        index = n_write - 1 - index  # backwards: the chunks pass 1 read last first
+        row = index // n_chunks
+        chunk = index % n_chunks
+        c = tl.arange(0, CHUNKS_BLOCK)
+        stats = row * n_chunks + c
+        chunk_max = tl.load(write_max_ptr + stats, mask=c < n_chunks, other=-float("inf"))
+        chunk_sum = tl.load(write_sum_ptr + stats, mask=c < n_chunks, other=0.0)
+        row_max = tl.max(chunk_max, axis=0)
+        row_sum = tl.sum(chunk_sum * tl.exp(chunk_max - row_max), axis=0)
+        cols = chunk * CHUNK + tl.arange(0, CHUNK)
+        mask = cols < n_cols
+        x = tl.load(x_ptr + (write_row0 + row) * x_row_stride + cols, mask=mask, other=0.0,
+                    eviction_policy=LAST_USE)
+        y = tl.exp(x.to(tl.float32) - row_max) * (1.0 / row_sum)
+        tl.store(y_ptr + (write_row0 + row) * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=mask,
+                 eviction_policy=LAST_USE)
+    else:
+        row = index // n_chunks
+        chunk = index % n_chunks
+        cols = chunk * CHUNK + tl.arange(0, CHUNK)
+        x = tl.load(x_ptr + (stats_row0 + row) * x_row_stride + cols, mask=cols < n_cols, other=-float("inf"),
+                    eviction_policy=KEEP)
+        x = x.to(tl.float32)
+        chunk_max = tl.max(x, axis=0)
+        shift = tl.where(chunk_max == -float("inf"), 0.0, chunk_max)
+        tl.store(stats_max_ptr + index, chunk_max)
+        tl.store(stats_sum_ptr + index, tl.sum(tl.exp(x - shift), axis=0))
+
+
+def _softmax_piped(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torch.Tensor:
+    """The pipe plan: groups g = 0..G-1, launch k = pass 2 of group k - 1 beside pass 1 of group k.
+
+    Group g's statistics live in slot g % 2: launch k writes slot k % 2 and reads slot (k - 1) % 2, and the
+    stream orders launch k + 1's writes to that slot after launch k's reads.
+    """
+    rows, cols = x.shape
+    starts = list(range(0, rows, plan.group_rows))
+    slots = torch.empty((2, 2, plan.group_rows * plan.chunks), device=x.device, dtype=torch.float32)
+    keep, last_use = ("evict_last", "evict_first") if plan.l2_hints else ("", "")
+    for k in range(len(starts) + 1):
+        write = k - 1 if k >= 1 else None  # the group whose pass 2 runs now
+        stats = k if k < len(starts) else None  # the group whose pass 1 runs now
+        n_write = min(plan.group_rows, rows - starts[write]) if write is not None else 0
+        n_stats = min(plan.group_rows, rows - starts[stats]) if stats is not None else 0
+        w, st = slots[(k - 1) % 2], slots[k % 2]
+        softmax_pipe_kernel[((n_write + n_stats) * plan.chunks,)](
+            x, y, w[0], w[1], st[0], st[1], starts[write] if write is not None else 0, n_write,
+            starts[stats] if stats is not None else 0, n_stats, cols, x.stride(0), y.stride(0), plan.chunks,
+            CHUNK=plan.block, CHUNKS_BLOCK=next_power_of_2(plan.chunks), KEEP=keep, LAST_USE=last_use,
+            num_warps=plan.num_warps)
+    return y
+
+
 def softmax_planned(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torch.Tensor:
     """Run ``plan`` on a 2-D ``x`` into ``y`` (same shape, contiguous rows)."""
     rows, cols = x.shape
+    if plan.strategy == "pipe":
+        return _softmax_piped(x, y, plan)
     if plan.strategy != "split":
         grid = (triton.cdiv(rows, plan.rows_per_program),)
         softmax_rows_tuned_kernel[grid](x, y, rows, cols, x.stride(0), y.stride(0), ROWS=plan.rows_per_program,
