@@ -217,9 +217,15 @@ def softmax_chunk_stats_kernel(x_ptr, max_ptr, sum_ptr, row0, n_cols, x_row_stri
     KEEP is the L2 eviction policy of the read: "evict_last" asks L2 to keep
     the chunk for pass 2 ("" leaves the default).
     """
-    pid = tl.program_id(0)
-    row = pid // n_chunks
-    chunk = pid % n_chunks
+    _chunk_stats(x_ptr, max_ptr, sum_ptr, tl.program_id(0), row0, n_cols, x_row_stride, n_chunks, CHUNK, KEEP)
+
+
+@triton.jit
+def _chunk_stats(x_ptr, max_ptr, sum_ptr, index, row0, n_cols, x_row_stride, n_chunks, CHUNK: tl.constexpr,
+                 KEEP: tl.constexpr):
+    """Pass 1 of chunk ``index`` of the group from row0 (the split and pipe plans share it)."""
+    row = index // n_chunks
+    chunk = index % n_chunks
     cols = chunk * CHUNK + tl.arange(0, CHUNK)
     x = tl.load(x_ptr + (row0 + row) * x_row_stride + cols, mask=cols < n_cols, other=-float("inf"),
                 eviction_policy=KEEP)
@@ -228,8 +234,8 @@ def softmax_chunk_stats_kernel(x_ptr, max_ptr, sum_ptr, row0, n_cols, x_row_stri
     # A chunk entirely at -inf (a masked span) has sum 0: subtract a finite
     # stand-in so that no -inf - (-inf) = NaN is formed.
     shift = tl.where(chunk_max == -float("inf"), 0.0, chunk_max)
-    tl.store(max_ptr + pid, chunk_max)
-    tl.store(sum_ptr + pid, tl.sum(tl.exp(x - shift), axis=0))
+    tl.store(max_ptr + index, chunk_max)
+    tl.store(sum_ptr + index, tl.sum(tl.exp(x - shift), axis=0))
 
 
 @triton.jit(do_not_specialize=["row0", "n_group_rows"])
@@ -245,9 +251,16 @@ def softmax_chunk_write_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, row0, n_group_row
     """
     # Walk the group backwards: the chunks pass 1 read last are the likeliest
     # to be still in L2 if the group turns out larger than the cache.
-    pid = n_group_rows * n_chunks - 1 - tl.program_id(0)
-    row = pid // n_chunks
-    chunk = pid % n_chunks
+    _chunk_write(x_ptr, y_ptr, max_ptr, sum_ptr, n_group_rows * n_chunks - 1 - tl.program_id(0), row0, n_cols,
+                 x_row_stride, y_row_stride, n_chunks, CHUNK, CHUNKS_BLOCK, LAST_USE)
+
+
+@triton.jit
+def _chunk_write(x_ptr, y_ptr, max_ptr, sum_ptr, index, row0, n_cols, x_row_stride, y_row_stride, n_chunks,
+                 CHUNK: tl.constexpr, CHUNKS_BLOCK: tl.constexpr, LAST_USE: tl.constexpr):
+    """Pass 2 of chunk ``index`` of the group from row0 (the split and pipe plans share it)."""
+    row = index // n_chunks
+    chunk = index % n_chunks
     c = tl.arange(0, CHUNKS_BLOCK)
     stats = row * n_chunks + c
     chunk_max = tl.load(max_ptr + stats, mask=c < n_chunks, other=-float("inf"))
@@ -282,34 +295,12 @@ def softmax_pipe_kernel(x_ptr, y_ptr, write_max_ptr, write_sum_ptr, stats_max_pt
     else:
         is_write = n_write > n_stats
         index = pid - both
-    if is_write:
-        index = n_write - 1 - index  # backwards: the chunks pass 1 read last first
-        row = index // n_chunks
-        chunk = index % n_chunks
-        c = tl.arange(0, CHUNKS_BLOCK)
-        stats = row * n_chunks + c
-        chunk_max = tl.load(write_max_ptr + stats, mask=c < n_chunks, other=-float("inf"))
-        chunk_sum = tl.load(write_sum_ptr + stats, mask=c < n_chunks, other=0.0)
-        row_max = tl.max(chunk_max, axis=0)
-        row_sum = tl.sum(chunk_sum * tl.exp(chunk_max - row_max), axis=0)
-        cols = chunk * CHUNK + tl.arange(0, CHUNK)
-        mask = cols < n_cols
-        x = tl.load(x_ptr + (write_row0 + row) * x_row_stride + cols, mask=mask, other=0.0,
-                    eviction_policy=LAST_USE)
-        y = tl.exp(x.to(tl.float32) - row_max) * (1.0 / row_sum)
-        tl.store(y_ptr + (write_row0 + row) * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=mask,
-                 eviction_policy=LAST_USE)
+    if is_write:  # backwards, as the split's pass 2: the chunks pass 1 read last first
+        _chunk_write(x_ptr, y_ptr, write_max_ptr, write_sum_ptr, n_write - 1 - index, write_row0, n_cols,
+                     x_row_stride, y_row_stride, n_chunks, CHUNK, CHUNKS_BLOCK, LAST_USE)
     else:
-        row = index // n_chunks
-        chunk = index % n_chunks
-        cols = chunk * CHUNK + tl.arange(0, CHUNK)
-        x = tl.load(x_ptr + (stats_row0 + row) * x_row_stride + cols, mask=cols < n_cols, other=-float("inf"),
-                    eviction_policy=KEEP)
-        x = x.to(tl.float32)
-        chunk_max = tl.max(x, axis=0)
-        shift = tl.where(chunk_max == -float("inf"), 0.0, chunk_max)
-        tl.store(stats_max_ptr + index, chunk_max)
-        tl.store(stats_sum_ptr + index, tl.sum(tl.exp(x - shift), axis=0))
+        _chunk_stats(x_ptr, stats_max_ptr, stats_sum_ptr, index, stats_row0, n_cols, x_row_stride, n_chunks,
+                     CHUNK, KEEP)
 
 
 def _softmax_piped(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torch.Tensor:
