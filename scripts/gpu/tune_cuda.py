@@ -1,4 +1,4 @@
-"""Tune the CUDA C++ kernels on the GPU box: softmax-cuda, gelu-cuda-vec4, square-cuda-vec4.
+"""Tune the CUDA C++ kernels on the GPU box: softmax-cuda, gelu-cuda-vec4, square-cuda-vec4, mean-cuda.
 
 For each op, shape and dtype: the suite's own cases (kernelscope.timing.cases,
 checked against the float64 reference) for the torch variant and for the CUDA
@@ -234,6 +234,11 @@ def summary() -> list[dict]:
             if shape in ((512, 50257), (64, 262144)):
                 record(f"softmax-cuda {shape_str(shape)} {dtype} >= 85% of copy", mine["pct_copy"] >= 85,
                        f"{mine['pct_copy']:.1f}%")
+    for shape in MEAN_SHAPES[:1]:  # issue #15: mean-cuda at 2^24 at least as fast as mean-compile
+        mine, compiled = suite("mean", "mean-cuda", shape, "float32"), suite("mean", "mean-compile", shape, "float32")
+        record(f"mean-cuda {shape_str(shape)} float32 as fast as mean-compile",
+               (mine["time_us"] <= compiled["time_us"]) if (mine and compiled) else None,
+               f"{mine['time_us']:.2f} vs {compiled['time_us']:.2f} us" if (mine and compiled) else "no row")
     print("\n== square/gelu: best tiled vs best grid-stride candidate (out given)", flush=True)
     for (op, size, dtype), rows in SWEEPS.items():
         if op not in ("square", "gelu"):
@@ -261,6 +266,28 @@ def summary() -> list[dict]:
     return records
 
 
+MEAN_SHAPES = [(2**24,), (2**26,), (2**28,)]  # issue #15's 2^24 first; the suite's largest sizes
+
+
+def tune_mean(table: Table, quick: bool) -> None:
+    """mean-cuda as the suite runs it beside torch.mean and mean-compile, then both load paths (issue #15)."""
+    op = OPS["mean"]
+    for shape in MEAN_SHAPES[:1] if quick else MEAN_SHAPES:
+        for variant in ("mean-torch", "mean-compile", "mean-cuda"):
+            suite_row(table, "mean", variant, shape, "float32", f"{variant} (suite)")
+        cases._CASES.clear()
+        x = op.make_input(shape, "float32", "cuda", 1)
+        out = torch.empty((), device="cuda")
+        ref, scale = reference(op, x)
+        for streaming in (K.MEAN_STREAMING, not K.MEAN_STREAMING):
+            label = f"{'streaming (__ldcs)' if streaming else 'read-only (__ldg)'}" + \
+                (" (default)" if streaming == K.MEAN_STREAMING else "")
+            sweep_row(table, op, label, lambda a, b, st=streaming: K.mean(a, b, st), x, out, ref, scale, shape,
+                      "float32")
+        del x, out, ref
+        torch.cuda.empty_cache()
+
+
 def main() -> int:
     opts = args("sweep the launch shapes of the CUDA C++ softmax, gelu and square kernels")
     start = time.perf_counter()
@@ -275,9 +302,11 @@ def main() -> int:
     tune_elementwise(gelu, "gelu", lambda x, out, t, s, u: K.gelu_vec4(x, out, t, s, u), opts.quick)
     square = Table("square-cuda-vec4", copy_gbps=softmax.copy_gbps)
     tune_elementwise(square, "square", lambda x, out, t, s, u: K.square_vec4(x, out, t, s, u), opts.quick)
+    mean = Table("mean-cuda", copy_gbps=softmax.copy_gbps)
+    tune_mean(mean, opts.quick)
 
     records = summary()
-    for table in (softmax, gelu, square):
+    for table in (softmax, gelu, square, mean):
         table.dump(opts.json)
     if opts.json:
         path = Path(opts.json)

@@ -13,7 +13,8 @@ cudaError_t launch_gelu_vec4(const void* x, void* y, int64_t n, bool bf16, int t
 cudaError_t launch_softmax(const void* x, void* y, int rows, int cols, bool bf16, int strategy, int threads, int cluster,
                            cudaStream_t stream);
 int mean_partial_count(int64_t n, int sm_count);
-cudaError_t launch_mean(const float* x, float* partials, float* out, int64_t n, int sm_count, cudaStream_t stream);
+cudaError_t launch_mean(const float* x, float* partials, float* out, int64_t n, int sm_count, bool streaming,
+                        cudaStream_t stream);
 
 // Python validates every call first (kernelscope.validation); these checks
 // only keep a direct caller from crashing the GPU.
@@ -107,13 +108,13 @@ torch::Tensor softmax(torch::Tensor x, torch::Tensor out, int64_t strategy, int6
     return out;
 }
 
-torch::Tensor mean(torch::Tensor x, torch::Tensor out) {
+torch::Tensor mean(torch::Tensor x, torch::Tensor out, bool streaming) {
     check_f32_cuda(x, "x");
     check_f32_cuda(out, "out");
     int sms = sm_count(x);
     auto partials = torch::empty({mean_partial_count(x.numel(), sms)}, x.options());
     auto stream = c10::cuda::getCurrentCUDAStream(x.get_device()).stream();
     check_launch(launch_mean(x.data_ptr<float>(), partials.data_ptr<float>(), out.data_ptr<float>(), x.numel(), sms,
-                             stream), "mean");
+                             streaming, stream), "mean");
     return out;
 }

@@ -22,6 +22,10 @@ ELEMENTWISE_BLOCKS_PER_SM = 0  # one lap: n / (256 x 4 x 16 B) blocks, 8 of them
 ELEMENTWISE_UNROLL = 4  # 16-byte loads a thread before its first store: a 16 KiB tile a block
 ELEMENTWISE_SMALL_MIN_THREADS = 128  # the smallest tile a small input gets: 128 threads x 1 vector (elementwise_shape)
 
+# mean: x read with streaming loads (__ldcs) or through the read-only path (__ldg); tune_cuda.py times both.
+# The read-only path until the GPU says otherwise (issue #15: mean-cuda 27.7 us at 2^24 against mean-compile 26.4).
+MEAN_STREAMING = False
+
 # softmax: the launch shape from the row count, width and element size (softmax_plan), from an H100 sweep.
 SOFTMAX_WARP_MAX_COLS = 1024  # rows up to this wide: one warp a row ...
 SOFTMAX_WARP_MAX_COLS_F32 = 512  # ... but float32 rows of 513-1024: a 128-thread block each (4.29 vs 4.65 us
@@ -174,6 +178,6 @@ def softmax(x, out=None, plan: SoftmaxPlan | None = None):
     return extension().softmax(x, _out(x, out), strategy, threads, cluster)
 
 
-def mean(x, out=None):
+def mean(x, out=None, streaming=MEAN_STREAMING):
     y = torch.empty((), device=x.device, dtype=x.dtype) if out is None else out
-    return extension().mean(x, y)
+    return extension().mean(x, y, streaming)

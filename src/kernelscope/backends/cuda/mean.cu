@@ -38,6 +38,14 @@ __device__ float block_sum(float v) {
 
 __device__ float sum4(float4 v) { return (v.x + v.y) + (v.z + v.w); }
 
+// STREAM: x is read with streaming loads (ld.global.cs, __ldcs): read once, so L2 need not keep it. On the
+// H100 Triton's mean read 2^24 elements in 25.8 us with the same hint (evict_first) against 26.7 without.
+template <bool STREAM>
+__device__ __forceinline__ float4 mean_load(const float4* p) {
+    return STREAM ? __ldcs(p) : __ldg(p);
+}
+
+template <bool STREAM>
 __global__ void mean_kernel(const float* __restrict__ x, float* __restrict__ partials, float* out, int64_t n) {
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     const int64_t first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
@@ -48,10 +56,11 @@ __global__ void mean_kernel(const float* __restrict__ x, float* __restrict__ par
         const int64_t n4 = n / 4;
         int64_t i = first;
         for (; i + 3 * stride < n4; i += 4 * stride) {  // four independent 16-byte loads in flight
-            float4 a = x4[i], b = x4[i + stride], c = x4[i + 2 * stride], d = x4[i + 3 * stride];
+            float4 a = mean_load<STREAM>(x4 + i), b = mean_load<STREAM>(x4 + i + stride);
+            float4 c = mean_load<STREAM>(x4 + i + 2 * stride), d = mean_load<STREAM>(x4 + i + 3 * stride);
             acc += (sum4(a) + sum4(b)) + (sum4(c) + sum4(d));
         }
-        for (; i < n4; i += stride) acc += sum4(x4[i]);
+        for (; i < n4; i += stride) acc += sum4(mean_load<STREAM>(x4 + i));
         done = n4 * 4;
     }
     for (int64_t i = done + first; i < n; i += stride) acc += x[i];
@@ -94,7 +103,13 @@ int mean_partial_count(int64_t n, int sm_count) {
     return (int)(needed < 1 ? 1 : (needed < cap ? needed : cap));
 }
 
-cudaError_t launch_mean(const float* x, float* partials, float* out, int64_t n, int sm_count, cudaStream_t stream) {
-    mean_kernel<<<mean_partial_count(n, sm_count), MEAN_THREADS, 0, stream>>>(x, partials, out, n);
+cudaError_t launch_mean(const float* x, float* partials, float* out, int64_t n, int sm_count, bool streaming,
+                        cudaStream_t stream) {
+    const int blocks = mean_partial_count(n, sm_count);
+    if (streaming) {
+        mean_kernel<true><<<blocks, MEAN_THREADS, 0, stream>>>(x, partials, out, n);
+    } else {
+        mean_kernel<false><<<blocks, MEAN_THREADS, 0, stream>>>(x, partials, out, n);
+    }
     return cudaGetLastError();
 }
