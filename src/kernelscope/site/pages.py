@@ -38,17 +38,17 @@ def stamp(run) -> str:
 def stamps(data: SiteData, machine: str, rows: list[dict]) -> str:
     """A stamp per run the rows came from, newest first, each naming its ops when the rows span several runs:
     a commit's run may hold only part of the suite, and an op's newest numbers are then an older commit's."""
-    ops: dict[str, list[str]] = {}
+    ops: dict[str, list[str]] = {}  # short hash (rows carry the full one, chart points the short) -> its ops
     for r in rows:
-        ops.setdefault(r["commit"], [])
-        if r["op"] not in ops[r["commit"]]:
-            ops[r["commit"]].append(r["op"])
-    full = {c[:8]: c for c in (r["commit"] for r in data.rows if r["machine"] == machine)}
-    runs = sorted((data.run(machine, full[c[:8]]) for c in ops), key=lambda run: run.run_at or 0, reverse=True)
+        found = ops.setdefault(r["commit"][:8], [])
+        if r["op"] not in found:
+            found.append(r["op"])
+    full = {r["commit"][:8]: r["commit"] for r in data.rows if r["machine"] == machine}
+    runs = sorted((data.run(machine, full[c]) for c in ops), key=lambda run: run.run_at or 0, reverse=True)
     if len(runs) == 1:
         return stamp(runs[0])
-    return "\n".join(f'<p class="ks-stamp">Measured on {run.stamp()}: {", ".join(ops[c])}.</p>'
-                     for run in runs for c in ops if c[:8] == run.commit[:8])
+    return "\n".join(f'<p class="ks-stamp">Measured on {run.stamp()}: {", ".join(ops[run.short])}.</p>'
+                     for run in runs)
 
 
 def per_machine(data: SiteData, render: Callable[[str], str]) -> str:

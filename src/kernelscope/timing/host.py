@@ -53,7 +53,8 @@ def block_s(fn: Callable[[], object], device: str, number: int) -> float:
     results-proofs/2026-11-25-h100/session4/timer-probe). Most of host mode's lead
     over Timer (196 of the 251 crosscheck pairs at 4382158 above it, median +0.6%)
     is the sample's length: 20 ms pays once for the first launch and the last
-    kernel, which Timer's blocks of 0.2 s or more amortize.
+    kernel, which ``blocked_autorange``'s blocks of 0.2 s or more amortize (the
+    crosscheck has since paired each sample with a Timer block of as many calls).
     """
     enabled = gc.isenabled()
     gc.disable()

@@ -310,20 +310,20 @@ def _softmax_piped(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torch
     stream orders launch k + 1's writes to that slot after launch k's reads.
     """
     rows, cols = x.shape
-    starts = list(range(0, rows, plan.group_rows))
+    groups = triton.cdiv(rows, plan.group_rows)
+
+    def group(g: int) -> tuple[int, int]:  # (first row, rows) of group g; (0, 0) before the first, past the last
+        return (g * plan.group_rows, min(plan.group_rows, rows - g * plan.group_rows)) if 0 <= g < groups else (0, 0)
+
     slots = torch.empty((2, 2, plan.group_rows * plan.chunks), device=x.device, dtype=torch.float32)
     keep, last_use = ("evict_last", "evict_first") if plan.l2_hints else ("", "")
-    for k in range(len(starts) + 1):
-        write = k - 1 if k >= 1 else None  # the group whose pass 2 runs now
-        stats = k if k < len(starts) else None  # the group whose pass 1 runs now
-        n_write = min(plan.group_rows, rows - starts[write]) if write is not None else 0
-        n_stats = min(plan.group_rows, rows - starts[stats]) if stats is not None else 0
+    for k in range(groups + 1):
+        (write_row0, n_write), (stats_row0, n_stats) = group(k - 1), group(k)  # pass 2 of k - 1, pass 1 of k
         w, st = slots[(k - 1) % 2], slots[k % 2]
         softmax_pipe_kernel[((n_write + n_stats) * plan.chunks,)](
-            x, y, w[0], w[1], st[0], st[1], starts[write] if write is not None else 0, n_write,
-            starts[stats] if stats is not None else 0, n_stats, cols, x.stride(0), y.stride(0), plan.chunks,
-            CHUNK=plan.block, CHUNKS_BLOCK=next_power_of_2(plan.chunks), KEEP=keep, LAST_USE=last_use,
-            num_warps=plan.num_warps)
+            x, y, w[0], w[1], st[0], st[1], write_row0, n_write, stats_row0, n_stats, cols, x.stride(0),
+            y.stride(0), plan.chunks, CHUNK=plan.block, CHUNKS_BLOCK=next_power_of_2(plan.chunks), KEEP=keep,
+            LAST_USE=last_use, num_warps=plan.num_warps)
     return y
 
 
