@@ -179,6 +179,7 @@ def test_host_mode_and_timer_read_in_pairs_see_the_same_drift(monkeypatch):
     assert host[1]["host_max_s"] > 2 * host[1]["host_min_s"]  # the spells show in host mode's span
     assert timer[1]["timer_max_s"] > 2 * timer[1]["timer_min_s"]  # and in Timer's: they read the same host
     assert host[0] == pytest.approx(timer[0], rel=0.25)  # both medians sit between the fast and the slow host
+    assert host[1]["host_pair_ratio"] == pytest.approx(1.0, rel=0.25)  # each pair saw one host
 
 
 def test_a_timer_that_fails_leaves_host_modes_reading(monkeypatch):
@@ -324,6 +325,62 @@ def test_a_host_pair_whose_host_drifts_is_excused_only_while_timer_stays_inside_
     assert not g.passed and [f["mode"] for f in g.failures] == ["host"]
 
 
+def test_a_paired_host_pair_is_judged_by_the_median_of_its_pairs_ratios():
+    # H100 at f50f9f1, square-numba-flat 1024x1024 in crosscheck's one process: ten pairs whose host samples
+    # spanned 112-430 us and Timer's 111-274 us, medians 138.2 and 128.8 (+7.3%); 110.7 and 110.7 rerun alone.
+    # Pair by pair the two clocks read one host, so a spell that lands in one block moves one ratio.
+    r = rec(variant="square-numba-flat", size="1024x1024", warm=3.7e-6, cold=7.7e-6, do_bench=52.9e-6,
+            graph=2.64e-6, cudagraph=2.66e-6, host=113e-6, timer=128.8e-6, loop=138.2e-6)
+    r.details.update(timer_paired=True, host_min_s=112e-6, host_max_s=430e-6)
+    assert agreement.pair_diff(r, "host") == pytest.approx(7.3, abs=0.05)  # no pairs kept: the medians
+    r.details["host_pair_ratio"] = 1.012
+    assert agreement.pair_diff(r, "host") == pytest.approx(1.2)
+    assert agreement.pair_diff(r, "warm") == agreement.diff_pct(3.7e-6, 128.8e-6)  # only host mode's pairs
+    assert agreement.diffs(r)["host"] == pytest.approx(1.2)
+    g = agreement.gate([r])
+    assert g.passed, g.failures
+    assert agreement.summarize([r])["host"].judged_worst["diff_pct"] == pytest.approx(1.2)
+    r.details["host_pair_ratio"] = 1.05  # pairs that disagree fail, and the line says how it was read
+    g = agreement.gate([r])
+    assert not g.passed and "+5.00% (the median of the pairs' ratios), outside 3%" in g.failures[0]["why"]
+
+
+def test_cold_mode_and_do_bench_take_their_rounds_in_turns(monkeypatch):
+    # H100 at f50f9f1: one block of 30 cold samples read square-triton-flat1024 4096x4096 2.4% over do_bench,
+    # and 1.5-1.8% under it in two runs alone. Rounds in turns put a slow spell into both clocks alike.
+    case = _Drifting()
+    order = []
+    real_cold = measure.timing.time_cold
+
+    def time_cold(fn, device, samples, flusher, hold_s):
+        order.append(("cold", samples))
+        return real_cold(fn, device, samples, flusher, hold_s=hold_s)
+
+    def do_bench_times(case, warmup_ms, rep_ms):
+        order.append(("do_bench", rep_ms))
+        return [30e-6, 31e-6, 29e-6]
+
+    monkeypatch.setattr(measure.timing, "time_cold", time_cold)
+    monkeypatch.setattr(measure, "do_bench_times", do_bench_times)
+    plan = measure.timing.plan_warm(case.call, "cpu")
+    budgets = measure.Budgets(cold_samples=5, cold_rounds=3, do_bench_rep_ms=7.0)
+    found = measure.cold_and_do_bench(case, plan, budgets, cpu_path=False)
+    assert order == [("cold", 5), ("do_bench", 7.0)] * 3 and case.log == ["check"]
+    assert found["cold"][1]["cold_samples"] == 15 and found["cold"][1]["cold_rounds"] == 3
+    assert found["do_bench"] == (30e-6, {"do_bench_calls": 9})
+    # the CPU path: cold mode's rounds alone, no do_bench reading; a do_bench that fails leaves cold mode's
+    order.clear()
+    assert "do_bench" not in measure.cold_and_do_bench(case, plan, budgets, cpu_path=True)
+    assert order == [("cold", 5)] * 3
+
+    def broken(case, warmup_ms, rep_ms):
+        raise RuntimeError("no do_bench here")
+
+    monkeypatch.setattr(measure, "do_bench_times", broken)
+    found = measure.cold_and_do_bench(case, plan, budgets, cpu_path=False)
+    assert isinstance(found["do_bench"], RuntimeError) and found["cold"][1]["cold_samples"] == 15
+
+
 def test_host_bound_pairs_are_listed_with_the_reason_and_their_graph_pair_still_judged():
     numba = rec(**NUMBA_HOST_BOUND)
     assert "530.0 us on the host and 365.0 us on the GPU" in agreement.host_bound(numba, "warm")
@@ -449,7 +506,10 @@ def test_site_shows_the_evidence_the_gate_and_the_host_bound_rows(tmp_path, monk
     assert "530.0 us on the host and 365.0 us on the GPU" in text  # the exception's reason, with its numbers
     assert page.count(">host-bound</span>") == 2  # mean-numba and softmax-manual's rows are marked
     assert "1 of 3 (33%)" in text and "3 of 3 (100%)" in text  # warm within 1%; graph within 2%
-    assert "host mode 10 samples, each followed by a Timer timeit of as many calls" in " ".join(text.split())
+    words = " ".join(text.split())
+    assert "host mode 20 samples, each followed by a Timer timeit of as many calls" in words
+    assert "the pair's diff is the median of the pairs' ratios" in words
+    assert "cold 25 samples and do_bench (warmup 5 ms, rep 25 ms) in turns, 4 rounds of each" in words
     method = re.sub(r"<[^>]+>", " ", (site / "concepts" / "method" / "index.html").read_text())
     assert "Checked against peer timers" in method and "passed" in method and "mean-numba" in method
     assert "no peer-timer evidence yet" not in method
@@ -467,6 +527,9 @@ def test_one_case_on_the_gpu_with_every_peer():
     assert r.host_per_call_s < r.seconds["warm"] and r.flush_s > 0  # GPU-bound: no peer reads the host here
     assert not agreement.host_bound(r, "warm") and not agreement.host_bound(r, "cold")
     assert abs(r.diff_pct["graph"]) < 5 and abs(r.diff_pct["warm"]) < 5 and abs(r.diff_pct["cold"]) < 10, r.diff_pct
+    budgets = measure.Budgets()  # cold mode and do_bench took their rounds; host mode's pairs kept their ratio
+    assert r.details["cold_samples"] == budgets.cold_samples * budgets.cold_rounds
+    assert r.details["do_bench_calls"] >= budgets.cold_rounds and 0.5 < r.details["host_pair_ratio"] < 2
     if ncu.unavailable() is None:
         outcome = ncu_pass.run([r], calls=2)
         ncu_pass.apply(outcome, [r])

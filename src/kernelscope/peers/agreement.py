@@ -21,8 +21,9 @@ host's cost of a call can drift within the process by more than the
 tolerance (the H100's Numba calls at 97e0347 read 334-433 us a call across
 one host-mode run's samples and 359-635 us across five runs a few seconds
 apart, scripts/gpu/timer_probe.py), so Timer's readings are taken in pairs
-with host mode's samples, as many, of as many calls (``timer_paired``); records
-from before that pairing excuse such a pair while Timer's reading lies
+with host mode's samples, as many, of as many calls (``timer_paired``), and
+such a pair's difference is the median of the pairs' ratios (:func:`pair_diff`);
+records from before that pairing excuse such a pair while Timer's reading lies
 inside the span of host mode's own samples (:func:`host_drift`).
 ``do_bench`` puts each call between events behind its L2 flush; when the
 host takes longer to launch the call than the GPU takes to run the flush, the
@@ -52,9 +53,19 @@ def diff_pct(suite: float | None, peer: float | None) -> float | None:
     return (suite / peer - 1.0) * 100.0
 
 
+def pair_diff(rec: Record, mode: str) -> float | None:
+    """The suite's difference from its peer in ``mode``, in %: of the two medians, except for host mode's
+    readings taken in pairs with Timer's, where it is the median of the pairs' ratios (``host_pair_ratio``,
+    :func:`kernelscope.peers.measure.host_and_timer`): the two clocks compared on the same host, block by block."""
+    ratio = rec.details.get("host_pair_ratio") if mode == "host" else None
+    if ratio is not None and rec.clock(mode) is not None and rec.clock(PEER_OF[mode]) is not None:
+        return (ratio - 1.0) * 100.0
+    return diff_pct(rec.clock(mode), rec.clock(PEER_OF[mode]))
+
+
 def diffs(rec: Record) -> dict[str, float | None]:
-    """Mode -> the suite's difference from its peer, in %."""
-    return {mode: diff_pct(rec.clock(mode), rec.clock(PEER_OF[mode])) for mode in MODES}
+    """Mode -> the suite's difference from its peer, in % (:func:`pair_diff`)."""
+    return {mode: pair_diff(rec, mode) for mode in MODES}
 
 
 def us(seconds: float) -> str:
@@ -146,7 +157,7 @@ def summarize(records: list[Record]) -> dict[str, ModeSummary]:
         for rec in records:
             if rec.status != MEASURED:
                 continue
-            d = diff_pct(rec.clock(mode), rec.clock(PEER_OF[mode]))
+            d = pair_diff(rec, mode)
             if d is None:
                 continue
             s.compared += 1
@@ -219,7 +230,7 @@ def gate(records: list[Record], min_s: float = JUDGED_MIN_S, tolerance_pct: floa
             if not in_gate:
                 continue
             reason = excuse(rec, mode)
-            d = diff_pct(suite, peer)
+            d = pair_diff(rec, mode)
             if reason:
                 excused = True
                 exceptions.append({"variant": rec.variant, "size": rec.size, "mode": mode,
@@ -233,9 +244,10 @@ def gate(records: list[Record], min_s: float = JUDGED_MIN_S, tolerance_pct: floa
                 failures.append({"variant": rec.variant, "size": rec.size, "mode": mode,
                                  "why": _missing(rec, PEER_OF[mode])})
             elif abs(d) > tolerance(mode, tolerance_pct):
+                paired = " (the median of the pairs' ratios)" if d != diff_pct(suite, peer) else ""
                 failures.append({"variant": rec.variant, "size": rec.size, "mode": mode,
                                  "why": f"{mode} {us(suite)} against {SHORT_TITLES[PEER_OF[mode]]} {us(peer)}: "
-                                        f"{d:+.2f}%, outside {tolerance(mode, tolerance_pct):g}%"})
+                                        f"{d:+.2f}%{paired}, outside {tolerance(mode, tolerance_pct):g}%"})
     if failures:
         cases = sum(f["mode"] == "*" for f in failures)
         pairs = len(failures) - cases

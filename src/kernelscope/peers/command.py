@@ -171,7 +171,7 @@ def table(records: list[Record]) -> str:
     right = set(range(1, len(header) - 1))
     line = lambda r: "  ".join((str(c).rjust(w) if i in right else str(c).ljust(w))  # noqa: E731
                                for i, (c, w) in enumerate(zip(r, widths))).rstrip()
-    return "\n".join(["times in us per call (medians); diff: suite / peer - 1",
+    return "\n".join(["times in us per call (medians); diff: suite / peer - 1 (host: the median of its pairs' ratios - 1)",
                       line(header), line(["-" * w for w in widths]), *map(line, rows)])
 
 

@@ -141,13 +141,20 @@ def machine_body(m: MachinePeers) -> str:
                  f"host mode {b.get('host_samples')} samples")
     else:
         timer = (f"host mode {b.get('host_samples')} samples, each followed by a Timer `timeit` of as many calls "
-                 "(Timer's reading is the median of those)")
-    budgets = (f"Budgets per case: suite warm {b.get('warm_samples')} samples, cold {b.get('cold_samples')}, graph "
-               f"{b.get('graph_samples')}; {timer}; "
-               f"do_bench warmup {b.get('do_bench_warmup_ms'):g} ms, rep {b.get('do_bench_rep_ms'):g} ms; "
+                 "(Timer's reading is the median of those"
+                 + ("; the pair's diff is the median of the pairs' ratios)" if b.get("cold_rounds") else ")"))
+    if b.get("cold_rounds"):  # crosscheck since cold mode and do_bench take rounds in turns
+        cold = (f"cold {b.get('cold_samples')} samples and do_bench (warmup {b.get('do_bench_warmup_ms'):g} ms, "
+                f"rep {b.get('do_bench_rep_ms'):g} ms) in turns, {b['cold_rounds']} rounds of each")
+    else:
+        cold = (f"cold {b.get('cold_samples')} samples; do_bench warmup {b.get('do_bench_warmup_ms'):g} ms, "
+                f"rep {b.get('do_bench_rep_ms'):g} ms")
+    budgets = (f"Budgets per case: suite warm {b.get('warm_samples')} samples, graph "
+               f"{b.get('graph_samples')}; {timer}; {cold}; "
                f"do_bench_cudagraph rep {b.get('cudagraph_rep_ms'):g} ms; Nsight Compute over "
                f"{b.get('ncu_calls')} calls.") if b else ""
-    parts = [stamp(m), "**Agreement.** The suite's median against its peer's, per case, as suite / peer − 1.",
+    parts = [stamp(m), ("**Agreement.** The suite's median against its peer's, per case, as suite / peer − 1; host mode's, "
+              "read in pairs with Timer's, as the median of the pairs' ratios − 1."),
              agreement_table(m), gate_note(m),
              "**Excused pairs of gated cases**, listed instead of judged against that peer: the peer's clock reads "
              "the host, or the host's own cost of a call drifts more than the tolerance while Timer stays inside "
