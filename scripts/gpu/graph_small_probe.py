@@ -7,6 +7,10 @@ few bytes, and how many trips to L2 a kernel makes in a row (a reduction's
 fence, ticket and read-back). This probe times, in one process:
 
 * ``torch.cuda._sleep(0)`` replayed (asv's ``Launch.track_graph``): the floor;
+* the memory floors: nodes that touch memory and compute nothing, at 64x64
+  float32 (torch's ``copy_`` of 16 KiB, a ``fill_`` that only writes) and for a
+  single element (one read and one write: one trip to memory and back). What a
+  kernel that reads its input and writes its output cannot beat in a graph;
 * each tuned variant, and each op's torch variant, at its op's smallest size in
   float32: the suite's own case (``timing.cases.prepare``, checked against the
   float64 reference), captured with ``asv_suite.graph_calls`` calls and replayed
@@ -47,6 +51,15 @@ def graph_us(fn, calls: int) -> float:
     return statistics.median(time_graph(graph, calls, GRAPH_SAMPLES)) * 1e6
 
 
+def memory_floors() -> list[tuple[str, str, object]]:
+    """(name, size, call) of nodes that move memory and compute nothing, on random inputs."""
+    src, dst = torch.rand(64, 64, device="cuda"), torch.empty(64, 64, device="cuda")
+    one, one_out = torch.rand(1, device="cuda"), torch.empty(1, device="cuda")
+    return [("copy_ (torch)", "64x64", lambda: dst.copy_(src)),
+            ("fill_ (torch)", "64x64", lambda: dst.fill_(1.5)),
+            ("copy_ of one element", "1", lambda: one_out.copy_(one))]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="write the rows as JSON records to this file")
@@ -57,6 +70,10 @@ def main() -> int:
     floor = graph_us(lambda: torch.cuda._sleep(0), 100)
     rows = [{"variant": "empty kernel", "size": "", "graph_us": floor, "ratio": 1.0}]
     print(f"== graph mode at the smallest size ({torch.cuda.get_device_name()}); empty kernel {floor:.3f} us")
+    for name, size, fn in memory_floors():
+        t = graph_us(fn, 100)
+        print(f"{name:28s} {size:>10s} {t:8.3f} us  {t / floor:5.2f}x  (a memory floor)")
+        rows.append({"variant": name, "size": size, "graph_us": t, "ratio": t / floor, "floor": True})
     names = [v.name for v in VARIANTS.values() if v.tuned or v.name == f"{v.op}-torch"]
     for name in names:
         v = VARIANTS[name]
