@@ -138,6 +138,8 @@ def test_softmax_passes_the_plan_as_launch_arguments(ext):
     assert ext.calls[-1] == ("softmax", (64, 64), (0, K.SOFTMAX_WARP_THREADS, 1))
     K.softmax(x, plan=K.SoftmaxPlan("loop", 256, 8))
     assert ext.calls[-1][2] == (2, 256, 8)
+    K.softmax(x, plan=K.SoftmaxPlan("pipe", 512, 4))
+    assert ext.calls[-1][2] == (3, 512, 4)
     bf16 = torch.empty(512, 50257, dtype=torch.bfloat16)
     K.softmax(bf16)
     plan = K.softmax_plan(512, 50257, H100_SMS, 2)

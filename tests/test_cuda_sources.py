@@ -171,10 +171,28 @@ def test_register_counts_allow_the_launch_shapes_kernels_py_assumes(compiled):
             assert regs <= (64 if int(m.group(1)) <= 32 else 128), (name, regs)
 
 
+@needs_nvcc
+def test_the_pipe_kernels_fit_one_block_an_sm_without_spilling(compiled):
+    # softmax_pipe_kernel holds its slice of a row in registers and the next row's addresses beside it: one
+    # block an SM at the most threads pipe_capacity allows for its size, and nothing spilled to local memory
+    from kernelscope.backends.cuda import kernels as K
+
+    _, kernels = compiled("softmax.cu")
+    pipes = {name: regs for name, (regs, _) in kernels.items() if "softmax_pipe_kernel" in name}
+    assert len(pipes) == 6, pipes  # 16, 32 and 64 elements a thread, float32 and bfloat16
+    for name, regs in pipes.items():
+        ept = int(re.search(r"Li(\d+)E", name).group(1))
+        threads = max(t for t in (128, 256, 512, 1024) if K.pipe_capacity(t) >= ept)
+        assert regs * threads <= 65536, (name, regs, threads)
+
+
 def test_softmax_instantiates_the_register_sizes_kernels_py_plans_for():
     from kernelscope.backends.cuda import kernels as K
 
     text = (build.HERE / "softmax.cu").read_text()
+    pipe = {int(n) for n in re.findall(r"softmax_pipe_kernel<T, (\d+)>", text)}
+    assert max(pipe) == K.pipe_capacity(256) == 64 and K.pipe_capacity(512) == 32 in pipe
+    assert K.pipe_capacity(1024) == 0 and "threads <= 256" in text and "threads <= 512" in text
     block = {int(n) for n in re.findall(r"softmax_block_kernel<T, (\d+)>", text)}
     warp = {int(n) for n in re.findall(r"softmax_warp_kernel<T, (\d+)>", text)}
     assert max(block) == K.register_capacity(512) and 32 in block and K.register_capacity(1024) == 32

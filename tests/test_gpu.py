@@ -144,3 +144,30 @@ def test_a_reference_on_the_cpu_gives_the_error_it_gives_on_the_gpu(monkeypatch)
     monkeypatch.setattr(check, "HOST_REFERENCE_NUMEL", 0)
     on_gpu = check.error_against_reference(OPS["softmax"], x, out)
     assert 0 < on_cpu < 1e-5 and on_cpu == pytest.approx(on_gpu, rel=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("rows, cols, plan", [
+    (300, 5003, ("pipe", 128, 2)),  # odd columns: every row's alignment differs; ~4 rows a cluster
+    (300, 5003, ("pipe", 256, 1)),  # no cluster: a persistent block a row at a time
+    (40, 50257, ("pipe", 512, 4)),  # fewer rows than resident clusters: one row each, no prefetch
+    (130, 50257, ("pipe", 256, 8)),
+    (20, 262144, ("pipe", 512, 16)),  # non-portable clusters of 16, rows beyond the resident clusters
+])
+def test_the_pipe_plan_matches_the_reference_on_random_and_stress_rows(rows, cols, plan, dtype):
+    # softmax_pipe_kernel: persistent clusters whose blocks prefetch their slice of the next row into shared
+    # memory while the current row is reduced and written (issue #15's wide rows). Each row's unaligned ends,
+    # the partials' parity between rows, and the last row (no prefetch) are all on this path.
+    from kernelscope.backends.cuda import kernels as K
+    from kernelscope.check import error_against_reference
+
+    op = OPS["softmax"]
+    p = K.SoftmaxPlan(*plan)
+    assert K.floats_per_thread(cols, 4 if dtype == "float32" else 2, p.threads, p.cluster) <= K.pipe_capacity(p.threads)
+    inputs = [("random", op.make_input((rows, cols), dtype, "cuda", 7))]
+    inputs += [(s.name, s.make((rows, cols), dtype, "cuda", 8)) for s in op.stress
+               if s.name in ("masked", "offset", "large-logits")]
+    for name, x in inputs:
+        out = K.softmax(x, plan=p)
+        err = error_against_reference(op, x, out)
+        assert err <= op.tolerance[dtype], (name, plan, err)

@@ -42,11 +42,11 @@ SOFTMAX_CLUSTER_FILL = 2  # few rows: split across a cluster until rows x cluste
 SOFTMAX_MIN_SLICE = 2048  # ... as long as each block keeps this many elements
 SOFTMAX_MAX_CLUSTER = 16  # H100 allows 16 (non-portable); 8 is portable
 SOFTMAX_LOOP_THREADS = 1024  # rows wider than 16 blocks hold in registers
-SOFTMAX_STRATEGIES = {"warp": 0, "block": 1, "cluster": 1, "loop": 2}  # the codes launch_softmax takes
+SOFTMAX_STRATEGIES = {"warp": 0, "block": 1, "cluster": 1, "loop": 2, "pipe": 3}  # the codes launch_softmax takes
 
 
 class SoftmaxPlan(NamedTuple):
-    strategy: str  # "warp", "block", "cluster" or "loop"
+    strategy: str  # "warp", "block", "cluster", "loop" or "pipe" (persistent clusters, the next row prefetched)
     threads: int  # a block's threads (warp: rows a block = threads / 32)
     cluster: int  # blocks a row is split across (1: no cluster)
 
@@ -65,6 +65,12 @@ def floats_per_thread(cols: int, itemsize: int, lanes: int, cluster: int = 1) ->
 def register_capacity(threads: int) -> int:
     """The most elements a thread of softmax_block_kernel holds: 64 registers a thread at 1024 threads, 128 at 512."""
     return 32 if threads > 512 else 64
+
+
+def pipe_capacity(threads: int) -> int:
+    """The most elements a thread of softmax_pipe_kernel holds: 32 up to 512 threads, 64 up to 256 (one block an SM:
+    the prefetch needs the registers of the current row and the next row's addresses); 0 past 512 threads."""
+    return 64 if threads <= 256 else 32 if threads <= 512 else 0
 
 
 def softmax_plan(rows: int, cols: int, sm_count: int, itemsize: int = 4) -> SoftmaxPlan:

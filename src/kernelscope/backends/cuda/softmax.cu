@@ -26,6 +26,10 @@
 //   loop             rows wider than a 16-block cluster holds in registers
 //                    (> 512K elements): the same split, each block loops over its
 //                    slice twice (online max and sum, then write): 3 passes over memory.
+//   pipe             the cluster split, but persistent: a cluster takes a row,
+//                    then the row a grid's worth of clusters further on, and its
+//                    blocks copy their slice of that next row into shared memory
+//                    (cp.async) while the current row is reduced and written.
 #include <cuda_runtime.h>
 #include <cooperative_groups.h>
 #include <stdint.h>
@@ -366,9 +370,156 @@ template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kerne
     }
 }
 
+// Pipe: the block kernel's cluster split and register-held slice, in a
+// persistent grid: cluster c takes rows c, c + clusters, c + 2 clusters, ...
+// While a row is reduced, combined across the cluster and written, each block's
+// slice of the cluster's next row is already on its way into shared memory
+// (cp.async: 16 bytes a copy, global to shared without registers), so DRAM keeps
+// reading through the barriers and the stores. One row a block leaves it idle
+// there, every block of a wave in the same phase (issue #15: softmax-cuda read
+// 78% of the copy bandwidth at 512x50257 and 65% at 64x262144 on the H100, where
+// a copy reads 93-94%). A thread copies exactly the vectors it will read back,
+// so its own cp.async wait is all the stage needs: no block barrier.
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+#define SOFTMAX_CP_ASYNC 1
+#else
+#define SOFTMAX_CP_ASYNC 0
+#endif
+
+__device__ __forceinline__ void softmax_cp_async16(uint4* smem, const void* gmem) {
+#if SOFTMAX_CP_ASYNC
+    const unsigned s = (unsigned)__cvta_generic_to_shared(smem);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+#else
+    *smem = *reinterpret_cast<const uint4*>(gmem);
+#endif
+}
+
+__device__ __forceinline__ void softmax_cp_async_commit() {
+#if SOFTMAX_CP_ASYNC
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void softmax_cp_async_wait() {
+#if SOFTMAX_CP_ASYNC
+    asm volatile("cp.async.wait_group 0;\n" ::: "memory");
+#endif
+}
+
+// cluster_combine for a block that takes many rows: `partials` by row parity (a
+// block one row ahead writes the other half; two ahead it cannot be, the cluster
+// barrier of the row between stops it), and the wait on the start-up barrier
+// only before the first row.
+__device__ __forceinline__ float2 cluster_combine_rows(float2 mine, float2 (*partials)[SOFTMAX_MAX_CLUSTER],
+                                                      int parity, bool first) {
+#if SOFTMAX_CLUSTERS
+    cg::cluster_group cluster = cg::this_cluster();
+    const int csize = (int)cluster.num_blocks(), rank = (int)cluster.block_rank();
+    if (first) cluster.barrier_wait();  // every block of the cluster has started
+    if ((int)threadIdx.x < csize) cluster.map_shared_rank(partials[parity], (int)threadIdx.x)[rank] = mine;
+    cluster.sync();
+    float m = -INFINITY, s = 0.0f;
+    for (int r = 0; r < csize; ++r) m = fmaxf(m, partials[parity][r].x);
+    for (int r = 0; r < csize; ++r) s += partials[parity][r].y * __expf(partials[parity][r].x - m);
+    return make_float2(m, s);
+#else
+    return mine;
+#endif
+}
+
+// Block rank r's slice of a row: vectors [first, end) of its aligned part (as softmax_block_kernel).
+struct RowSlice {
+    RowSplit s;
+    int first, end;
+};
+
+template <typename T>
+__device__ __forceinline__ RowSlice slice_row(const T* row, int cols, int rank, int csize) {
+    const RowSplit s = split_row(row, cols);
+    return {s, (int)((int64_t)s.nvec * rank / csize), (int)((int64_t)s.nvec * (rank + 1) / csize)};
+}
+
+template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 512 : 256) __global__ void softmax_pipe_kernel(
+    const T* __restrict__ x, T* __restrict__ y, int rows, int cols) {
+    using P = Pack16<T>;
+    constexpr int NV = EPT / P::N;
+    extern __shared__ uint4 stage[];  // NV x blockDim.x vectors: this block's slice of its next row
+    __shared__ float scratch_max[32], scratch_sum[32];
+    __shared__ float2 partials[2][SOFTMAX_MAX_CLUSTER];
+    const int csize = softmax_cluster_blocks(), rank = softmax_cluster_rank();
+    if (csize > 1) softmax_cluster_arrive();  // waited on before the first row's combine
+    const int64_t clusters = gridDim.x / csize, first_row = blockIdx.x / csize;
+    const int t = threadIdx.x, step = blockDim.x;
+
+    float v[EPT];
+    float hv = -INFINITY, tv = -INFINITY;  // rank 0: the row's unaligned ends (fewer than N each), a thread one
+    int parity = 0;
+    for (int64_t row = first_row; row < rows; row += clusters, parity ^= 1) {
+        const T* xr = x + row * cols;
+        T* yr = y + row * cols;
+        const RowSlice c = slice_row(xr, cols, rank, csize);
+        if (row == first_row) {
+            load_vectors<T, NV>(xr + c.s.head, c.first + t, step, c.end, v);
+            hv = rank == 0 && t < c.s.head ? P::to_float(xr[t]) : -INFINITY;
+            tv = rank == 0 && t < c.s.tail ? P::to_float(xr[cols - c.s.tail + t]) : -INFINITY;
+        } else {  // the slice the previous lap copied into the stage (its ends came with it, into hv and tv)
+            softmax_cp_async_wait();
+#pragma unroll
+            for (int i = 0; i < NV; ++i) {
+                if (c.first + t + i * step < c.end) {
+                    P::unpack(stage[i * step + t], v + i * P::N);
+                } else {
+#pragma unroll
+                    for (int j = 0; j < P::N; ++j) v[i * P::N + j] = -INFINITY;
+                }
+            }
+        }
+
+        float m = fmaxf(hv, tv);
+#pragma unroll
+        for (int i = 0; i < EPT; ++i) m = fmaxf(m, v[i]);
+        m = softmax_block_reduce<true>(m, scratch_max);  // its barrier: this thread's stage reads are done
+
+        float next_hv = -INFINITY, next_tv = -INFINITY;
+        if (row + clusters < rows) {  // the next row's slice on its way while this one is reduced and written
+            const T* xn = x + (row + clusters) * cols;
+            const RowSlice n = slice_row(xn, cols, rank, csize);
+            const T* vecs = xn + n.s.head;
+#pragma unroll
+            for (int i = 0; i < NV; ++i)
+                if (n.first + t + i * step < n.end)
+                    softmax_cp_async16(&stage[i * step + t], vecs + (int64_t)(n.first + t + i * step) * P::N);
+            softmax_cp_async_commit();
+            if (rank == 0 && t < n.s.head) next_hv = P::to_float(xn[t]);
+            if (rank == 0 && t < n.s.tail) next_tv = P::to_float(xn[cols - n.s.tail + t]);
+        }
+
+        float sum = exp_in_place<EPT>(v, m);
+        const float shift = m == -INFINITY ? 0.0f : m;
+        hv = __expf(hv - shift);
+        tv = __expf(tv - shift);
+        sum = softmax_block_reduce<false>(sum + hv + tv, scratch_sum);
+
+        float scale;  // this block's exps were taken against its own max m
+        if (csize > 1) {
+            const float2 row_stats = cluster_combine_rows(make_float2(m, sum), partials, parity, row == first_row);
+            scale = __expf(m - row_stats.x) / row_stats.y;
+        } else {
+            scale = 1.0f / sum;
+        }
+        const bool out_aligned = (((uintptr_t)xr ^ (uintptr_t)yr) & 15) == 0;
+        store_vectors<T, NV>(yr + c.s.head, c.first + t, step, c.end, v, scale, out_aligned);
+        if (rank == 0 && t < c.s.head) yr[t] = P::from_float(hv * scale);
+        if (rank == 0 && t < c.s.tail) yr[cols - c.s.tail + t] = P::from_float(tv * scale);
+        hv = next_hv;
+        tv = next_tv;
+    }
+}
+
 // ---- host side -------------------------------------------------------------
 
-enum SoftmaxStrategy { SOFTMAX_WARP = 0, SOFTMAX_BLOCK = 1, SOFTMAX_LOOP = 2 };
+enum SoftmaxStrategy { SOFTMAX_WARP = 0, SOFTMAX_BLOCK = 1, SOFTMAX_LOOP = 2, SOFTMAX_PIPE = 3 };
 
 // Launches `grid` blocks of Kernel as clusters of `cluster` (1: a plain launch).
 template <auto Kernel, typename... Args>
@@ -395,6 +546,53 @@ static cudaError_t launch_clustered(int grid, int threads, int cluster, cudaStre
     config.attrs = &attribute;
     config.numAttrs = 1;
     return cudaLaunchKernelEx(&config, Kernel, args...);
+}
+
+// The pipe kernel's persistent grid: as many clusters as fit on the GPU at
+// once with this block size and stage (the occupancy query, once per shape), at
+// most one a row. Every cluster then has a row, and no cluster waits for an SM.
+template <auto Kernel, typename T>
+static cudaError_t launch_pipe(int rows, int threads, int cluster, int stage_bytes, cudaStream_t stream,
+                               const T* x, T* y, int cols) {
+    static int raised_to = 0;  // the dynamic shared memory the kernel may take, raised as stages grow
+    static bool non_portable = false;
+    if (stage_bytes > raised_to) {
+        cudaError_t err = cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, stage_bytes);
+        if (err != cudaSuccess) return err;
+        raised_to = stage_bytes;
+    }
+    if (cluster > 8 && !non_portable) {  // clusters of 9 to 16 blocks are non-portable: allowed once per kernel
+        cudaError_t err = cudaFuncSetAttribute(Kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+        if (err != cudaSuccess) return err;
+        non_portable = true;
+    }
+    cudaLaunchConfig_t config = {};
+    config.blockDim = dim3(threads);
+    config.dynamicSmemBytes = stage_bytes;
+    config.stream = stream;
+    cudaLaunchAttribute attribute;
+    attribute.id = cudaLaunchAttributeClusterDimension;
+    attribute.val.clusterDim.x = cluster;
+    attribute.val.clusterDim.y = 1;
+    attribute.val.clusterDim.z = 1;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    struct Fit { int stage_bytes, clusters; };
+    static Fit fits[11][SOFTMAX_MAX_CLUSTER + 1] = {};  // by log2(threads) and cluster size: the last query's
+    int log_threads = 0;
+    while ((1 << log_threads) < threads) ++log_threads;
+    Fit& fit = fits[log_threads][cluster];
+    if (fit.clusters == 0 || fit.stage_bytes != stage_bytes) {
+        config.gridDim = dim3(cluster);
+        int resident = 0;
+        cudaError_t err = cudaOccupancyMaxActiveClusters(&resident, Kernel, &config);
+        if (err != cudaSuccess) return err;
+        if (resident == 0) return cudaErrorInvalidConfiguration;  // not one cluster of this shape fits
+        fit = {stage_bytes, resident};
+    }
+    const int clusters = fit.clusters < rows ? fit.clusters : rows;
+    config.gridDim = dim3(clusters * cluster);
+    return cudaLaunchKernelEx(&config, Kernel, x, y, rows, cols);
 }
 
 // The register-held kernels come in a few sizes: the smallest EPT (floats a
@@ -429,6 +627,15 @@ static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols
         return cudaErrorInvalidValue;  // slice too wide for the block's registers: more threads, a larger cluster, or LOOP
     }
     if (strategy == SOFTMAX_LOOP) return launch_clustered<softmax_loop_kernel<T>>((int)grid, threads, cluster, stream, x, y, cols);
+    if (strategy == SOFTMAX_PIPE) {
+        const int stage = (int)(need / N) * threads * 16;  // a thread's vectors of the next row, 16 bytes each
+        if (need <= 16) return launch_pipe<softmax_pipe_kernel<T, 16>>(rows, threads, cluster, stage, stream, x, y, cols);
+        if (need <= 32 && threads <= 512)
+            return launch_pipe<softmax_pipe_kernel<T, 32>>(rows, threads, cluster, stage, stream, x, y, cols);
+        if (need <= 64 && threads <= 256)
+            return launch_pipe<softmax_pipe_kernel<T, 64>>(rows, threads, cluster, stage, stream, x, y, cols);
+        return cudaErrorInvalidValue;  // slice too wide: more threads or a larger cluster
+    }
     return cudaErrorInvalidValue;
 }
 
