@@ -43,6 +43,7 @@ SOFTMAX_SHAPES = [(64, 64), (256, 256), (1024, 1024), (4096, 4096), (8192, 8192)
                   (16384, 1000), (512, 50257), (64, 262144)]
 SOFTMAX_SWEEP = [(4096, 4096), (8192, 8192), (16384, 1000), (1024, 1024), (512, 50257), (64, 262144)]
 SOFTMAX_SWEEP_QUICK = [(512, 50257), (64, 262144)]
+SOFTMAX_QUICK_CANDIDATES = 4  # --quick: the first few of a shape's candidates (issue #15's come first)
 # Candidates beside the default (softmax_plan's choice, always timed first), from the previous H100 sweep's winners.
 SOFTMAX_CANDIDATES = {
     (4096, 4096): [("block", 128, 1), ("block", 256, 1), ("block", 512, 1)],
@@ -50,7 +51,7 @@ SOFTMAX_CANDIDATES = {
     (16384, 1000): [("warp", 128, 1), ("block", 128, 1)],
     (1024, 1024): [("warp", 128, 1), ("block", 128, 1)],
     # issue #15: the pipe kernel (persistent clusters, each block's slice of its next row copied into shared
-    # memory while the current row is reduced and written), first, so --quick runs two of them; then the loop
+    # memory while the current row is reduced and written), first, so --quick runs them; then the loop
     # kernel, its loads batched (4 a lap), its slice re-read from L2 (on f50f9f1 it lost to the cluster plan at
     # 512x50257 and won by 2.7 points at 64x262144 float32)
     (512, 50257): [("pipe", 512, 4), ("pipe", 256, 8), ("pipe", 256, 4), ("pipe", 512, 8),
@@ -143,7 +144,7 @@ def softmax_candidates(shape, dtype: str, quick: bool) -> list[K.SoftmaxPlan]:
 
     plans = [p for p in plans if launchable(p)]
     if quick:
-        plans = plans[:2]
+        plans = plans[:SOFTMAX_QUICK_CANDIDATES]
     default = K.softmax_plan(rows, cols, torch.cuda.get_device_properties(0).multi_processor_count, item)
     return [default] + [p for p in plans if p != default]
 

@@ -128,7 +128,8 @@ SOFTMAX_SWEEP = {  # "regs" first: --quick runs the first few of a shape (issue 
     (512, 50257): [{"unroll": 4}, {"unroll": 16}],
     (64, 262144): [{"l2_share": 100.0}],
 }
-SOFTMAX_QUICK = {(16384, 16384): 3, (8192, 8192): 3, (512, 50257): 1}  # how many of each sweep --quick runs
+# --quick: how many of each shape's sweep (the regs plan first, at every width it may become the default for)
+SOFTMAX_QUICK = {(16384, 16384): 3, (8192, 8192): 3, (4096, 4096): 1, (16384, 1000): 1, (512, 50257): 1}
 SOFTMAX_SMALL = [(1024, 1024)]  # the rest of the suite's sweep: catalog and torch only
 
 
