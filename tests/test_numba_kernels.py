@@ -136,13 +136,17 @@ def test_softmax_plans_on_stress_inputs(plan):
 
 @simulated
 def test_softmax_plan_choice_under_the_simulator():
-    # The catalog's check shapes run both plans: (1, 7) fits the simulated cache, (13, 17) does not.
+    # The catalog's check shapes run the plans the GPU's defaults use: the regs plan up to what 32 simulated
+    # threads hold (2048 columns), the split plan past the simulated cache (9001 columns); the row plan, the
+    # GPU's default from 8193 columns until shared memory runs out, runs in test_softmax_plans_on_stress_inputs.
     cpu = torch.device("cpu")
-    assert plan_softmax(1, 7, cpu).path == "row"
-    split = plan_softmax(13, 17, cpu)
-    assert split.path == "split" and split.chunk < 17
+    assert plan_softmax(1, 7, cpu) == Plan("regs", 32, 1) and plan_softmax(31, 1031, cpu) == Plan("regs", 32, 64)
+    split = plan_softmax(2, 9001, cpu)
+    assert split.path == "split" and split.chunk < 9001
     assert plan_softmax(13, 17, cpu, path="row").path == "row"
-    assert plan_softmax(4, 300, cpu, max_threads=64, max_cached_cols=1024, cols_per_thread=8) == Plan("row", 64, 2)
+    assert plan_softmax(13, 17, cpu, path="split").chunk < 17
+    assert plan_softmax(4, 300, cpu, path="row", max_threads=64, max_cached_cols=1024, cols_per_thread=8) == Plan(
+        "row", 64, 2)
 
 
 @simulated

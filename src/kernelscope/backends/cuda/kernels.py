@@ -23,8 +23,9 @@ ELEMENTWISE_UNROLL = 4  # 16-byte loads a thread before its first store: a 16 Ki
 ELEMENTWISE_SMALL_MIN_THREADS = 128  # the smallest tile a small input gets: 128 threads x 1 vector (elementwise_shape)
 
 # mean: x read with streaming loads (__ldcs) or through the read-only path (__ldg); tune_cuda.py times both.
-# The read-only path until the GPU says otherwise (issue #15: mean-cuda 27.7 us at 2^24 against mean-compile 26.4).
-MEAN_STREAMING = False
+# Streaming: at 2^24 on the H100 it read 83.7% and 83.8% of copy in two sweeps (f50f9f1, 971e88e) against the
+# read-only path's 81.5% and 81.2% (issue #15: mean-compile reads 26.1 us, 85.6%).
+MEAN_STREAMING = True
 
 # softmax: the launch shape from the row count, width and element size (softmax_plan), from an H100 sweep.
 SOFTMAX_WARP_MAX_COLS = 1024  # rows up to this wide: one warp a row ...
@@ -42,6 +43,13 @@ SOFTMAX_CLUSTER_FILL = 2  # few rows: split across a cluster until rows x cluste
 SOFTMAX_MIN_SLICE = 2048  # ... as long as each block keeps this many elements
 SOFTMAX_MAX_CLUSTER = 16  # H100 allows 16 (non-portable); 8 is portable
 SOFTMAX_LOOP_THREADS = 1024  # rows wider than 16 blocks hold in registers
+# Issue #15's wide rows on the H100 (971e88e, tune_cuda.py --quick and pipe-shapes.txt): float32 rows split over 8
+# blocks or more read 67.8-68.8% of copy in the loop kernel at 512 threads in clusters of 16, against 64.8-65.0% in
+# the register-held cluster (64x262144); bfloat16 rows split over a cluster read 59.2-60.5% in the pipe kernel at
+# 256 threads, against 49.1-56.8% (512x50257, 64x262144); float32 lost in the pipe kernel (63-73% against 78%)
+SOFTMAX_F32_LOOP_FROM_CLUSTER = 8  # float32: a cluster this large or larger -> the loop kernel ...
+SOFTMAX_F32_LOOP = (512, 16)  # ... with these threads and cluster
+SOFTMAX_PIPE_THREADS = 256  # bfloat16 rows split over a cluster: the pipe kernel, 256 threads, the same cluster
 SOFTMAX_STRATEGIES = {"warp": 0, "block": 1, "cluster": 1, "loop": 2, "pipe": 3}  # the codes launch_softmax takes
 
 
@@ -83,8 +91,9 @@ def softmax_plan(rows: int, cols: int, sm_count: int, itemsize: int = 4) -> Soft
     too few rows to give every SM SOFTMAX_CLUSTER_FILL blocks. In a cluster a
     float32 thread holds about 64 elements, and float32 slices grow to 32768
     before the cluster goes past 8. Rows wider than 16 blocks hold in registers
-    loop over memory instead. The thresholds are an H100 sweep's
-    (scripts/gpu/tune_cuda.py).
+    loop over memory instead, and so do float32 rows split over 8 blocks or
+    more; bfloat16 rows split over a cluster take the pipe kernel. The
+    thresholds are H100 sweeps' (scripts/gpu/tune_cuda.py).
     """
     f32 = itemsize == 4
     if cols <= (SOFTMAX_WARP_MAX_COLS_F32 if f32 else SOFTMAX_WARP_MAX_COLS):
@@ -108,6 +117,11 @@ def softmax_plan(rows: int, cols: int, sm_count: int, itemsize: int = 4) -> Soft
                                 _next_pow2(-(-slice_cols // SOFTMAX_BLOCK_EPT))))
     if floats_per_thread(cols, itemsize, threads, cluster) > register_capacity(threads):
         return SoftmaxPlan("loop", SOFTMAX_LOOP_THREADS, cluster)
+    if f32 and cluster >= SOFTMAX_F32_LOOP_FROM_CLUSTER:
+        return SoftmaxPlan("loop", *SOFTMAX_F32_LOOP)
+    if not f32 and cluster > 1 and (floats_per_thread(cols, itemsize, SOFTMAX_PIPE_THREADS, cluster)
+                                    <= pipe_capacity(SOFTMAX_PIPE_THREADS)):
+        return SoftmaxPlan("pipe", SOFTMAX_PIPE_THREADS, cluster)
     return SoftmaxPlan("cluster" if cluster > 1 else "block", threads, cluster)
 
 

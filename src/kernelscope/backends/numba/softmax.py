@@ -29,8 +29,8 @@ Three launch plans, chosen per (rows, cols) on the host by ``plan_softmax``:
   element to shared memory and reads it back twice); registers bound the
   width (``REGS_MAX_EPT`` a thread). Issue #15: the row plan read 86.6% and 84.6% of
   the copy bandwidth at 8192x8192 and 16384x16384 on the H100 (60691b52),
-  where softmax-cuda's register-held blocks read 98-100%. Chosen only when
-  asked for (``path="regs"``) until the GPU says it is faster.
+  where softmax-cuda's register-held blocks read 98-100%. The default up to
+  REGS_DEFAULT_MAX_COLS columns, where the H100 measured it faster.
 
 Every maximum is subtracted before exp, so logits around +1000 do not
 overflow; elements at -inf (masked) give exp(-inf) = 0, and a running
@@ -78,6 +78,11 @@ REGS_EPT = 32  # regs plan: elements a thread holds (softmax-cuda's SOFTMAX_BLOC
 REGS_MIN_THREADS = 128  # ... with at least this many threads a block ...
 REGS_MAX_THREADS = 512  # ... and at most this many (max_threads overrides it) ...
 REGS_MAX_EPT = 64  # ... so a thread holds up to this many: 32768 columns at 512 threads
+# The default plan for rows up to this wide. On the H100 (971e88e) the regs plan beat the row plan at every
+# width up to 8192 columns: 64x64 2.70 against 2.91 us, 1024x1024 5.32 against 5.84, 16384x1000 51.5 against
+# 83.4, 4096x4096 54.7 against 58.9, 8192x8192 201.5 against 206.1 (and 202.9 against 214.8 in the sweep);
+# at 16384 columns it lost (1,076 against 846 us at 16384x16384, 140 against 118 at 2048x16384).
+REGS_DEFAULT_MAX_COLS = 8192
 
 
 @cuda.jit(device=True)
@@ -323,9 +328,16 @@ def plan_softmax(rows: int, cols: int, device: torch.device, max_threads: int | 
                  cols_per_thread: int | None = None, unroll: int | None = None, chunk: int | None = None,
                  split_threads: int | None = None, max_cached_cols: int | None = None,
                  l2_share: float | None = None, path: str | None = None, recompute: bool | None = None) -> Plan:
-    """The launch plan for a (rows, cols) input; None: the module defaults; path forces a plan."""
+    """The launch plan for a (rows, cols) input; None: the module defaults; path forces a plan.
+
+    The default: the regs plan for rows up to REGS_DEFAULT_MAX_COLS that it holds (under the simulator, rows
+    that its 32 threads hold), else the row plan while shared memory caches the row, else the split plan.
+    """
+    regs_threads = max_threads or (SIM_THREADS if SIMULATED else None)
+    if path is None and cols <= REGS_DEFAULT_MAX_COLS and cols <= (regs_threads or REGS_MAX_THREADS) * REGS_MAX_EPT:
+        path = "regs"
     if path == "regs":
-        return regs_plan(cols, max_threads or (SIM_THREADS if SIMULATED else None))
+        return regs_plan(cols, regs_threads)
     row_unroll = unroll or (SIM_UNROLL if SIMULATED else ROW_UNROLL)
     unroll = unroll or (SIM_UNROLL if SIMULATED else UNROLL)
     if SIMULATED:
