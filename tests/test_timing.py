@@ -244,6 +244,31 @@ def test_logs_written_whole_each_time_are_read_by_their_last_record(tmp_path):
     assert record["mhz"] == [1.0] * 3
 
 
+def test_a_committed_gzipped_log_and_a_runs_new_records_read_as_one_log(tmp_path, capsys):
+    # Committed, a log is gzipped; a later run that adds to the commit's results writes a plain file beside it.
+    # compress() appends the plain records as a second gzip member, and readers see the same log throughout.
+    from kernelscope.results import clock_logs
+    from kernelscope.timing import clocks
+
+    result = tmp_path / "m" / "0123abcd-env.json"
+    result.parent.mkdir()
+    plain = result.with_name(result.stem + clocks.SUFFIX)
+
+    def record(benchmark, run, mhz):
+        return json.dumps({"benchmark": benchmark, "params": ["v", "s", "d"], "run": run, "mhz": mhz,
+                           "max_mhz": 1980.0, "fraction": 0.75}) + "\n"
+
+    plain.write_text(record("a", "r1", [1900.0]) + record("a", "r1", [1800.0]))
+    assert clock_logs.compress(plain) == plain.with_name(plain.name + ".gz") and not plain.exists()
+    plain.write_text(record("a", "r1", [1700.0]) + record("b", "r2", [1950.0]))  # the later run's records
+    before = clocks.read_log(result)
+    assert before[("a", ("v", "s", "d"))]["mhz"] == [1900.0, 1800.0, 1700.0]  # gzipped first, then plain
+    assert clock_logs.main([str(tmp_path)]) == 0 and "clock log -> " in capsys.readouterr().out
+    assert not plain.exists() and clocks.read_log(result) == before  # one file of two members, nothing lost
+    assert clock_logs.compress_all([tmp_path]) == []  # nothing plain left
+    assert clock_logs.main([]) == 2
+
+
 def test_benchmark_processes_are_told_where_asv_keeps_results():
     pytest.importorskip("asv")
     from kernelscope.results import asv_env

@@ -6,8 +6,8 @@
 #   bash scripts/gpu/bench.sh start      clone .carry/repo.bundle, install, start the steps
 #   bash scripts/gpu/bench.sh wait SECS  print progress until done or SECS pass
 #   bash scripts/gpu/bench.sh collect    results and logs into $OUT
-#   bash scripts/gpu/bench.sh take DIR   here, after a lease: DIR's results.tgz into results/ and evidence/,
-#                                        its state.tgz unpacked (printed), its results-rerun into .carry/
+#   bash scripts/gpu/bench.sh take DIR   here, after a lease: DIR's results.tgz into results/ (clock logs gzipped)
+#                                        and evidence/, its state.tgz unpacked (printed), its results-rerun into .carry/
 #
 # Steps, in this order (STEPS="full rerun" runs a subset; a machine goes back
 # after 30 minutes, so split a session: STEPS="machine gputests prewarm full rerun",
@@ -255,6 +255,8 @@ case "${1:-}" in
     from=${2:?usage: bench.sh take DIR (the folder holding results.tgz and state.tgz)}
     unpacked=$(mktemp -d /tmp/kernelscope-lease.XXXX)
     tar xzf "$from/results.tgz" -C "$unpacked" && cp -r "$unpacked/results/." results/ || exit 1
+    # the clock logs as committed: gzipped, a run's new records appended to a commit's stored log
+    PYTHONPATH=src python3 -m kernelscope.results.clock_logs results | sed 's/^/  /'
     [ -d "$unpacked/evidence" ] && cp -r "$unpacked/evidence/." evidence/
     mkdir -p "$unpacked/state" && tar xzf "$from/state.tgz" -C "$unpacked/state"
     if [ -d "$unpacked/state/results-rerun" ]; then  # the next lease's twice adds to it

@@ -10,8 +10,9 @@ As in nvbench, a sample whose clock is below ``THROTTLE_FRACTION`` of the
 GPU's maximum SM clock (NVML's, else nvidia-smi's) is flagged as throttled. A
 benchmark process appends, per case, the clock of every sample it took to a
 log beside asv's result file (``<hash>-<env>.clocks.jsonl``, which asv does
-not read); ``kernelscope results`` joins it to the stored result: how many of
-its samples were flagged, and the median clock.
+not read; committed gzipped, :mod:`kernelscope.results.clock_logs`);
+``kernelscope results`` joins it to the stored result: how many of its samples
+were flagged, and the median clock.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import time
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
+
+from kernelscope.results import clock_logs
 
 THROTTLE_FRACTION = 0.75  # nvbench's default threshold
 LEAD_S = 30e-6  # covers the host's enqueue of the marker event and the measured spin
@@ -129,7 +132,7 @@ def throttle_reasons() -> list[str]:
 
 RESULTS_DIR_ENV = "ASV_KERNELSCOPE_RESULTS_DIR"  # set by the syssite environment plugin for benchmark processes
 MACHINE_ENV = "KERNELSCOPE_MACHINE"  # the asv machine name, when ~/.asv-machine.json holds several
-SUFFIX = ".clocks.jsonl"
+SUFFIX = clock_logs.SUFFIX  # committed gzipped (kernelscope.results.clock_logs), written plain
 
 
 def machine_name() -> str | None:
@@ -202,11 +205,8 @@ def read_log(result_file: Path) -> dict[tuple[str, tuple], dict]:
     Records without a run id (written before logs were incremental) each hold
     every reading so far: the last one stands for the case.
     """
-    path = result_file.with_name(result_file.stem + SUFFIX)
     found: dict[tuple[str, tuple], dict] = {}
-    if not path.exists():
-        return found
-    for line in path.read_text().splitlines():
+    for line in clock_logs.lines(result_file.with_name(result_file.stem + SUFFIX)):
         if not line.strip():
             continue
         record = json.loads(line)
