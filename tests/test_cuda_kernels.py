@@ -99,6 +99,13 @@ def test_rows_wider_than_a_16_block_cluster_holds_loop_over_memory():
     assert K.softmax_plan(64, 262144, H100_SMS, 2).strategy == "pipe"  # 16 x 16384 still fits in registers
 
 
+def test_a_ring_takes_its_stages_of_a_blocks_slice():
+    # 512x50257 float32 over 8 blocks of 256: 1571 vectors a block, 7 a thread: 7 x 256 x 16 B = 28 KiB a stage
+    assert K.ring_bytes(50257, 4, 256, 8, 2) == 2 * 7 * 256 * 16
+    assert K.ring_bytes(262144, 4, 512, 16, 3) == 3 * 64 * 1024 <= K.SOFTMAX_RING_MAX_BYTES
+    assert K.ring_bytes(262144, 4, 512, 8, 2) > K.SOFTMAX_RING_MAX_BYTES  # two 128 KiB stages do not fit
+
+
 def test_floats_per_thread_rounds_like_launch_softmax():
     # 50257 float32 columns over 4 blocks: 12564 vectors of 4 -> 3141 a block -> 7 vectors a thread at 512
     assert K.floats_per_thread(50257, 4, 512, 4) == 28
@@ -149,6 +156,9 @@ def test_softmax_passes_the_plan_as_launch_arguments(ext):
     assert ext.calls[-1][2] == (2, 256, 8)
     K.softmax(x, plan=K.SoftmaxPlan("pipe", 512, 4))
     assert ext.calls[-1][2] == (3, 512, 4)
+    K.softmax(x, plan=K.SoftmaxPlan("ring", 256, 8))
+    K.softmax(x, plan=K.SoftmaxPlan("ring3", 256, 8))
+    assert [c[2] for c in ext.calls[-2:]] == [(4, 256, 8), (5, 256, 8)]
     bf16 = torch.empty(512, 50257, dtype=torch.bfloat16)
     K.softmax(bf16)
     plan = K.softmax_plan(512, 50257, H100_SMS, 2)

@@ -186,6 +186,23 @@ def test_the_pipe_kernels_fit_one_block_an_sm_without_spilling(compiled):
         assert regs * threads <= 65536, (name, regs, threads)
 
 
+@needs_nvcc
+def test_the_ring_kernels_take_few_registers_so_several_blocks_share_an_sm(compiled):
+    # softmax_ring_kernel holds no row in registers: its slices sit in shared memory, 2 or 3 rows of them
+    _, kernels = compiled("softmax.cu")
+    rings = {name: regs for name, (regs, _) in kernels.items() if "softmax_ring_kernel" in name}
+    assert len(rings) == 4 and all(regs <= 64 for regs in rings.values()), rings  # 2 and 3 stages, two dtypes
+
+
+def test_the_ring_limit_is_the_kernels():
+    from kernelscope.backends.cuda import kernels as K
+
+    text = (build.HERE / "softmax.cu").read_text()
+    assert f"SOFTMAX_RING_MAX_BYTES = {K.SOFTMAX_RING_MAX_BYTES // 1024} * 1024" in text
+    assert {f"SOFTMAX_RING{n} = {K.SOFTMAX_STRATEGIES['ring' if n == 2 else 'ring3']}" for n in (2, 3)} <= {
+        m.group(0) for m in re.finditer(r"SOFTMAX_RING\d = \d", text)}
+
+
 def test_softmax_instantiates_the_register_sizes_kernels_py_plans_for():
     from kernelscope.backends.cuda import kernels as K
 

@@ -148,22 +148,30 @@ def test_a_reference_on_the_cpu_gives_the_error_it_gives_on_the_gpu(monkeypatch)
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("rows, cols, plan", [
+    (300, 5003, ("ring", 128, 2)),  # the ring kernel: 2 or 3 rows in flight, each row's alignment its own
+    (300, 5003, ("ring3", 256, 1)),
+    (130, 50257, ("ring", 256, 8)),
+    (20, 262144, ("ring", 512, 16)),  # fewer rows than resident clusters: the ring's later stages stay empty
     (300, 5003, ("pipe", 128, 2)),  # odd columns: every row's alignment differs; ~4 rows a cluster
     (300, 5003, ("pipe", 256, 1)),  # no cluster: a persistent block a row at a time
     (40, 50257, ("pipe", 512, 4)),  # fewer rows than resident clusters: one row each, no prefetch
     (130, 50257, ("pipe", 256, 8)),
     (20, 262144, ("pipe", 512, 16)),  # non-portable clusters of 16, rows beyond the resident clusters
 ])
-def test_the_pipe_plan_matches_the_reference_on_random_and_stress_rows(rows, cols, plan, dtype):
-    # softmax_pipe_kernel: persistent clusters whose blocks prefetch their slice of the next row into shared
-    # memory while the current row is reduced and written (issue #15's wide rows). Each row's unaligned ends,
-    # the partials' parity between rows, and the last row (no prefetch) are all on this path.
+def test_the_persistent_plans_match_the_reference_on_random_and_stress_rows(rows, cols, plan, dtype):
+    # softmax_pipe_kernel and softmax_ring_kernel: persistent clusters whose blocks copy their slices of the next
+    # rows into shared memory while the current row is reduced and written (issue #15's wide rows). Each row's
+    # unaligned ends, the partials' parity between rows, and the last rows (nothing left to fetch) are on this path.
     from kernelscope.backends.cuda import kernels as K
     from kernelscope.check import error_against_reference
 
     op = OPS["softmax"]
     p = K.SoftmaxPlan(*plan)
-    assert K.floats_per_thread(cols, 4 if dtype == "float32" else 2, p.threads, p.cluster) <= K.pipe_capacity(p.threads)
+    item = 4 if dtype == "float32" else 2
+    if p.strategy == "pipe":
+        assert K.floats_per_thread(cols, item, p.threads, p.cluster) <= K.pipe_capacity(p.threads)
+    else:
+        assert K.ring_bytes(cols, item, p.threads, p.cluster, K.SOFTMAX_RING_STAGES[p.strategy]) <= K.SOFTMAX_RING_MAX_BYTES
     inputs = [("random", op.make_input((rows, cols), dtype, "cuda", 7))]
     inputs += [(s.name, s.make((rows, cols), dtype, "cuda", 8)) for s in op.stress
                if s.name in ("masked", "offset", "large-logits")]

@@ -43,22 +43,25 @@ SOFTMAX_SHAPES = [(64, 64), (256, 256), (1024, 1024), (4096, 4096), (8192, 8192)
                   (16384, 1000), (512, 50257), (64, 262144)]
 SOFTMAX_SWEEP = [(4096, 4096), (8192, 8192), (16384, 1000), (1024, 1024), (512, 50257), (64, 262144)]
 SOFTMAX_SWEEP_QUICK = [(512, 50257), (64, 262144)]
-SOFTMAX_QUICK_CANDIDATES = 4  # --quick: the first few of a shape's candidates (issue #15's come first)
+SOFTMAX_QUICK_CANDIDATES = 8  # --quick: the first few of a shape's candidates (issue #15's come first)
 # Candidates beside the default (softmax_plan's choice, always timed first), from the previous H100 sweep's winners.
 SOFTMAX_CANDIDATES = {
     (4096, 4096): [("block", 128, 1), ("block", 256, 1), ("block", 512, 1)],
     (8192, 8192): [("block", 256, 1), ("block", 512, 1), ("block", 1024, 1)],
     (16384, 1000): [("warp", 128, 1), ("block", 128, 1)],
     (1024, 1024): [("warp", 128, 1), ("block", 128, 1)],
-    # issue #15: the pipe kernel (persistent clusters, each block's slice of its next row copied into shared
-    # memory while the current row is reduced and written), first, so --quick runs them; then the loop
-    # kernel, its loads batched (4 a lap), its slice re-read from L2 (on f50f9f1 it lost to the cluster plan at
-    # 512x50257 and won by 2.7 points at 64x262144 float32)
-    (512, 50257): [("pipe", 512, 4), ("pipe", 256, 8), ("pipe", 256, 4), ("pipe", 512, 8),
+    # issue #15, first so that --quick runs them: the ring kernel (persistent clusters, a block's slices of its next
+    # 2 or 3 rows in shared memory, no row in registers); the pipe kernel (the next row in shared memory behind a
+    # register-held one: at 971e88e it lost in float32, 63-73% against 78%, and won in bfloat16); the loop kernel
+    # (its loads batched, its slice re-read from L2: at 971e88e it won 64x262144 float32 by 3-4 points)
+    (512, 50257): [("ring", 256, 8), ("ring", 128, 8), ("ring", 256, 4), ("ring3", 256, 8), ("ring", 512, 8),
+                   ("ring", 256, 16), ("pipe", 256, 4), ("pipe", 128, 8), ("pipe", 512, 4), ("pipe", 256, 8),
                    ("loop", 512, 4), ("loop", 256, 8), ("loop", 256, 4), ("loop", 512, 8), ("loop", 1024, 2),
                    ("cluster", 256, 4), ("cluster", 512, 4), ("cluster", 256, 8), ("cluster", 512, 2),
                    ("cluster", 512, 8)],
-    (64, 262144): [("pipe", 512, 16), ("pipe", 256, 16), ("loop", 1024, 16), ("loop", 512, 16), ("loop", 256, 16), ("loop", 512, 8), ("loop", 1024, 8),
+    (64, 262144): [("ring", 512, 16), ("ring", 256, 16), ("ring3", 512, 16), ("ring", 512, 8), ("ring", 1024, 16),
+                   ("ring", 1024, 8), ("pipe", 512, 16), ("pipe", 256, 16), ("loop", 1024, 16), ("loop", 512, 16),
+                   ("loop", 256, 16), ("loop", 512, 8), ("loop", 1024, 8),
                    ("cluster", 512, 16), ("cluster", 512, 8), ("cluster", 256, 16), ("cluster", 1024, 8)],
 }
 
@@ -140,6 +143,9 @@ def softmax_candidates(shape, dtype: str, quick: bool) -> list[K.SoftmaxPlan]:
             return True
         if p.strategy == "pipe":
             return K.floats_per_thread(cols, item, p.threads, p.cluster) <= K.pipe_capacity(p.threads)
+        if p.strategy in K.SOFTMAX_RING_STAGES:
+            stages = K.SOFTMAX_RING_STAGES[p.strategy]
+            return K.ring_bytes(cols, item, p.threads, p.cluster, stages) <= K.SOFTMAX_RING_MAX_BYTES
         return K.floats_per_thread(cols, item, p.threads, p.cluster) <= K.register_capacity(p.threads)
 
     plans = [p for p in plans if launchable(p)]

@@ -50,11 +50,14 @@ SOFTMAX_LOOP_THREADS = 1024  # rows wider than 16 blocks hold in registers
 SOFTMAX_F32_LOOP_FROM_CLUSTER = 8  # float32: a cluster this large or larger -> the loop kernel ...
 SOFTMAX_F32_LOOP = (512, 16)  # ... with these threads and cluster
 SOFTMAX_PIPE_THREADS = 256  # bfloat16 rows split over a cluster: the pipe kernel, 256 threads, the same cluster
-SOFTMAX_STRATEGIES = {"warp": 0, "block": 1, "cluster": 1, "loop": 2, "pipe": 3}  # the codes launch_softmax takes
+SOFTMAX_STRATEGIES = {"warp": 0, "block": 1, "cluster": 1, "loop": 2, "pipe": 3, "ring": 4, "ring3": 5}  # launch codes
+SOFTMAX_RING_STAGES = {"ring": 2, "ring3": 3}
+SOFTMAX_RING_MAX_BYTES = 226 * 1024  # sm_90: 227 KiB a block, less 1 KiB static (softmax.cu: SOFTMAX_RING_MAX_BYTES)
 
 
 class SoftmaxPlan(NamedTuple):
-    strategy: str  # "warp", "block", "cluster", "loop" or "pipe" (persistent clusters, the next row prefetched)
+    strategy: str  # "warp", "block", "cluster", "loop", "pipe" (persistent clusters, the next row prefetched into
+    #                shared memory) or "ring"/"ring3" (persistent clusters, the next 2 or 3 rows in a ring of stages)
     threads: int  # a block's threads (warp: rows a block = threads / 32)
     cluster: int  # blocks a row is split across (1: no cluster)
 
@@ -73,6 +76,11 @@ def floats_per_thread(cols: int, itemsize: int, lanes: int, cluster: int = 1) ->
 def register_capacity(threads: int) -> int:
     """The most elements a thread of softmax_block_kernel holds: 64 registers a thread at 1024 threads, 128 at 512."""
     return 32 if threads > 512 else 64
+
+
+def ring_bytes(cols: int, itemsize: int, threads: int, cluster: int, stages: int) -> int:
+    """Shared memory a block of the ring kernel takes: ``stages`` slices of its rows, 16 bytes a vector."""
+    return stages * floats_per_thread(cols, itemsize, threads, cluster) // (16 // itemsize) * threads * 16
 
 
 def pipe_capacity(threads: int) -> int:

@@ -30,6 +30,10 @@
 //                    then the row a grid's worth of clusters further on, and its
 //                    blocks copy their slice of that next row into shared memory
 //                    (cp.async) while the current row is reduced and written.
+//   ring             persistent clusters too, but each block keeps its slices in
+//                    a ring of 2 or 3 stages of shared memory (no row in
+//                    registers): 2 or 3 rows in flight a block, and blocks small
+//                    enough in registers that several share an SM.
 #include <cuda_runtime.h>
 #include <cooperative_groups.h>
 #include <stdint.h>
@@ -39,6 +43,7 @@
 namespace cg = cooperative_groups;
 
 constexpr int SOFTMAX_MAX_CLUSTER = 16;  // 8 is portable; 16 needs the non-portable attribute (H100 allows it)
+constexpr int SOFTMAX_RING_MAX_BYTES = 226 * 1024;  // sm_90 gives a block 227 KiB of shared memory; 1 KiB static
 
 // Thread-block clusters exist from sm_90 on. Built for an older GPU too (one
 // extension holds every kernel, and the others run there), a block is its own
@@ -517,9 +522,110 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 512 : 256) __global
     }
 }
 
+// Ring: the pipe kernel's persistent clusters, but a block's slices of its next
+// S rows are all on their way at once, each into its stage of a ring in shared
+// memory, and the current row is read from its stage three times (max, sum of
+// exps, write) instead of being held in registers. The pipe kernel held a row in
+// registers (124 a thread at 512 threads: one block an SM) and had one row in
+// flight behind it, and read 63-73% of the copy bandwidth at 512x50257 float32
+// on the H100, under the one-row-a-block cluster plan's 78%: too few bytes in
+// flight while a row is reduced. Here a block needs a few dozen registers, so
+// several share an SM, each with S rows in flight. A thread copies exactly the
+// vectors it reads back, so its own cp.async waits are all the ring needs; the
+// exps are computed twice (sum, then write) rather than stored.
+template <int N>
+__device__ __forceinline__ void softmax_cp_async_wait_pending() {
+#if SOFTMAX_CP_ASYNC
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#endif
+}
+
+template <typename T, int S> __launch_bounds__(1024) __global__ void softmax_ring_kernel(
+    const T* __restrict__ x, T* __restrict__ y, int rows, int cols, int per_thread) {
+    using P = Pack16<T>;
+    extern __shared__ uint4 ring[];  // S stages of per_thread x blockDim.x vectors
+    __shared__ float scratch_max[32], scratch_sum[32];
+    __shared__ float2 partials[2][SOFTMAX_MAX_CLUSTER];
+    const int csize = softmax_cluster_blocks(), rank = softmax_cluster_rank();
+    if (csize > 1) softmax_cluster_arrive();  // waited on before the first row's combine
+    const int64_t clusters = gridDim.x / csize, first_row = blockIdx.x / csize;
+    const int t = threadIdx.x, step = blockDim.x;
+    const int stage_vectors = per_thread * step;
+
+    // This thread's vectors of `row` into `stage`, as one commit group (empty past the last row: the waits
+    // count groups).
+    auto fetch = [&](int64_t row, int stage) {
+        if (row < rows) {
+            const T* xn = x + row * cols;
+            const RowSlice n = slice_row(xn, cols, rank, csize);
+            const T* vecs = xn + n.s.head;
+            uint4* dst = ring + stage * stage_vectors + t;
+            for (int k = n.first + t; k < n.end; k += step, dst += step)
+                softmax_cp_async16(dst, vecs + (int64_t)k * P::N);
+        }
+        softmax_cp_async_commit();
+    };
+    for (int s = 0; s < S; ++s) fetch(first_row + s * clusters, s);
+
+    int parity = 0, stage = 0;
+    for (int64_t row = first_row; row < rows; row += clusters, parity ^= 1, stage = stage + 1 == S ? 0 : stage + 1) {
+        const T* xr = x + row * cols;
+        T* yr = y + row * cols;
+        const RowSlice c = slice_row(xr, cols, rank, csize);
+        float hv = rank == 0 && t < c.s.head ? P::to_float(xr[t]) : -INFINITY;  // in flight during the wait
+        float tv = rank == 0 && t < c.s.tail ? P::to_float(xr[cols - c.s.tail + t]) : -INFINITY;
+        softmax_cp_async_wait_pending<S - 1>();  // this row's group, the oldest, has landed
+        const uint4* mine = ring + stage * stage_vectors + t;
+
+        float m = fmaxf(hv, tv), f[P::N];
+        for (int k = c.first + t, i = 0; k < c.end; k += step, i += step) {
+            P::unpack(mine[i], f);
+#pragma unroll
+            for (int j = 0; j < P::N; ++j) m = fmaxf(m, f[j]);
+        }
+        m = softmax_block_reduce<true>(m, scratch_max);
+        const float shift = m == -INFINITY ? 0.0f : m;  // an empty or fully masked slice: exps 0, not NaN
+        hv = __expf(hv - shift);
+        tv = __expf(tv - shift);
+        float sum = hv + tv;
+        for (int k = c.first + t, i = 0; k < c.end; k += step, i += step) {
+            P::unpack(mine[i], f);
+#pragma unroll
+            for (int j = 0; j < P::N; ++j) sum += __expf(f[j] - shift);
+        }
+        sum = softmax_block_reduce<false>(sum, scratch_sum);
+
+        float scale;  // this block's exps were taken against its own max m
+        if (csize > 1) {
+            const float2 row_stats = cluster_combine_rows(make_float2(m, sum), partials, parity, row == first_row);
+            scale = __expf(m - row_stats.x) / row_stats.y;
+        } else {
+            scale = 1.0f / sum;
+        }
+        const bool out_aligned = (((uintptr_t)xr ^ (uintptr_t)yr) & 15) == 0;
+        T* out = yr + c.s.head;
+        for (int k = c.first + t, i = 0; k < c.end; k += step, i += step) {
+            P::unpack(mine[i], f);
+#pragma unroll
+            for (int j = 0; j < P::N; ++j) f[j] = __expf(f[j] - shift) * scale;
+            T* p = out + (int64_t)k * P::N;
+            if (out_aligned) {
+                store16(p, P::pack(f));
+            } else {
+#pragma unroll
+                for (int j = 0; j < P::N; ++j) p[j] = P::from_float(f[j]);
+            }
+        }
+        if (rank == 0 && t < c.s.head) yr[t] = P::from_float(hv * scale);
+        if (rank == 0 && t < c.s.tail) yr[cols - c.s.tail + t] = P::from_float(tv * scale);
+        fetch(row + S * clusters, stage);  // the stage just read, refilled S rows ahead
+    }
+}
+
 // ---- host side -------------------------------------------------------------
 
-enum SoftmaxStrategy { SOFTMAX_WARP = 0, SOFTMAX_BLOCK = 1, SOFTMAX_LOOP = 2, SOFTMAX_PIPE = 3 };
+enum SoftmaxStrategy { SOFTMAX_WARP = 0, SOFTMAX_BLOCK = 1, SOFTMAX_LOOP = 2, SOFTMAX_PIPE = 3, SOFTMAX_RING2 = 4,
+                       SOFTMAX_RING3 = 5 };
 
 // Launches `grid` blocks of Kernel as clusters of `cluster` (1: a plain launch).
 template <auto Kernel, typename... Args>
@@ -548,12 +654,12 @@ static cudaError_t launch_clustered(int grid, int threads, int cluster, cudaStre
     return cudaLaunchKernelEx(&config, Kernel, args...);
 }
 
-// The pipe kernel's persistent grid: as many clusters as fit on the GPU at
-// once with this block size and stage (the occupancy query, once per shape), at
-// most one a row. Every cluster then has a row, and no cluster waits for an SM.
-template <auto Kernel, typename T>
-static cudaError_t launch_pipe(int rows, int threads, int cluster, int stage_bytes, cudaStream_t stream,
-                               const T* x, T* y, int cols) {
+// The pipe and ring kernels' persistent grid: as many clusters as fit on the GPU
+// at once with this block size and shared memory (the occupancy query, once per
+// shape), at most one a row. Every cluster then has a row, and none waits for an SM.
+template <auto Kernel, typename... Args>
+static cudaError_t launch_persistent(int rows, int threads, int cluster, int stage_bytes, cudaStream_t stream,
+                                     Args... args) {
     static int raised_to = 0;  // the dynamic shared memory the kernel may take, raised as stages grow
     static bool non_portable = false;
     if (stage_bytes > raised_to) {
@@ -592,7 +698,7 @@ static cudaError_t launch_pipe(int rows, int threads, int cluster, int stage_byt
     }
     const int clusters = fit.clusters < rows ? fit.clusters : rows;
     config.gridDim = dim3(clusters * cluster);
-    return cudaLaunchKernelEx(&config, Kernel, x, y, rows, cols);
+    return cudaLaunchKernelEx(&config, Kernel, args...);
 }
 
 // The register-held kernels come in a few sizes: the smallest EPT (floats a
@@ -629,17 +735,25 @@ static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols
     if (strategy == SOFTMAX_LOOP) return launch_clustered<softmax_loop_kernel<T>>((int)grid, threads, cluster, stream, x, y, cols);
     if (strategy == SOFTMAX_PIPE) {
         const int stage = (int)(need / N) * threads * 16;  // a thread's vectors of the next row, 16 bytes each
-        if (need <= 16) return launch_pipe<softmax_pipe_kernel<T, 16>>(rows, threads, cluster, stage, stream, x, y, cols);
+        if (need <= 16) return launch_persistent<softmax_pipe_kernel<T, 16>>(rows, threads, cluster, stage, stream, x, y, rows, cols);
         if (need <= 32 && threads <= 512)
-            return launch_pipe<softmax_pipe_kernel<T, 32>>(rows, threads, cluster, stage, stream, x, y, cols);
+            return launch_persistent<softmax_pipe_kernel<T, 32>>(rows, threads, cluster, stage, stream, x, y, rows, cols);
         if (need <= 64 && threads <= 256)
-            return launch_pipe<softmax_pipe_kernel<T, 64>>(rows, threads, cluster, stage, stream, x, y, cols);
+            return launch_persistent<softmax_pipe_kernel<T, 64>>(rows, threads, cluster, stage, stream, x, y, rows, cols);
         return cudaErrorInvalidValue;  // slice too wide: more threads or a larger cluster
+    }
+    if (strategy == SOFTMAX_RING2 || strategy == SOFTMAX_RING3) {
+        const int per_thread = (int)(need / N), stages = strategy == SOFTMAX_RING2 ? 2 : 3;
+        const int64_t ring = (int64_t)stages * per_thread * threads * 16;
+        if (ring > SOFTMAX_RING_MAX_BYTES) return cudaErrorInvalidValue;  // a larger cluster: smaller slices
+        return stages == 2
+            ? launch_persistent<softmax_ring_kernel<T, 2>>(rows, threads, cluster, (int)ring, stream, x, y, rows, cols, per_thread)
+            : launch_persistent<softmax_ring_kernel<T, 3>>(rows, threads, cluster, (int)ring, stream, x, y, rows, cols, per_thread);
     }
     return cudaErrorInvalidValue;
 }
 
-// strategy: 0 warp per row, 1 block (cluster == 1) or cluster per row, 2 loop.
+// strategy: 0 warp per row, 1 block (cluster == 1) or cluster per row, 2 loop, 3 pipe, 4 and 5 ring of 2 and 3 stages.
 // threads: a block's threads (warp: rows a block = threads / 32). All three come
 // from kernels.softmax_plan, or a tuning script.
 cudaError_t launch_softmax(const void* x, void* y, int rows, int cols, bool bf16, int strategy, int threads,
