@@ -88,6 +88,15 @@ def test_a_pipelined_plan_takes_one_launch_more_than_its_groups():
     assert plan.predict(64, 262144, 4)["dram_bytes"] == 2 * _io(64, 262144, 4)
 
 
+def test_a_persistent_plan_is_one_launch_of_about_a_program_an_sm():
+    plan = softmax_plan(512, 50257, 4, H100_SMS, persistent=True)
+    assert (plan.strategy, plan.programs, plan.stages, plan.launches(512)) == ("persist", H100_SMS, 3, 1)
+    # what L2 must keep for the re-read: a grid's worth of rows, 26.5 MB of the H100's 50
+    assert plan.programs * 50257 * 4 < 30e6 and plan.predict(512, 50257, 4)["l2_reread_bytes"] == _io(512, 50257, 4)
+    assert softmax_plan(64, 262144, 2, H100_SMS, persistent=True, persist_programs_per_sm=2).programs == 64
+    assert softmax_plan(4096, 4096, 4, H100_SMS, persistent=True).strategy == "row"  # rows one program holds
+
+
 def test_plan_thresholds_are_parameters():
     plan = softmax_plan(3, 5000, 4, 4, max_row_block=1024, chunk=1024, group_bytes=2 * 5000 * 4)
     assert (plan.strategy, plan.chunks, plan.group_rows, plan.launches(3)) == ("split", 5, 2, 4)
@@ -113,6 +122,8 @@ PATHS = {
     # pass-2 programs than pass-1 ones, then pass 2 alone), the statistics' two slots each used twice
     "pipe": ((5, 5000), dict(sm_count=4, max_row_block=1024, chunk=1024, pipelined=True,
                              pipe_group_bytes=2 * 5000 * 4), "pipe"),
+    # 5 rows over 2 programs: each takes its rows in turn (3 and 2), 5 chunks a row, the last one part full
+    "persist": ((5, 5000), dict(sm_count=2, max_row_block=1024, chunk=1024, persistent=True), "persist"),
 }
 
 

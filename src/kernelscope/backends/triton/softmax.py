@@ -91,6 +91,17 @@ def softmax_online(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Te
 #             chosen (``pipelined=True``), until the GPU says it beats "split"
 #             (57.1% and 63.1% of copy at 512x50257 and 64x262144 on the H100).
 #
+# * "persist": one program a row, rows taken in turn by a persistent grid of
+#             about one program an SM (issue #15): pass 1 reads the row in
+#             chunks, a running (max, sum) per lane, its loads software-pipelined
+#             (``num_stages``); pass 2 re-reads the row and writes it. A grid's
+#             worth of rows in flight is what L2 keeps for the re-read (132 rows
+#             of 512x50257 float32: 26.5 MB of the H100's 50), so DRAM sees one
+#             read and one write, with no second launch and no chunk statistics.
+#             The lecture's online kernel launches a program for every row at
+#             once, so its re-read misses L2 (45% of copy at 512x50257). Offered,
+#             not chosen (``persistent=True``), until the GPU says it beats "split".
+#
 # H100 measurements behind the defaults (scripts/gpu/tune_triton.py):
 # * 1024-wide rows, one to a program with 4 warps, beat 4 to a program with 16
 #   (1024x1024 f32 3.73 vs 3.96 us; 16384x1000 f32 47.24 vs 47.42): pack only rows up to 512.
@@ -108,19 +119,23 @@ MAX_WARPS = 16
 FEW_WARPS_COLS = 4096  # rows up to this block get at most FEW_WARPS warps
 FEW_WARPS = 4
 PIPE_GROUP_BYTES = 16 << 20  # pipe: input bytes a group; L2 holds one group read, one re-read (H100: 50 MB)
+PERSIST_PROGRAMS_PER_SM = 1  # persist: programs an SM, so a grid's rows stay in L2 for the re-read
+PERSIST_STAGES = 3  # persist: chunks of pass 1 in flight a program (tl.range's num_stages)
 
 
 @dataclass(frozen=True)
 class SoftmaxPlan:
     """How ``softmax_tuned`` launches for one shape: see ``softmax_plan``."""
 
-    strategy: str  # "row", "narrow", "split" or "pipe"
-    block: int  # columns one program loads: the row's next power of two, or the split's chunk
+    strategy: str  # "row", "narrow", "split", "pipe" or "persist"
+    block: int  # columns one program loads: the row's next power of two, or the split's (or persist's) chunk
     num_warps: int
     rows_per_program: int = 1  # row / narrow
     chunks: int = 1  # split: programs per row
     group_rows: int = 0  # split: rows per (pass 1, pass 2) pair of launches
-    l2_hints: bool = True  # split: L2 eviction hints (keep x for pass 2, stream the re-read and y)
+    l2_hints: bool = True  # split, persist: L2 eviction hints (keep x for pass 2, stream the re-read and y)
+    programs: int = 0  # persist: the grid (programs taking rows in turn)
+    stages: int = 0  # persist: pass 1's chunks in flight a program
 
     def launches(self, rows: int) -> int:
         groups = triton.cdiv(rows, self.group_rows) if self.group_rows else 1
@@ -129,7 +144,7 @@ class SoftmaxPlan:
     def predict(self, rows: int, cols: int, itemsize: int) -> dict:
         """Predicted traffic: DRAM bytes if every pass-2 re-read hits L2, the L2 bytes re-read, launches."""
         io = rows * cols * itemsize
-        two_pass = self.strategy in ("split", "pipe")
+        two_pass = self.strategy in ("split", "pipe", "persist")
         return {"dram_bytes": 2 * io, "l2_reread_bytes": io if two_pass else 0, "launches": self.launches(rows),
                 "group_bytes": self.group_rows * cols * itemsize if two_pass else 0}
 
@@ -148,7 +163,9 @@ def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_c
                  group_bytes: int = GROUP_BYTES, elems_per_thread: int = ELEMS_PER_THREAD,
                  max_warps: int = MAX_WARPS, few_warps_cols: int = FEW_WARPS_COLS, few_warps: int = FEW_WARPS,
                  split_warps: int | None = None, l2_hints: bool = True, pipelined: bool = False,
-                 pipe_group_bytes: int = PIPE_GROUP_BYTES) -> SoftmaxPlan:
+                 pipe_group_bytes: int = PIPE_GROUP_BYTES, persistent: bool = False,
+                 persist_programs_per_sm: int = PERSIST_PROGRAMS_PER_SM,
+                 persist_stages: int = PERSIST_STAGES) -> SoftmaxPlan:
     """The launch shape for a (rows, cols) softmax: pure Python, the thresholds are parameters.
 
     Rows up to ``max_row_block`` columns stay whole in one program (packed
@@ -158,7 +175,9 @@ def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_c
     row up to ``few_warps_cols`` wide and ``max_warps`` otherwise. Wider rows are
     split into ``chunk``-column programs, in groups of about ``group_bytes`` of
     input, so that pass 2's re-read of the group hits L2; ``pipelined``: in groups
-    of about ``pipe_group_bytes``, pass 2 of one group beside pass 1 of the next.
+    of about ``pipe_group_bytes``, pass 2 of one group beside pass 1 of the next;
+    ``persistent``: a row a program, ``persist_programs_per_sm`` programs an SM
+    taking rows in turn, pass 1 ``persist_stages`` chunks deep.
     """
     block = next_power_of_2(cols)
     if block <= max_row_block:
@@ -170,6 +189,10 @@ def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_c
         cap = few_warps if rows_per_program == 1 and block <= few_warps_cols else max_warps
         return SoftmaxPlan("narrow" if rows_per_program > 1 else "row", block,
                            _warps(rows_per_program * block, elems_per_thread, cap), rows_per_program)
+    if persistent:
+        return SoftmaxPlan("persist", chunk, split_warps or _warps(chunk, elems_per_thread, max_warps),
+                           l2_hints=l2_hints, programs=max(1, min(rows, sm_count * persist_programs_per_sm)),
+                           stages=persist_stages)
     chunks = triton.cdiv(cols, chunk)
     group_rows = max(1, min(rows, (pipe_group_bytes if pipelined else group_bytes) // (cols * itemsize)))
     group_rows = triton.cdiv(rows, triton.cdiv(rows, group_rows))  # even groups: 64 rows as 22+21+21, not 24+24+16
@@ -327,11 +350,44 @@ def _softmax_piped(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torch
     return y
 
 
+@triton.jit
+def softmax_persistent_kernel(x_ptr, y_ptr, n_rows, n_cols, x_row_stride, y_row_stride, CHUNK: tl.constexpr,
+                              STAGES: tl.constexpr, KEEP: tl.constexpr, LAST_USE: tl.constexpr):
+    """The persist plan: program p takes rows p, p + grid, ...; each row read twice (the second time from L2)."""
+    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):
+        x_row = x_ptr + row * x_row_stride  # int32 offsets: the variant takes fewer than 2^31 elements
+        y_row = y_ptr + row * y_row_stride
+        m = tl.full([CHUNK], -float("inf"), dtype=tl.float32)
+        s = tl.zeros([CHUNK], dtype=tl.float32)
+        for start in tl.range(0, n_cols, CHUNK, num_stages=STAGES):
+            cols = start + tl.arange(0, CHUNK)
+            x = tl.load(x_row + cols, mask=cols < n_cols, other=-float("inf"), eviction_policy=KEEP).to(tl.float32)
+            m_new = tl.maximum(m, x)
+            shift = tl.where(m_new == -float("inf"), 0.0, m_new)  # lanes of padding only: no -inf - -inf
+            s = s * tl.exp(m - shift) + tl.exp(x - shift)
+            m = m_new
+        row_max = tl.max(m, axis=0)
+        shift = tl.where(row_max == -float("inf"), 0.0, row_max)
+        inv = 1.0 / tl.sum(s * tl.exp(m - shift), axis=0)
+        for start in tl.range(0, n_cols, CHUNK, num_stages=STAGES):
+            cols = start + tl.arange(0, CHUNK)
+            mask = cols < n_cols
+            x = tl.load(x_row + cols, mask=mask, other=0.0, eviction_policy=LAST_USE).to(tl.float32)
+            tl.store(y_row + cols, (tl.exp(x - shift) * inv).to(y_ptr.dtype.element_ty), mask=mask,
+                     eviction_policy=LAST_USE)
+
+
 def softmax_planned(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torch.Tensor:
     """Run ``plan`` on a 2-D ``x`` into ``y`` (same shape, contiguous rows)."""
     rows, cols = x.shape
     if plan.strategy == "pipe":
         return _softmax_piped(x, y, plan)
+    if plan.strategy == "persist":
+        keep, last_use = ("evict_last", "evict_first") if plan.l2_hints else ("", "")
+        softmax_persistent_kernel[(plan.programs,)](x, y, rows, cols, x.stride(0), y.stride(0), CHUNK=plan.block,
+                                                     STAGES=plan.stages, KEEP=keep, LAST_USE=last_use,
+                                                     num_warps=plan.num_warps)
+        return y
     if plan.strategy != "split":
         grid = (triton.cdiv(rows, plan.rows_per_program),)
         softmax_rows_tuned_kernel[grid](x, y, rows, cols, x.stride(0), y.stride(0), ROWS=plan.rows_per_program,
