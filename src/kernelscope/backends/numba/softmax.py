@@ -48,6 +48,7 @@ from functools import cache
 import numpy as np
 import torch
 from numba import cuda, float32
+from numba.cuda import libdevice
 
 from kernelscope.backends.numba import as_array, stream
 from kernelscope.backends.numba.common import (NEG_INF, SIM_THREADS, SIMULATED, ZERO, block_max, block_sum,
@@ -55,6 +56,24 @@ from kernelscope.backends.numba.common import (NEG_INF, SIM_THREADS, SIMULATED, 
                                                 resident_blocks_per_sm, sm_count)
 
 ONE = np.float32(1.0)
+# The regs plan's fast exp: libdevice's __nv_fast_expf (ex2.approx, as softmax-cuda's __expf; about 2 ulp,
+# far inside the float32 tolerance) in place of math.exp's accurate expf (a few dozen instructions an element:
+# the regs plan read 88.1% of copy at 8192x8192 where softmax-cuda's like-shaped blocks read 97.8%). The
+# simulator has no libdevice (its fast_expf returns NaN): math.exp there.
+REGS_FAST_EXP = False  # the default plan's choice, until the GPU says the fast exp is faster
+
+
+@cuda.jit(device=True)
+def exp_accurate(x):
+    return math.exp(x)
+
+
+if SIMULATED:
+    exp_fast = exp_accurate
+else:
+    @cuda.jit(device=True)
+    def exp_fast(x):
+        return libdevice.fast_expf(x)
 
 # Launch defaults; scripts/gpu/tune_numba.py sweeps them.
 MAX_THREADS = 256  # row plan: the widest block (H100: 256 beat 512 at 8192-16384 columns: more blocks an SM overlap their passes)
@@ -146,8 +165,11 @@ def softmax_row_kernel(threads: int, unroll: int, recompute: bool):
 
 
 @cache
-def softmax_regs_kernel(threads: int, ept: int):
-    """The "regs" plan's kernel: a block a row, ``ept`` elements a thread in registers (each shape compiles once)."""
+def softmax_regs_kernel(threads: int, ept: int, fast_exp: bool = False):
+    """The "regs" plan's kernel: a block a row, ``ept`` elements a thread in registers (each shape compiles once);
+    ``fast_exp``: libdevice's fast_expf for the exps (the device function it closes over)."""
+    exp = exp_fast if fast_exp else exp_accurate
+
     @jit_bounded(threads)
     def softmax_regs(x, y, cols):
         scratch = cuda.shared.array(32, float32)
@@ -163,7 +185,7 @@ def softmax_regs_kernel(threads: int, ept: int):
         m = block_max(m, scratch)
         s = ZERO
         for u in range(ept):  # the padding's -inf gives exp 0
-            e = math.exp(v[u] - m)
+            e = exp(v[u] - m)
             v[u] = e
             s += e
         inv = ONE / block_sum(s, scratch)
@@ -298,10 +320,12 @@ class Plan:
     chunk: int = 0  # split: columns a block
     group_rows: int = 0  # split: rows a launch pair
     recompute: bool = False  # row: pass 3 recomputes exp (see the module docstring)
+    fast_exp: bool = False  # regs: libdevice's fast_expf for the exps (REGS_FAST_EXP)
 
     def __str__(self) -> str:
         extra = f" chunk={self.chunk} group={self.group_rows}" if self.path == "split" else ""
         extra += " recompute" if self.recompute else ""
+        extra += " fast-exp" if self.fast_exp else ""
         return f"{self.path} threads={self.threads} unroll={self.unroll}{extra}"
 
 
@@ -309,7 +333,7 @@ def _pow2_at_least(n: int) -> int:
     return 1 << max(0, n - 1).bit_length()
 
 
-def regs_plan(cols: int, max_threads: int | None = None) -> Plan:
+def regs_plan(cols: int, max_threads: int | None = None, fast_exp: bool | None = None) -> Plan:
     """The "regs" plan for rows of ``cols``: REGS_EPT elements a thread, REGS_MIN_THREADS to ``max_threads``
     (default REGS_MAX_THREADS) threads, more elements a thread once the threads run out.
 
@@ -321,13 +345,14 @@ def regs_plan(cols: int, max_threads: int | None = None) -> Plan:
     if ept > REGS_MAX_EPT:
         raise ValueError(f"softmax-numba: a row of {cols} columns is wider than the regs plan holds "
                          f"({threads} threads x {REGS_MAX_EPT} elements); take the row or split plan")
-    return Plan("regs", threads, ept)
+    return Plan("regs", threads, ept, fast_exp=REGS_FAST_EXP if fast_exp is None else fast_exp)
 
 
 def plan_softmax(rows: int, cols: int, device: torch.device, max_threads: int | None = None,
                  cols_per_thread: int | None = None, unroll: int | None = None, chunk: int | None = None,
                  split_threads: int | None = None, max_cached_cols: int | None = None,
-                 l2_share: float | None = None, path: str | None = None, recompute: bool | None = None) -> Plan:
+                 l2_share: float | None = None, path: str | None = None, recompute: bool | None = None,
+                 fast_exp: bool | None = None) -> Plan:
     """The launch plan for a (rows, cols) input; None: the module defaults; path forces a plan.
 
     The default: the regs plan for rows up to REGS_DEFAULT_MAX_COLS that it holds (under the simulator, rows
@@ -337,7 +362,7 @@ def plan_softmax(rows: int, cols: int, device: torch.device, max_threads: int | 
     if path is None and cols <= REGS_DEFAULT_MAX_COLS and cols <= (regs_threads or REGS_MAX_THREADS) * REGS_MAX_EPT:
         path = "regs"
     if path == "regs":
-        return regs_plan(cols, regs_threads)
+        return regs_plan(cols, regs_threads, fast_exp)
     row_unroll = unroll or (SIM_UNROLL if SIMULATED else ROW_UNROLL)
     unroll = unroll or (SIM_UNROLL if SIMULATED else UNROLL)
     if SIMULATED:
@@ -386,7 +411,7 @@ def _launch(x: torch.Tensor, y: torch.Tensor, plan: Plan, overrides: dict) -> to
     rows, cols = x.shape
     xa, ya, s = as_array(x.view(-1)), as_array(y.view(-1)), stream()
     if plan.path == "regs":
-        softmax_regs_kernel(plan.threads, plan.unroll)[rows, plan.threads, s](xa, ya, np.int64(cols))
+        softmax_regs_kernel(plan.threads, plan.unroll, plan.fast_exp)[rows, plan.threads, s](xa, ya, np.int64(cols))
         return y
     if plan.path == "row":
         kernel = softmax_row_kernel(plan.threads, plan.unroll, plan.recompute)
