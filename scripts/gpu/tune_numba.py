@@ -116,7 +116,8 @@ def sweep_mean(copy_gbps: float, quick: bool) -> Table:
 # run's plan (unroll 4, 8 columns a thread) is the {"unroll": 4, "cols_per_thread": 8} row. Up to 8192
 # columns the default is the regs plan (REGS_DEFAULT_MAX_COLS), so the row plan's knobs there name the path.
 SOFTMAX_SWEEP = {  # the first few run under --quick: the regs plan where it is not the default, the row plan where it is
-    (16384, 16384): [{"path": "regs"}, {"path": "regs", "max_threads": 256}, {"unroll": 4, "cols_per_thread": 8},
+    (16384, 16384): [{"path": "regs", "min_blocks": 2}, {"path": "regs", "min_blocks": 2, "fast_exp": True},
+                     {"path": "regs", "fast_exp": True}, {"path": "regs"}, {"unroll": 4, "cols_per_thread": 8},
                      {"unroll": 16}, {"recompute": True},
                      {"unroll": 16, "recompute": True}, {"max_threads": 1024, "unroll": 16},
                      {"max_threads": 256, "unroll": 16}],
@@ -132,7 +133,7 @@ SOFTMAX_SWEEP = {  # the first few run under --quick: the regs plan where it is 
     (64, 262144): [{"l2_share": 100.0}],
 }
 # --quick: how many of each shape's sweep
-SOFTMAX_QUICK = {(16384, 16384): 3, (8192, 8192): 3, (4096, 4096): 2, (16384, 1000): 2, (512, 50257): 1}
+SOFTMAX_QUICK = {(16384, 16384): 4, (8192, 8192): 3, (4096, 4096): 2, (16384, 1000): 2, (512, 50257): 1}
 SOFTMAX_SMALL = [(1024, 1024)]  # the rest of the suite's sweep: catalog and torch only
 
 

@@ -165,12 +165,13 @@ def softmax_row_kernel(threads: int, unroll: int, recompute: bool):
 
 
 @cache
-def softmax_regs_kernel(threads: int, ept: int, fast_exp: bool = False):
+def softmax_regs_kernel(threads: int, ept: int, fast_exp: bool = False, min_blocks: int = 1):
     """The "regs" plan's kernel: a block a row, ``ept`` elements a thread in registers (each shape compiles once);
-    ``fast_exp``: libdevice's fast_expf for the exps (the device function it closes over)."""
+    ``fast_exp``: libdevice's fast_expf for the exps (the device function it closes over); ``min_blocks``: the
+    blocks an SM its launch bounds ask registers for (2 at 512 threads: 64 registers a thread)."""
     exp = exp_fast if fast_exp else exp_accurate
 
-    @jit_bounded(threads)
+    @jit_bounded(threads, min_blocks)
     def softmax_regs(x, y, cols):
         scratch = cuda.shared.array(32, float32)
         t = cuda.threadIdx.x
@@ -321,11 +322,13 @@ class Plan:
     group_rows: int = 0  # split: rows a launch pair
     recompute: bool = False  # row: pass 3 recomputes exp (see the module docstring)
     fast_exp: bool = False  # regs: libdevice's fast_expf for the exps (REGS_FAST_EXP)
+    min_blocks: int = 1  # regs: blocks an SM the launch bounds keep registers for
 
     def __str__(self) -> str:
         extra = f" chunk={self.chunk} group={self.group_rows}" if self.path == "split" else ""
         extra += " recompute" if self.recompute else ""
         extra += " fast-exp" if self.fast_exp else ""
+        extra += f" min-blocks={self.min_blocks}" if self.min_blocks > 1 else ""
         return f"{self.path} threads={self.threads} unroll={self.unroll}{extra}"
 
 
@@ -333,7 +336,7 @@ def _pow2_at_least(n: int) -> int:
     return 1 << max(0, n - 1).bit_length()
 
 
-def regs_plan(cols: int, max_threads: int | None = None, fast_exp: bool | None = None) -> Plan:
+def regs_plan(cols: int, max_threads: int | None = None, fast_exp: bool | None = None, min_blocks: int = 1) -> Plan:
     """The "regs" plan for rows of ``cols``: REGS_EPT elements a thread, REGS_MIN_THREADS to ``max_threads``
     (default REGS_MAX_THREADS) threads, more elements a thread once the threads run out.
 
@@ -345,14 +348,14 @@ def regs_plan(cols: int, max_threads: int | None = None, fast_exp: bool | None =
     if ept > REGS_MAX_EPT:
         raise ValueError(f"softmax-numba: a row of {cols} columns is wider than the regs plan holds "
                          f"({threads} threads x {REGS_MAX_EPT} elements); take the row or split plan")
-    return Plan("regs", threads, ept, fast_exp=REGS_FAST_EXP if fast_exp is None else fast_exp)
+    return Plan("regs", threads, ept, fast_exp=REGS_FAST_EXP if fast_exp is None else fast_exp, min_blocks=min_blocks)
 
 
 def plan_softmax(rows: int, cols: int, device: torch.device, max_threads: int | None = None,
                  cols_per_thread: int | None = None, unroll: int | None = None, chunk: int | None = None,
                  split_threads: int | None = None, max_cached_cols: int | None = None,
                  l2_share: float | None = None, path: str | None = None, recompute: bool | None = None,
-                 fast_exp: bool | None = None) -> Plan:
+                 fast_exp: bool | None = None, min_blocks: int = 1) -> Plan:
     """The launch plan for a (rows, cols) input; None: the module defaults; path forces a plan.
 
     The default: the regs plan for rows up to REGS_DEFAULT_MAX_COLS that it holds (under the simulator, rows
@@ -362,7 +365,7 @@ def plan_softmax(rows: int, cols: int, device: torch.device, max_threads: int | 
     if path is None and cols <= REGS_DEFAULT_MAX_COLS and cols <= (regs_threads or REGS_MAX_THREADS) * REGS_MAX_EPT:
         path = "regs"
     if path == "regs":
-        return regs_plan(cols, regs_threads, fast_exp)
+        return regs_plan(cols, regs_threads, fast_exp, min_blocks)
     row_unroll = unroll or (SIM_UNROLL if SIMULATED else ROW_UNROLL)
     unroll = unroll or (SIM_UNROLL if SIMULATED else UNROLL)
     if SIMULATED:
@@ -411,7 +414,8 @@ def _launch(x: torch.Tensor, y: torch.Tensor, plan: Plan, overrides: dict) -> to
     rows, cols = x.shape
     xa, ya, s = as_array(x.view(-1)), as_array(y.view(-1)), stream()
     if plan.path == "regs":
-        softmax_regs_kernel(plan.threads, plan.unroll, plan.fast_exp)[rows, plan.threads, s](xa, ya, np.int64(cols))
+        kernel = softmax_regs_kernel(plan.threads, plan.unroll, plan.fast_exp, plan.min_blocks)
+        kernel[rows, plan.threads, s](xa, ya, np.int64(cols))
         return y
     if plan.path == "row":
         kernel = softmax_row_kernel(plan.threads, plan.unroll, plan.recompute)
