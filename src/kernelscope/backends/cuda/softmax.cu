@@ -177,22 +177,37 @@ __device__ __forceinline__ float exp_in_place(float* v, float max) {
 // pairs go into every block's `partials` through distributed shared memory, one
 // cluster barrier, then each block combines them locally. After the barrier no
 // block touches another's shared memory, so blocks may exit on their own.
-// The caller arrived on the cluster barrier at its start (softmax_cluster_arrive):
-// a block's shared memory may be written only once that block runs.
-__device__ __forceinline__ float2 cluster_combine(float2 mine, float2* partials) {
+// `partials` comes in two halves, by row parity, for the kernels whose blocks
+// take many rows: a block one row ahead writes the other half (two ahead it
+// cannot be: the cluster barrier of the row between stops it). `first`: the
+// block's first row, before which it waits on the barrier every block arrived on
+// at its start (softmax_cluster_arrive): a block's shared memory may be written
+// only once that block runs.
+__device__ __forceinline__ float2 cluster_combine(float2 mine, float2 (*partials)[SOFTMAX_MAX_CLUSTER], int parity,
+                                                 bool first) {
 #if SOFTMAX_CLUSTERS
     cg::cluster_group cluster = cg::this_cluster();
     const int csize = (int)cluster.num_blocks(), rank = (int)cluster.block_rank();
-    cluster.barrier_wait();  // every block of the cluster has started
-    if ((int)threadIdx.x < csize) cluster.map_shared_rank(partials, (int)threadIdx.x)[rank] = mine;
+    if (first) cluster.barrier_wait();  // every block of the cluster has started
+    if ((int)threadIdx.x < csize) cluster.map_shared_rank(partials[parity], (int)threadIdx.x)[rank] = mine;
     cluster.sync();
     float m = -INFINITY, s = 0.0f;
-    for (int r = 0; r < csize; ++r) m = fmaxf(m, partials[r].x);
-    for (int r = 0; r < csize; ++r) s += partials[r].y * __expf(partials[r].x - m);  // exp(-inf) = 0
+    for (int r = 0; r < csize; ++r) m = fmaxf(m, partials[parity][r].x);
+    for (int r = 0; r < csize; ++r) s += partials[parity][r].y * __expf(partials[parity][r].x - m);  // exp(-inf) = 0
     return make_float2(m, s);
 #else
     return mine;
 #endif
+}
+
+// What a block's exps, taken against its own max m and summing to `sum`, are
+// multiplied by: 1 / sum for a row of its own, else rescaled to the row's
+// (max, sum) that cluster_combine gathers from every block of the cluster.
+__device__ __forceinline__ float row_scale(float m, float sum, int csize, float2 (*partials)[SOFTMAX_MAX_CLUSTER],
+                                          int parity, bool first) {
+    if (csize == 1) return 1.0f / sum;
+    const float2 row = cluster_combine(make_float2(m, sum), partials, parity, first);
+    return __expf(m - row.x) / row.y;
 }
 
 // Warp per row: warp w of block b takes row b * (blockDim.x / 32) + w; lane l
@@ -239,7 +254,7 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 1024 : 512) __globa
     using P = Pack16<T>;
     constexpr int NV = EPT / P::N;
     __shared__ float scratch_max[32], scratch_sum[32];
-    __shared__ float2 partials[SOFTMAX_MAX_CLUSTER];
+    __shared__ float2 partials[2][SOFTMAX_MAX_CLUSTER];  // a row a block: one half used
     const int csize = softmax_cluster_blocks(), rank = softmax_cluster_rank();
     if (csize > 1) softmax_cluster_arrive();  // waited on in cluster_combine: the row's loads in between
 
@@ -266,14 +281,7 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 1024 : 512) __globa
     tv = __expf(tv - shift);
     sum = softmax_block_reduce<false>(sum + hv + tv, scratch_sum);
 
-    float scale;  // this block's exps were taken against its own max m
-    if (csize > 1) {
-        const float2 row_stats = cluster_combine(make_float2(m, sum), partials);
-        scale = __expf(m - row_stats.x) / row_stats.y;
-    } else {
-        scale = 1.0f / sum;
-    }
-
+    const float scale = row_scale(m, sum, csize, partials, 0, true);
     store_vectors<T, NV>(yr + s.head, first + t, blockDim.x, end, v, scale, out_aligned);
     if (rank == 0 && t < s.head) yr[t] = P::from_float(hv * scale);
     if (rank == 0 && t < s.tail) yr[cols - s.tail + t] = P::from_float(tv * scale);
@@ -295,7 +303,7 @@ template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kerne
     using P = Pack16<T>;
     constexpr int U = SOFTMAX_LOOP_LOADS;
     __shared__ float scratch_max[32], scratch_sum[32];
-    __shared__ float2 partials[SOFTMAX_MAX_CLUSTER];
+    __shared__ float2 partials[2][SOFTMAX_MAX_CLUSTER];  // a row a block: one half used
     const int csize = softmax_cluster_blocks(), rank = softmax_cluster_rank();
     if (csize > 1) softmax_cluster_arrive();
 
@@ -339,7 +347,7 @@ template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kerne
     const float shift = block_m == -INFINITY ? 0.0f : block_m;
     float block_sum = softmax_block_reduce<false>(sum * __expf(m - shift), scratch_sum);  // m = -inf: sum 0, exp 0
     float2 row_stats = make_float2(block_m, block_sum);
-    if (csize > 1) row_stats = cluster_combine(row_stats, partials);
+    if (csize > 1) row_stats = cluster_combine(row_stats, partials, 0, true);
     const float row_m = row_stats.x, inv = 1.0f / row_stats.y;
 
     auto write = [&](float* w, int64_t vec) {  // exp(w - max) / sum into vector vec of the slice
@@ -409,27 +417,6 @@ __device__ __forceinline__ void softmax_cp_async_commit() {
 __device__ __forceinline__ void softmax_cp_async_wait() {
 #if SOFTMAX_CP_ASYNC
     asm volatile("cp.async.wait_group 0;\n" ::: "memory");
-#endif
-}
-
-// cluster_combine for a block that takes many rows: `partials` by row parity (a
-// block one row ahead writes the other half; two ahead it cannot be, the cluster
-// barrier of the row between stops it), and the wait on the start-up barrier
-// only before the first row.
-__device__ __forceinline__ float2 cluster_combine_rows(float2 mine, float2 (*partials)[SOFTMAX_MAX_CLUSTER],
-                                                      int parity, bool first) {
-#if SOFTMAX_CLUSTERS
-    cg::cluster_group cluster = cg::this_cluster();
-    const int csize = (int)cluster.num_blocks(), rank = (int)cluster.block_rank();
-    if (first) cluster.barrier_wait();  // every block of the cluster has started
-    if ((int)threadIdx.x < csize) cluster.map_shared_rank(partials[parity], (int)threadIdx.x)[rank] = mine;
-    cluster.sync();
-    float m = -INFINITY, s = 0.0f;
-    for (int r = 0; r < csize; ++r) m = fmaxf(m, partials[parity][r].x);
-    for (int r = 0; r < csize; ++r) s += partials[parity][r].y * __expf(partials[parity][r].x - m);
-    return make_float2(m, s);
-#else
-    return mine;
 #endif
 }
 
@@ -506,13 +493,7 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 512 : 256) __global
         tv = __expf(tv - shift);
         sum = softmax_block_reduce<false>(sum + hv + tv, scratch_sum);
 
-        float scale;  // this block's exps were taken against its own max m
-        if (csize > 1) {
-            const float2 row_stats = cluster_combine_rows(make_float2(m, sum), partials, parity, row == first_row);
-            scale = __expf(m - row_stats.x) / row_stats.y;
-        } else {
-            scale = 1.0f / sum;
-        }
+        const float scale = row_scale(m, sum, csize, partials, parity, row == first_row);
         const bool out_aligned = (((uintptr_t)xr ^ (uintptr_t)yr) & 15) == 0;
         store_vectors<T, NV>(yr + c.s.head, c.first + t, step, c.end, v, scale, out_aligned);
         if (rank == 0 && t < c.s.head) yr[t] = P::from_float(hv * scale);
@@ -595,13 +576,7 @@ template <typename T, int S> __launch_bounds__(1024) __global__ void softmax_rin
         }
         sum = softmax_block_reduce<false>(sum, scratch_sum);
 
-        float scale;  // this block's exps were taken against its own max m
-        if (csize > 1) {
-            const float2 row_stats = cluster_combine_rows(make_float2(m, sum), partials, parity, row == first_row);
-            scale = __expf(m - row_stats.x) / row_stats.y;
-        } else {
-            scale = 1.0f / sum;
-        }
+        const float scale = row_scale(m, sum, csize, partials, parity, row == first_row);
         const bool out_aligned = (((uintptr_t)xr ^ (uintptr_t)yr) & 15) == 0;
         T* out = yr + c.s.head;
         for (int k = c.first + t, i = 0; k < c.end; k += step, i += step) {
@@ -627,6 +602,30 @@ template <typename T, int S> __launch_bounds__(1024) __global__ void softmax_rin
 enum SoftmaxStrategy { SOFTMAX_WARP = 0, SOFTMAX_BLOCK = 1, SOFTMAX_LOOP = 2, SOFTMAX_PIPE = 3, SOFTMAX_RING2 = 4,
                        SOFTMAX_RING3 = 5 };
 
+// Clusters of 9 to 16 blocks are non-portable: each kernel allows them once.
+template <auto Kernel>
+static cudaError_t allow_cluster(int cluster) {
+    if (cluster <= 8) return cudaSuccess;
+    static const cudaError_t allowed = cudaFuncSetAttribute(Kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+    return allowed;
+}
+
+// A launch of blocks of `threads` in clusters of `cluster`; `attribute` holds the cluster size and must outlive it.
+static cudaLaunchConfig_t cluster_config(int threads, int cluster, int smem_bytes, cudaStream_t stream,
+                                         cudaLaunchAttribute& attribute) {
+    cudaLaunchConfig_t config = {};
+    config.blockDim = dim3(threads);
+    config.dynamicSmemBytes = smem_bytes;
+    config.stream = stream;
+    attribute.id = cudaLaunchAttributeClusterDimension;
+    attribute.val.clusterDim.x = cluster;
+    attribute.val.clusterDim.y = 1;
+    attribute.val.clusterDim.z = 1;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    return config;
+}
+
 // Launches `grid` blocks of Kernel as clusters of `cluster` (1: a plain launch).
 template <auto Kernel, typename... Args>
 static cudaError_t launch_clustered(int grid, int threads, int cluster, cudaStream_t stream, Args... args) {
@@ -634,23 +633,11 @@ static cudaError_t launch_clustered(int grid, int threads, int cluster, cudaStre
         Kernel<<<grid, threads, 0, stream>>>(args...);
         return cudaGetLastError();
     }
-    if (cluster > 8) {  // clusters of 9 to 16 blocks are non-portable: allowed once per kernel
-        static const cudaError_t allowed =
-            cudaFuncSetAttribute(Kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-        if (allowed != cudaSuccess) return allowed;
-    }
-    cudaLaunchConfig_t config = {};
-    config.gridDim = dim3(grid);
-    config.blockDim = dim3(threads);
-    config.dynamicSmemBytes = 0;
-    config.stream = stream;
+    const cudaError_t allowed = allow_cluster<Kernel>(cluster);
+    if (allowed != cudaSuccess) return allowed;
     cudaLaunchAttribute attribute;
-    attribute.id = cudaLaunchAttributeClusterDimension;
-    attribute.val.clusterDim.x = cluster;
-    attribute.val.clusterDim.y = 1;
-    attribute.val.clusterDim.z = 1;
-    config.attrs = &attribute;
-    config.numAttrs = 1;
+    cudaLaunchConfig_t config = cluster_config(threads, cluster, 0, stream, attribute);
+    config.gridDim = dim3(grid);
     return cudaLaunchKernelEx(&config, Kernel, args...);
 }
 
@@ -661,28 +648,15 @@ template <auto Kernel, typename... Args>
 static cudaError_t launch_persistent(int rows, int threads, int cluster, int stage_bytes, cudaStream_t stream,
                                      Args... args) {
     static int raised_to = 0;  // the dynamic shared memory the kernel may take, raised as stages grow
-    static bool non_portable = false;
     if (stage_bytes > raised_to) {
         cudaError_t err = cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, stage_bytes);
         if (err != cudaSuccess) return err;
         raised_to = stage_bytes;
     }
-    if (cluster > 8 && !non_portable) {  // clusters of 9 to 16 blocks are non-portable: allowed once per kernel
-        cudaError_t err = cudaFuncSetAttribute(Kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-        if (err != cudaSuccess) return err;
-        non_portable = true;
-    }
-    cudaLaunchConfig_t config = {};
-    config.blockDim = dim3(threads);
-    config.dynamicSmemBytes = stage_bytes;
-    config.stream = stream;
+    const cudaError_t allowed = allow_cluster<Kernel>(cluster);
+    if (allowed != cudaSuccess) return allowed;
     cudaLaunchAttribute attribute;
-    attribute.id = cudaLaunchAttributeClusterDimension;
-    attribute.val.clusterDim.x = cluster;
-    attribute.val.clusterDim.y = 1;
-    attribute.val.clusterDim.z = 1;
-    config.attrs = &attribute;
-    config.numAttrs = 1;
+    cudaLaunchConfig_t config = cluster_config(threads, cluster, stage_bytes, stream, attribute);
     struct Fit { int stage_bytes, clusters; };
     static Fit fits[11][SOFTMAX_MAX_CLUSTER + 1] = {};  // by log2(threads) and cluster size: the last query's
     int log_threads = 0;
