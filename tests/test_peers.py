@@ -493,8 +493,10 @@ def test_site_shows_the_evidence_the_gate_and_the_host_bound_rows(tmp_path, monk
     if not (RESULTS / "benchmarks.json").exists():
         pytest.skip("no committed results")
     evidence = tmp_path / "evidence"
+    paired = rec(ncu_s=705e-6)
+    paired.details["host_pair_ratio"] = 1.0  # a file from since the pairs' ratios are kept
     data.write(data.default_path("nvidia-h100-80gb-hbm3", evidence),
-               peers_file([rec(ncu_s=705e-6), rec(**NUMBA_HOST_BOUND),
+               peers_file([paired, rec(**NUMBA_HOST_BOUND),
                            rec(variant="softmax-manual", size="64x64", warm=10e-6, timer=25e-6, cold=15e-6,
                                do_bench=16e-6, graph=8e-6, cudagraph=8.1e-6, host=24e-6)]))
     monkeypatch.setenv("KERNELSCOPE_EVIDENCE_DIR", str(evidence))
@@ -507,6 +509,7 @@ def test_site_shows_the_evidence_the_gate_and_the_host_bound_rows(tmp_path, monk
     assert page.count(">host-bound</span>") == 2  # mean-numba and softmax-manual's rows are marked
     assert "1 of 3 (33%)" in text and "3 of 3 (100%)" in text  # warm within 1%; graph within 2%
     words = " ".join(text.split())
+    assert "host mode's, read in pairs with Timer's, as the median of the pairs' ratios − 1." in words
     assert "host mode 20 samples, each followed by a Timer timeit of as many calls" in words
     assert "the pair's diff is the median of the pairs' ratios" in words
     assert "cold 25 samples and do_bench (warmup 5 ms, rep 25 ms) in turns, 4 rounds of each" in words

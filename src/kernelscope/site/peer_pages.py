@@ -153,8 +153,9 @@ def machine_body(m: MachinePeers) -> str:
                f"{b.get('graph_samples')}; {timer}; {cold}; "
                f"do_bench_cudagraph rep {b.get('cudagraph_rep_ms'):g} ms; Nsight Compute over "
                f"{b.get('ncu_calls')} calls.") if b else ""
-    parts = [stamp(m), ("**Agreement.** The suite's median against its peer's, per case, as suite / peer − 1; host mode's, "
-              "read in pairs with Timer's, as the median of the pairs' ratios − 1."),
+    ratios = any(r.details.get("host_pair_ratio") is not None for r in m.peers.records)
+    parts = [stamp(m), "**Agreement.** The suite's median against its peer's, per case, as suite / peer − 1"
+             + ("; host mode's, read in pairs with Timer's, as the median of the pairs' ratios − 1." if ratios else "."),
              agreement_table(m), gate_note(m),
              "**Excused pairs of gated cases**, listed instead of judged against that peer: the peer's clock reads "
              "the host, or the host's own cost of a call drifts more than the tolerance while Timer stays inside "
