@@ -41,13 +41,17 @@ ITEMSIZE = {"float32": 4, "bfloat16": 2}
 
 SOFTMAX_SHAPES = [(64, 64), (256, 256), (1024, 1024), (4096, 4096), (8192, 8192), (16384, 16384),
                   (16384, 1000), (512, 50257), (64, 262144)]
-SOFTMAX_SWEEP = [(4096, 4096), (8192, 8192), (16384, 1000), (1024, 1024), (512, 50257), (64, 262144)]
-SOFTMAX_SWEEP_QUICK = [(512, 50257), (64, 262144)]
+SOFTMAX_SWEEP = [(4096, 4096), (8192, 8192), (16384, 16384), (16384, 1000), (1024, 1024), (512, 50257),
+                 (64, 262144)]
+SOFTMAX_SWEEP_QUICK = [(16384, 16384), (512, 50257), (64, 262144)]
 SOFTMAX_QUICK_CANDIDATES = 8  # --quick: the first few of a shape's candidates (issue #15's come first)
 # Candidates beside the default (softmax_plan's choice, always timed first), from the previous H100 sweep's winners.
 SOFTMAX_CANDIDATES = {
     (4096, 4096): [("block", 128, 1), ("block", 256, 1), ("block", 512, 1)],
     (8192, 8192): [("block", 256, 1), ("block", 512, 1), ("block", 1024, 1)],
+    # issue #15's H200 shape: the block plan read 100% of copy on the H100 and 84.5% on the H200 (6c7faa1), whose
+    # HBM3e asks each SM for 1.4x the bytes in flight; the ring kernel keeps 2 or 3 rows a block in flight
+    (16384, 16384): [("ring", 512, 2), ("ring", 256, 4), ("ring3", 512, 2), ("ring", 512, 1), ("block", 1024, 1)],
     (16384, 1000): [("warp", 128, 1), ("block", 128, 1)],
     (1024, 1024): [("warp", 128, 1), ("block", 128, 1)],
     # issue #15, first so that --quick runs them: the ring kernel (persistent clusters, a block's slices of its next
