@@ -165,6 +165,15 @@ def test_softmax_passes_the_plan_as_launch_arguments(ext):
     assert ext.calls[-1][2] == (K.SOFTMAX_STRATEGIES[plan.strategy], plan.threads, plan.cluster)
 
 
+def test_mean_passes_its_load_path_grid_and_laps(ext):
+    x = torch.empty(2**24)
+    K.mean(x)
+    K.mean(x, torch.empty(()), True, 2, 8)
+    defaults = (K.MEAN_STREAMING, K.MEAN_BLOCKS_PER_SM, K.MEAN_UNROLL)
+    assert [c[2] for c in ext.calls] == [defaults, (True, 2, 8)]
+    assert K.MEAN_UNROLL in (4, 8) and 1 <= K.MEAN_BLOCKS_PER_SM <= 4  # 4 blocks of 512 threads fill an SM
+
+
 def test_elementwise_wrappers_pass_their_launch_shape(ext):
     x, big = torch.empty(8, 8), torch.empty(4096, 4096)
     K.square_vec4(big)

@@ -12,9 +12,9 @@ cudaError_t launch_gelu_vec4(const void* x, void* y, int64_t n, bool bf16, int t
                              int sm_count, cudaStream_t stream);
 cudaError_t launch_softmax(const void* x, void* y, int rows, int cols, bool bf16, int strategy, int threads, int cluster,
                            cudaStream_t stream);
-int mean_partial_count(int64_t n, int sm_count);
+int mean_partial_count(int64_t n, int sm_count, int blocks_per_sm);
 cudaError_t launch_mean(const float* x, float* partials, float* out, int64_t n, int sm_count, bool streaming,
-                        cudaStream_t stream);
+                        int blocks_per_sm, int unroll, cudaStream_t stream);
 
 // Python validates every call first (kernelscope.validation); these checks
 // only keep a direct caller from crashing the GPU.
@@ -108,13 +108,14 @@ torch::Tensor softmax(torch::Tensor x, torch::Tensor out, int64_t strategy, int6
     return out;
 }
 
-torch::Tensor mean(torch::Tensor x, torch::Tensor out, bool streaming) {
+torch::Tensor mean(torch::Tensor x, torch::Tensor out, bool streaming, int64_t blocks_per_sm, int64_t unroll) {
     check_f32_cuda(x, "x");
     check_f32_cuda(out, "out");
+    TORCH_CHECK(blocks_per_sm >= 1 && blocks_per_sm <= 32, "mean: blocks_per_sm must be 1 to 32, not ", blocks_per_sm);
     int sms = sm_count(x);
-    auto partials = torch::empty({mean_partial_count(x.numel(), sms)}, x.options());
+    auto partials = torch::empty({mean_partial_count(x.numel(), sms, (int)blocks_per_sm)}, x.options());
     auto stream = c10::cuda::getCurrentCUDAStream(x.get_device()).stream();
     check_launch(launch_mean(x.data_ptr<float>(), partials.data_ptr<float>(), out.data_ptr<float>(), x.numel(), sms,
-                             streaming, stream), "mean");
+                             streaming, (int)blocks_per_sm, (int)unroll, stream), "mean");
     return out;
 }

@@ -26,6 +26,8 @@ ELEMENTWISE_SMALL_MIN_THREADS = 128  # the smallest tile a small input gets: 128
 # Streaming: at 2^24 on the H100 it read 83.7% and 83.8% of copy in two sweeps (f50f9f1, 971e88e) against the
 # read-only path's 81.5% and 81.2% (issue #15: mean-compile reads 26.1 us, 85.6%).
 MEAN_STREAMING = True
+MEAN_BLOCKS_PER_SM = 4  # the grid: at most this many 512-thread blocks an SM (mean.cu's mean_partial_count)
+MEAN_UNROLL = 4  # 16-byte loads a thread issues a lap before adding them (4 or 8: the kernels mean.cu builds)
 
 # softmax: the launch shape from the row count, width and element size (softmax_plan), from an H100 sweep.
 SOFTMAX_WARP_MAX_COLS = 1024  # rows up to this wide: one warp a row ...
@@ -206,6 +208,6 @@ def softmax(x, out=None, plan: SoftmaxPlan | None = None):
     return extension().softmax(x, _out(x, out), strategy, threads, cluster)
 
 
-def mean(x, out=None, streaming=MEAN_STREAMING):
+def mean(x, out=None, streaming=MEAN_STREAMING, blocks_per_sm=MEAN_BLOCKS_PER_SM, unroll=MEAN_UNROLL):
     y = torch.empty((), device=x.device, dtype=x.dtype) if out is None else out
-    return extension().mean(x, y, streaming)
+    return extension().mean(x, y, streaming, blocks_per_sm, unroll)

@@ -45,8 +45,10 @@ __device__ __forceinline__ float4 mean_load(const float4* p) {
     return STREAM ? __ldcs(p) : __ldg(p);
 }
 
-template <bool STREAM>
-__global__ void mean_kernel(const float* __restrict__ x, float* __restrict__ partials, float* out, int64_t n) {
+// U: 16-byte loads a thread issues before it adds any of them (a lap of the grid-stride loop). Launch
+// bounds: 32 registers a thread, so 4 blocks of 512 stay resident an SM at U = 8 too (34 would leave room for 3).
+template <bool STREAM, int U>
+__global__ void __launch_bounds__(MEAN_THREADS, 4) mean_kernel(const float* __restrict__ x, float* __restrict__ partials, float* out, int64_t n) {
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     const int64_t first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     float acc = 0.0f;
@@ -55,10 +57,14 @@ __global__ void mean_kernel(const float* __restrict__ x, float* __restrict__ par
         const float4* x4 = reinterpret_cast<const float4*>(x);
         const int64_t n4 = n / 4;
         int64_t i = first;
-        for (; i + 3 * stride < n4; i += 4 * stride) {  // four independent 16-byte loads in flight
-            float4 a = mean_load<STREAM>(x4 + i), b = mean_load<STREAM>(x4 + i + stride);
-            float4 c = mean_load<STREAM>(x4 + i + 2 * stride), d = mean_load<STREAM>(x4 + i + 3 * stride);
-            acc += (sum4(a) + sum4(b)) + (sum4(c) + sum4(d));
+        for (; i + (U - 1) * stride < n4; i += U * stride) {  // U independent 16-byte loads in flight
+            float4 r[U];
+#pragma unroll
+            for (int u = 0; u < U; ++u) r[u] = mean_load<STREAM>(x4 + i + u * stride);
+            float lap = 0.0f;
+#pragma unroll
+            for (int u = 0; u < U; ++u) lap += sum4(r[u]);
+            acc += lap;
         }
         for (; i < n4; i += stride) acc += sum4(mean_load<STREAM>(x4 + i));
         done = n4 * 4;
@@ -88,28 +94,40 @@ __global__ void mean_kernel(const float* __restrict__ x, float* __restrict__ par
     }
 }
 
-// partials must hold mean_partial_count(n, sm_count) floats: enough blocks to
-// keep every SM's memory pipes busy (4 x 512 threads each), no more, so the
-// last block's sum of partials stays short. Up to MEAN_ONE_BLOCK elements (32
+// partials must hold mean_partial_count(n, sm_count, blocks_per_sm) floats:
+// enough blocks to keep every SM's memory pipes busy (blocks_per_sm x 512
+// threads each; kernels.MEAN_BLOCKS_PER_SM), no more, so the last block's sum of
+// partials stays short. Up to MEAN_ONE_BLOCK elements (32
 // KiB, four 16-byte loads a thread) one block does it all: the partial's fence,
 // the ticket's atomic and the partials' read-back are three trips to L2 in a
 // row, longer than one block's loads at that size (issue #15: graph mode at
 // 4096 elements read 3.68 us against mean-compile's one-block 1.30).
 constexpr int64_t MEAN_ONE_BLOCK = 16 * MEAN_THREADS;
-int mean_partial_count(int64_t n, int sm_count) {
+int mean_partial_count(int64_t n, int sm_count, int blocks_per_sm) {
     if (n <= MEAN_ONE_BLOCK) return 1;
     int64_t needed = (n + 4 * MEAN_THREADS - 1) / (4 * MEAN_THREADS);
-    int64_t cap = (int64_t)sm_count * 4;
+    int64_t cap = (int64_t)sm_count * blocks_per_sm;
     return (int)(needed < 1 ? 1 : (needed < cap ? needed : cap));
 }
 
-cudaError_t launch_mean(const float* x, float* partials, float* out, int64_t n, int sm_count, bool streaming,
-                        cudaStream_t stream) {
-    const int blocks = mean_partial_count(n, sm_count);
-    if (streaming) {
-        mean_kernel<true><<<blocks, MEAN_THREADS, 0, stream>>>(x, partials, out, n);
+template <bool STREAM>
+static cudaError_t launch_mean_t(const float* x, float* partials, float* out, int64_t n, int blocks, int unroll,
+                                 cudaStream_t stream) {
+    if (unroll == 4) {
+        mean_kernel<STREAM, 4><<<blocks, MEAN_THREADS, 0, stream>>>(x, partials, out, n);
+    } else if (unroll == 8) {
+        mean_kernel<STREAM, 8><<<blocks, MEAN_THREADS, 0, stream>>>(x, partials, out, n);
     } else {
-        mean_kernel<false><<<blocks, MEAN_THREADS, 0, stream>>>(x, partials, out, n);
+        return cudaErrorInvalidValue;  // the loads a lap the kernel is built for: 4 or 8
     }
     return cudaGetLastError();
+}
+
+// streaming, blocks_per_sm, unroll: kernels.MEAN_STREAMING, MEAN_BLOCKS_PER_SM, MEAN_UNROLL, or a tuning script's.
+cudaError_t launch_mean(const float* x, float* partials, float* out, int64_t n, int sm_count, bool streaming,
+                        int blocks_per_sm, int unroll, cudaStream_t stream) {
+    if (blocks_per_sm < 1) return cudaErrorInvalidValue;
+    const int blocks = mean_partial_count(n, sm_count, blocks_per_sm);
+    return streaming ? launch_mean_t<true>(x, partials, out, n, blocks, unroll, stream)
+                     : launch_mean_t<false>(x, partials, out, n, blocks, unroll, stream);
 }
