@@ -48,7 +48,8 @@ __device__ __forceinline__ float4 mean_load(const float4* p) {
 // U: 16-byte loads a thread issues before it adds any of them (a lap of the grid-stride loop). Launch
 // bounds: 32 registers a thread, so 4 blocks of 512 stay resident an SM at U = 8 too (34 would leave room for 3).
 template <bool STREAM, int U>
-__global__ void __launch_bounds__(MEAN_THREADS, 4) mean_kernel(const float* __restrict__ x, float* __restrict__ partials, float* out, int64_t n) {
+__launch_bounds__(MEAN_THREADS, 4) __global__ void mean_kernel(const float* __restrict__ x, float* __restrict__ partials,
+                                                                float* out, int64_t n) {
     const int64_t stride = (int64_t)gridDim.x * blockDim.x;
     const int64_t first = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     float acc = 0.0f;
