@@ -326,6 +326,11 @@ def softmax_pipe_kernel(x_ptr, y_ptr, write_max_ptr, write_sum_ptr, stats_max_pt
                      CHUNK, KEEP)
 
 
+def _l2_hints(plan: SoftmaxPlan) -> tuple[str, str]:
+    """(KEEP, LAST_USE): the eviction policies of a row's first read and of its re-read and write ("": none)."""
+    return ("evict_last", "evict_first") if plan.l2_hints else ("", "")
+
+
 def _softmax_piped(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torch.Tensor:
     """The pipe plan: groups g = 0..G-1, launch k = pass 2 of group k - 1 beside pass 1 of group k.
 
@@ -339,7 +344,7 @@ def _softmax_piped(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torch
         return (g * plan.group_rows, min(plan.group_rows, rows - g * plan.group_rows)) if 0 <= g < groups else (0, 0)
 
     slots = torch.empty((2, 2, plan.group_rows * plan.chunks), device=x.device, dtype=torch.float32)
-    keep, last_use = ("evict_last", "evict_first") if plan.l2_hints else ("", "")
+    keep, last_use = _l2_hints(plan)
     for k in range(groups + 1):
         (write_row0, n_write), (stats_row0, n_stats) = group(k - 1), group(k)  # pass 2 of k - 1, pass 1 of k
         w, st = slots[(k - 1) % 2], slots[k % 2]
@@ -383,7 +388,7 @@ def softmax_planned(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torc
     if plan.strategy == "pipe":
         return _softmax_piped(x, y, plan)
     if plan.strategy == "persist":
-        keep, last_use = ("evict_last", "evict_first") if plan.l2_hints else ("", "")
+        keep, last_use = _l2_hints(plan)
         softmax_persistent_kernel[(plan.programs,)](x, y, rows, cols, x.stride(0), y.stride(0), CHUNK=plan.block,
                                                      STAGES=plan.stages, KEEP=keep, LAST_USE=last_use,
                                                      num_warps=plan.num_warps)
@@ -396,7 +401,7 @@ def softmax_planned(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torc
     # One (max, sum) pair per chunk of the group's rows, reused by every group:
     # the stream runs group g's pass 2 before group g + 1's pass 1 overwrites it.
     chunk_max, chunk_sum = torch.empty((2, plan.group_rows * plan.chunks), device=x.device, dtype=torch.float32)
-    keep, last_use = ("evict_last", "evict_first") if plan.l2_hints else ("", "")
+    keep, last_use = _l2_hints(plan)
     for row0 in range(0, rows, plan.group_rows):
         group_rows = min(plan.group_rows, rows - row0)
         grid = (group_rows * plan.chunks,)
