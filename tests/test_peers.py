@@ -195,6 +195,45 @@ def test_a_timer_that_fails_leaves_host_modes_reading(monkeypatch):
     assert isinstance(found["timer"], RuntimeError) and found["host"][1]["host_samples"] == 4
 
 
+def test_host_pairs_go_on_while_their_ratio_is_unsure(monkeypatch):
+    # A host whose blocks wander by a third: each host block and its Timer reading see independent draws, so
+    # twenty ratios leave the median unsure by several percent; pairs are added 20 at a time up to the cap.
+    # A quiet host stops at the first twenty.
+    import random
+
+    rng = random.Random(7)
+    case = _Drifting()
+    monkeypatch.setattr(measure, "plan_host", lambda fn, device: 10)
+
+    class Reading:  # a Measurement's fields that host_and_timer reads
+        def __init__(self, s):
+            self.median, self.number_per_run, self.raw_times = s, 10, [s * 10]
+
+    class Timer:
+        def timeit(self, number):
+            return Reading(rng.uniform(1.0, 1.35) * 1e-5)
+
+    monkeypatch.setattr(measure, "_timer", lambda case: Timer())
+    monkeypatch.setattr(measure, "block_s", lambda fn, device, number: rng.uniform(1.0, 1.35) * 1e-5)
+    noisy = measure.host_and_timer(case, samples=20, max_pairs=200, ratio_ci_pct=1.0)
+    assert noisy["host"][1]["host_samples"] > 20 and noisy["host"][1]["host_samples"] % 20 == 0
+    lo, hi = noisy["host"][1]["host_pair_ratio_ci"]
+    assert lo <= noisy["host"][1]["host_pair_ratio"] <= hi
+
+    monkeypatch.setattr(measure, "block_s", lambda fn, device, number: 1e-5 * (1 + rng.uniform(0, 1e-4)))
+    monkeypatch.setattr(Timer, "timeit", lambda self, number: Reading(1e-5 * (1 + rng.uniform(0, 1e-4))))
+    quiet = measure.host_and_timer(case, samples=20, max_pairs=200, ratio_ci_pct=1.0)
+    assert quiet["host"][1]["host_samples"] == 20
+
+
+def test_the_medians_interval_holds_the_order_statistics_a_binomial_gives():
+    values = list(range(1, 101))  # n = 100: ranks 40 and 61 (50 - 9.8, 1 + 50 + 9.8)
+    assert measure.median_interval([float(v) for v in values]) == (40.0, 61.0)
+    assert measure.median_interval([3.0]) == (3.0, 3.0)
+    lo, hi = measure.median_interval([5.0, 1.0, 4.0, 2.0, 3.0])
+    assert lo <= 3.0 <= hi and (lo, hi) == (1.0, 5.0)
+
+
 # --- the file ---------------------------------------------------------------------------------------------------------
 
 def rec(variant="square-torch", size="16384x16384", warm=700e-6, timer=702e-6, cold=710e-6, do_bench=712e-6,
@@ -367,6 +406,7 @@ def test_cold_mode_and_do_bench_take_their_rounds_in_turns(monkeypatch):
     found = measure.cold_and_do_bench(case, plan, budgets, cpu_path=False)
     assert order == [("cold", 5), ("do_bench", 7.0)] * 3 and case.log == ["check"]
     assert found["cold"][1]["cold_samples"] == 15 and found["cold"][1]["cold_rounds"] == 3
+    assert found["cold"][1]["cold_taken"] == 15
     assert found["do_bench"] == (30e-6, {"do_bench_calls": 9})
     # the CPU path: cold mode's rounds alone, no do_bench reading; a do_bench that fails leaves cold mode's
     order.clear()
@@ -531,7 +571,11 @@ def test_one_case_on_the_gpu_with_every_peer():
     assert not agreement.host_bound(r, "warm") and not agreement.host_bound(r, "cold")
     assert abs(r.diff_pct["graph"]) < 5 and abs(r.diff_pct["warm"]) < 5 and abs(r.diff_pct["cold"]) < 10, r.diff_pct
     budgets = measure.Budgets()  # cold mode and do_bench took their rounds; host mode's pairs kept their ratio
-    assert r.details["cold_samples"] == budgets.cold_samples * budgets.cold_rounds
+    assert r.details["cold_taken"] == budgets.cold_samples * budgets.cold_rounds
+    from kernelscope.timing import MIN_SAMPLES
+
+    assert MIN_SAMPLES * budgets.cold_rounds <= r.details["cold_samples"] <= r.details["cold_taken"]  # starved dropped
+    assert budgets.host_samples <= r.details["host_samples"] <= budgets.host_max_pairs
     assert r.details["do_bench_calls"] >= budgets.cold_rounds and 0.5 < r.details["host_pair_ratio"] < 2
     if ncu.unavailable() is None:
         outcome = ncu_pass.run([r], calls=2)

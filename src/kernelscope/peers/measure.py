@@ -63,6 +63,8 @@ class Budgets:
     do_bench_rep_ms: float = 25.0  # per round
     cudagraph_rep_ms: float = 20.0
     host_samples: int = 20  # host mode's, as the suite takes them; Timer takes as many readings, in turns
+    host_max_pairs: int = 200  # more pairs, host_samples at a time, while the pair ratio's 95% interval is wide
+    host_ratio_ci_pct: float = 1.0  # ... wider than this either side of its median
     host_calls: int = 20  # calls per reading of the host's cost of a call (three readings, the median)
     ncu_calls: int = 3  # calls inside the NVTX range the ncu pass profiles
 
@@ -170,7 +172,8 @@ def timer_peer(case, min_run_time_s: float, readings: int = 1) -> tuple[float, d
     return _timer_reading([timer.blocked_autorange(min_run_time=min_run_time_s) for _ in range(max(1, readings))])
 
 
-def host_and_timer(case, samples: int) -> dict[str, tuple[float, dict] | Exception]:
+def host_and_timer(case, samples: int, max_pairs: int | None = None, ratio_ci_pct: float = 1.0
+                   ) -> dict[str, tuple[float, dict] | Exception]:
     """Host mode's samples (asv's host benchmark: ``plan_host`` calls back to back between synchronized
     host-clock readings) and as many ``Timer.timeit`` readings of as many calls, in turns: after each host
     sample, one Timer reading. ``{"host": ..., "timer": ...}``, each a median and its details, or the error
@@ -189,24 +192,52 @@ def host_and_timer(case, samples: int) -> dict[str, tuple[float, dict] | Excepti
     host samples spanned 112-430 us and Timer's 111-274 us, medians 7% apart, and 0.05% apart when rerun alone),
     so the pair's agreement is the median of each pair's ratio (``host_pair_ratio``): a spell that lands in one
     clock's block moves one ratio, not the median.
+
+    Twenty ratios were still too few where the host's cost of a call wanders by a third within a process
+    (the H100 at a08c0b0: mean-compile 1048576's blocks read 68-93 us a call; the median of 20 ratios said
+    -3.15% where the medians were 0.46% apart; square-compile 64x64 read 31.6-52.1 us and +5.90%). So more
+    pairs are taken, ``samples`` at a time up to ``max_pairs``, until the median ratio's 95% interval lies
+    within ``ratio_ci_pct`` of it; a quiet case stops at the first ``samples``.
     """
     number = plan_host(case.call, case.device)
     timer, host, found, timer_error = _timer(case), [], [], None
-    for _ in range(samples):
-        host.append(block_s(case.call, case.device, number))
-        if timer_error is None:
-            try:
-                found.append(timer.timeit(number))
-            except Exception as exc:  # Timer's error; host mode's samples go on
-                timer_error = exc
+    ratios: list[float] = []
+    max_pairs = max(samples, max_pairs or samples)
+    while len(host) < max_pairs:
+        for _ in range(samples):
+            host.append(block_s(case.call, case.device, number))
+            if timer_error is None:
+                try:
+                    found.append(timer.timeit(number))
+                except Exception as exc:  # Timer's error; host mode's samples go on
+                    timer_error = exc
+        if timer_error is not None:
+            break
+        ratios = [h / t.median for h, t in zip(host, found)]
+        lo, hi = median_interval(ratios)
+        middle = statistics.median(ratios)
+        if max(middle - lo, hi - middle) <= middle * ratio_ci_pct / 100:
+            break
     case.check(case.call())
     timer_reading, host_details = timer_error, {"host_number": number, "host_samples": len(host),
                                                 "host_min_s": min(host), "host_max_s": max(host)}
     if timer_error is None:
         median, details = _timer_reading(found)
         timer_reading = (median, {**details, "timer_paired": True})  # agreement: no drift excuse for a pair
-        host_details["host_pair_ratio"] = _median([h / t.median for h, t in zip(host, found)])
+        lo, hi = median_interval(ratios)
+        host_details.update(host_pair_ratio=_median(ratios), host_pair_ratio_ci=[lo, hi])
     return {"host": (_median(host), host_details), "timer": timer_reading}
+
+
+def median_interval(values: list[float], z: float = 1.96) -> tuple[float, float]:
+    """A distribution-free 95% interval of the median: the order statistics of ranks n/2 - z*sqrt(n)/2 and
+    1 + n/2 + z*sqrt(n)/2 (the binomial's normal approximation)."""
+    ordered = sorted(values)
+    n = len(ordered)
+    half = z * math.sqrt(n) / 2
+    lo = max(0, math.floor(n / 2 - half) - 1)  # ranks are 1-based
+    hi = min(n - 1, math.ceil(1 + n / 2 + half) - 1)
+    return ordered[lo], ordered[hi]
 
 
 def do_bench_peer(case, warmup_ms: float, rep_ms: float) -> tuple[float, dict]:
@@ -236,7 +267,9 @@ def cold_and_do_bench(case, plan: timing.WarmPlan, budgets: Budgets, cpu_path: b
     hold = timing.grown_hold(plan.host_per_call_s)
     cold, bench = [], []
     bench_error: Exception | None = None
+    taken = 0  # cold mode drops a sample its hold may not have covered (timing.ColdHold): kept <= taken
     for _ in range(max(1, budgets.cold_rounds)):
+        taken += budgets.cold_samples
         cold += timing.time_cold(case.call, case.device, budgets.cold_samples, _flusher(case.device), hold_s=hold)
         if cpu_path or bench_error is not None:
             continue
@@ -246,7 +279,8 @@ def cold_and_do_bench(case, plan: timing.WarmPlan, budgets: Budgets, cpu_path: b
             bench_error = exc
     case.check(case.call())
     found: dict[str, tuple[float, dict] | Exception] = {
-        "cold": (_median(cold), {"cold_samples": len(cold), "cold_hold_s": hold, "cold_rounds": budgets.cold_rounds})}
+        "cold": (_median(cold), {"cold_samples": len(cold), "cold_taken": taken, "cold_hold_s": hold,
+                                 "cold_rounds": budgets.cold_rounds})}
     if not cpu_path:
         found["do_bench"] = bench_error or (_median(bench), {"do_bench_calls": len(bench)})
     return found
@@ -378,7 +412,7 @@ def measure_case(spec: CaseSpec, budgets: Budgets, device: str, log: Callable[[s
         log("warm, then host mode and Timer in turns")
         _run(rec, "warm", lambda: suite_warm(case, plan, budgets.warm_samples))
         try:
-            paired = host_and_timer(case, budgets.host_samples)
+            paired = host_and_timer(case, budgets.host_samples, budgets.host_max_pairs, budgets.host_ratio_ci_pct)
         except Exception as exc:  # host mode's own error: neither clock has a reading
             paired = {"host": exc, "timer": exc}
         _run(rec, "timer", lambda: _reading(paired["timer"]))
