@@ -27,13 +27,15 @@ def test_every_softmax_plan_is_launchable(shape, sms, itemsize):
     assert plan.strategy in K.SOFTMAX_STRATEGIES
     assert 32 <= plan.threads <= 1024 and plan.threads % 32 == 0
     assert plan.cluster in (1, 2, 4, 8, 16)
-    assert plan.strategy in ("loop", "pipe") or (plan.strategy == "cluster") == (plan.cluster > 1)
+    assert plan.strategy in ("loop", "pipe", "ring") or (plan.strategy == "cluster") == (plan.cluster > 1)
     if plan.strategy == "warp":
         assert plan.cluster == 1 and K.floats_per_thread(cols, itemsize, 32) <= 32
     elif plan.strategy in ("block", "cluster"):
         assert K.floats_per_thread(cols, itemsize, plan.threads, plan.cluster) <= K.register_capacity(plan.threads)
     elif plan.strategy == "pipe":
         assert K.floats_per_thread(cols, itemsize, plan.threads, plan.cluster) <= K.pipe_capacity(plan.threads)
+    elif plan.strategy == "ring":
+        assert itemsize == 2 and K.ring_bytes(cols, itemsize, plan.threads, plan.cluster, 2) <= K.SOFTMAX_RING_MAX_BYTES
     assert rows * plan.cluster < 2**31  # grid.x
 
 
@@ -68,8 +70,13 @@ def test_few_or_very_wide_rows_split_across_a_cluster(shape):
         if plan.strategy == "loop":  # float32 split over 8 blocks or more: the loop kernel holds any slice
             assert itemsize == 4 and plan == K.SoftmaxPlan("loop", *K.SOFTMAX_F32_LOOP)
             continue
-        # bfloat16 takes the pipe kernel, float32 the cluster; each block's slice fits its registers
+        if plan.strategy == "ring":  # bfloat16 over a cluster of up to 4: the ring kernel, its slices in shared memory
+            assert itemsize == 2 and plan.cluster <= K.SOFTMAX_BF16_RING_MAX_CLUSTER
+            assert K.ring_bytes(cols, itemsize, plan.threads, plan.cluster, 2) <= K.SOFTMAX_RING_MAX_BYTES
+            continue
+        # bfloat16 over larger clusters takes the pipe kernel, float32 the cluster; each block's slice fits its registers
         assert plan.strategy == ("cluster" if itemsize == 4 else "pipe")
+        assert itemsize == 4 or plan.cluster > K.SOFTMAX_BF16_RING_MAX_CLUSTER
         capacity = K.register_capacity if plan.strategy == "cluster" else K.pipe_capacity
         assert K.floats_per_thread(cols, itemsize, plan.threads, plan.cluster) <= capacity(plan.threads)
         assert -(-cols // plan.cluster) <= (K.SOFTMAX_BLOCK_MAX_COLS_F32_C8 if itemsize == 4 and plan.cluster >= 8
@@ -80,10 +87,11 @@ def test_the_wide_target_shapes_take_the_swept_winners():
     # H100 sweep, float32: 512x50257 cluster 4 x 256 threads 78.7% of copy (512 threads: 67.8%; the pipe kernel
     # 63-73%); 64x262144 the loop kernel at 512 threads in clusters of 16, 67.8% and 68.8% in two sweeps at
     # 971e88e against the cluster's 65.0% and 64.8%. bfloat16: the pipe kernel at 256 threads, 512x50257 60.5%
-    # against the cluster's 56.8%, 64x262144 59.5% and 59.2% against 53.0% and 49.1%.
+    # against the cluster's 56.8%, 64x262144 59.5% and 59.2% against 53.0% and 49.1%. At a08c0b0 the ring kernel
+    # beat the pipe at 512x50257 bfloat16 (cluster 4: 64.8% against 60.3%) and lost at 64x262144 (cluster 16).
     assert K.softmax_plan(512, 50257, H100_SMS, 4) == K.SoftmaxPlan("cluster", 256, 4)
     assert K.softmax_plan(64, 262144, H100_SMS, 4) == K.SoftmaxPlan("loop", 512, 16)
-    assert K.softmax_plan(512, 50257, H100_SMS, 2) == K.SoftmaxPlan("pipe", 256, 4)
+    assert K.softmax_plan(512, 50257, H100_SMS, 2) == K.SoftmaxPlan("ring", 256, 4)
     assert K.softmax_plan(64, 262144, H100_SMS, 2) == K.SoftmaxPlan("pipe", 256, 16)
     assert K.softmax_plan(4096, 4096, H100_SMS, 4) == K.SoftmaxPlan("block", 256, 1)
 
@@ -186,15 +194,16 @@ def test_elementwise_wrappers_pass_their_launch_shape(ext):
 
 
 def test_a_small_elementwise_input_gets_smaller_tiles_spread_over_more_sms():
-    # the defaults while every SM gets a tile: 2^20 float32 elements are 256 tiles of 256 x 4 vectors
+    # the defaults while every SM gets a tile: 2^20 float32 elements are 512 tiles of 128 x 4 vectors
     assert K.elementwise_shape(2**20, 4, H100_SMS) == (K.ELEMENTWISE_THREADS, K.ELEMENTWISE_UNROLL)
     assert K.elementwise_shape(2**28, 2, H100_SMS) == (K.ELEMENTWISE_THREADS, K.ELEMENTWISE_UNROLL)
-    # 64x64 float32 (1024 vectors): one default tile; 8 tiles of 128 x 1 instead
+    # 64x64 float32 (1024 vectors): two default tiles; 8 tiles of 128 x 1 instead
     assert K.elementwise_shape(4096, 4, H100_SMS) == (128, 1)
-    # 256x256 float32 (16384 vectors): 16 default tiles; unroll 1 alone gives 64, 128 threads 128 tiles
+    # 256x256 float32 (16384 vectors): 32 default tiles; unroll 1 gives 128, and 128 threads is the floor
     assert K.elementwise_shape(65536, 4, H100_SMS) == (128, 1)
-    # just short of a tile an SM: unroll 2 gives 132 x 2 = 264 tiles, enough
-    assert K.elementwise_shape(131 * 1024 * 4, 4, H100_SMS) == (K.ELEMENTWISE_THREADS, 2)
+    # just short of a default tile an SM: unroll 2 gives 131 x 2 = 262 tiles, enough
+    short = (H100_SMS - 1) * K.ELEMENTWISE_THREADS * K.ELEMENTWISE_UNROLL * 4  # float32: 4 elements a vector
+    assert K.elementwise_shape(short, 4, H100_SMS) == (K.ELEMENTWISE_THREADS, K.ELEMENTWISE_UNROLL // 2)
     for n in (1, 4096, 65536, 2**20, 3 * 2**20):
         threads, unroll = K.elementwise_shape(n, 4, H100_SMS)
         assert threads % 32 == 0 and threads >= K.ELEMENTWISE_SMALL_MIN_THREADS and unroll in (1, 2, 4, 8)

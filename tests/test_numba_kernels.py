@@ -138,9 +138,15 @@ def test_softmax_plans_on_stress_inputs(plan):
 def test_softmax_plan_choice_under_the_simulator():
     # The catalog's check shapes run the plans the GPU's defaults use: the regs plan up to what 32 simulated
     # threads hold (2048 columns), the split plan past the simulated cache (9001 columns); the row plan, the
-    # GPU's default from 8193 columns until shared memory runs out, runs in test_softmax_plans_on_stress_inputs.
+    # GPU's default from 16385 columns until shared memory runs out, runs in test_softmax_plans_on_stress_inputs.
+    # The regs plan takes the fast exp by default (the simulator runs math.exp in its place).
+    from kernelscope.backends.numba.softmax import REGS_FAST_EXP
+
     cpu = torch.device("cpu")
-    assert plan_softmax(1, 7, cpu) == Plan("regs", 32, 1) and plan_softmax(31, 1031, cpu) == Plan("regs", 32, 64)
+    assert REGS_FAST_EXP
+    assert plan_softmax(1, 7, cpu) == Plan("regs", 32, 1, fast_exp=True)
+    assert plan_softmax(31, 1031, cpu) == Plan("regs", 32, 64, fast_exp=True)
+    assert not plan_softmax(1, 7, cpu, fast_exp=False).fast_exp
     split = plan_softmax(2, 9001, cpu)
     assert split.path == "split" and split.chunk < 9001
     assert plan_softmax(13, 17, cpu, path="row").path == "row"
@@ -166,10 +172,11 @@ def test_the_regs_plan_on_a_gpu_keeps_32_elements_a_thread_up_to_512_threads():
     # the copy bandwidth on the H100 (f50f9f1) against 88.1% with 32 a thread at 8192 columns
     from kernelscope.backends.numba.softmax import regs_plan
 
-    assert regs_plan(16384) == Plan("regs", 512, 32) and regs_plan(8192) == Plan("regs", 256, 32)
-    assert regs_plan(1000) == Plan("regs", 128, 8)  # at least 128 threads
-    assert regs_plan(16384, max_threads=256) == Plan("regs", 256, 64)  # asked for: the old shape
-    assert regs_plan(32768) == Plan("regs", 512, 64)
+    shape = lambda plan: (plan.path, plan.threads, plan.unroll)  # noqa: E731 (fast_exp: its own test)
+    assert shape(regs_plan(16384)) == ("regs", 512, 32) and shape(regs_plan(8192)) == ("regs", 256, 32)
+    assert shape(regs_plan(1000)) == ("regs", 128, 8)  # at least 128 threads
+    assert shape(regs_plan(16384, max_threads=256)) == ("regs", 256, 64)  # asked for: the old shape
+    assert shape(regs_plan(32768)) == ("regs", 512, 64)
     with pytest.raises(ValueError, match="a row of 32769 columns is wider than the regs plan holds"):
         regs_plan(32769)
 

@@ -68,7 +68,7 @@ def test_plan_packs_narrow_rows_but_leaves_a_program_per_sm():
 @pytest.mark.parametrize("rows,cols,itemsize", [(512, 50257, 4), (512, 50257, 2), (64, 262144, 4),
                                                 (64, 262144, 2)])
 def test_plan_splits_wide_rows_in_groups_that_fit_l2(rows, cols, itemsize):
-    plan = softmax_plan(rows, cols, itemsize, H100_SMS)
+    plan = softmax_plan(rows, cols, itemsize, H100_SMS, persistent=False)  # the default for 512x50257 float32: persist
     assert plan.strategy == "split"
     assert plan.chunks == -(-cols // plan.block) and plan.block == tsoftmax.SPLIT_CHUNK
     groups = -(-rows // plan.group_rows)
@@ -89,10 +89,16 @@ def test_a_pipelined_plan_takes_one_launch_more_than_its_groups():
 
 
 def test_a_persistent_plan_is_one_launch_of_about_a_program_an_sm():
-    plan = softmax_plan(512, 50257, 4, H100_SMS, persistent=True)
+    plan = softmax_plan(512, 50257, 4, H100_SMS, persistent=True, persist_programs_per_sm=1)
     assert (plan.strategy, plan.programs, plan.stages, plan.launches(512)) == ("persist", H100_SMS, 3, 1)
     # what L2 must keep for the re-read: a grid's worth of rows, 26.5 MB of the H100's 50
     assert plan.programs * 50257 * 4 < 30e6 and plan.predict(512, 50257, 4)["l2_reread_bytes"] == _io(512, 50257, 4)
+    # the default: float32 rows enough for the grid of 2 programs an SM (H100 a08c0b0: 62.7% of copy, split 56.3%)
+    assert softmax_plan(512, 50257, 4, H100_SMS).strategy == "persist"
+    assert softmax_plan(512, 50257, 4, H100_SMS).programs == 2 * H100_SMS
+    assert softmax_plan(512, 50257, 2, H100_SMS).strategy == "split"  # bfloat16 lost in it
+    assert softmax_plan(64, 262144, 4, H100_SMS).strategy == "split"  # 64 rows for 264 programs
+    assert softmax_plan(512, 50257, 4, H100_SMS, persistent=False).strategy == "split"
     assert softmax_plan(64, 262144, 2, H100_SMS, persistent=True, persist_programs_per_sm=2).programs == 64
     assert softmax_plan(4096, 4096, 4, H100_SMS, persistent=True).strategy == "row"  # rows one program holds
 

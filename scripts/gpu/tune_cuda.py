@@ -79,7 +79,7 @@ ELEMENTWISE_CONFIGS_QUICK = [(256, 0, 4), (128, 0, 4), (256, 8, 4)]
 
 # mean-cuda (streaming, blocks per SM, loads a lap), beside the default: issue #15's mean at 2^24 (mean-cuda 26.68 us
 # with streaming loads against mean-compile's 26.10 on the H100); more loads in flight a thread, or fewer, larger laps
-MEAN_CONFIGS = [(True, 4, 8), (True, 2, 8), (True, 3, 4), (True, 2, 4), (False, 4, 4)]  # 4 blocks of 512: an SM full
+MEAN_CONFIGS = [(True, 4, 4), (True, 3, 8), (True, 2, 4), (False, 3, 4), (True, 4, 8), (True, 2, 8)]  # 4 blocks of 512: an SM full
 
 FAILURES: list[str] = []
 SUITE: dict[tuple, dict] = {}  # (op, variant, shape, dtype) -> the suite case's row

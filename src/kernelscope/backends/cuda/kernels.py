@@ -17,8 +17,11 @@ from kernelscope.backends.cuda.build import extension
 # (blocks_per_sm 0; -k: k blocks an SM striding over the tiles; k > 0: the grid-stride loop, one
 # resident wave of k blocks an SM). On an H100 the grid-stride wave stayed at 92-94% of copy
 # bandwidth at 2^26 and 2^28 elements in every configuration; torch's one-lap launch read 99-100%.
-ELEMENTWISE_THREADS = 256
-ELEMENTWISE_BLOCKS_PER_SM = 0  # one lap: n / (256 x 4 x 16 B) blocks, 8 of them resident an SM (32 registers)
+# 128 threads: on the H100 at a08c0b0 (tune_cuda --quick) 128-thread tiles beat 256 at both sweep sizes and dtypes:
+# gelu 99.2% vs 97.4% of copy at 16384x16384 float32, 95.0% vs 91.5% at 8192x8192 bfloat16; square 97.8% vs 97.5%,
+# 94.8% vs 82.4% (8192x8192 bfloat16, whose 256-thread row read 94.6% in the suite's own row of the same run).
+ELEMENTWISE_THREADS = 128
+ELEMENTWISE_BLOCKS_PER_SM = 0  # one lap: n / (128 x 4 x 16 B) blocks, 16 of them resident an SM (32 registers)
 ELEMENTWISE_UNROLL = 4  # 16-byte loads a thread before its first store: a 16 KiB tile a block
 ELEMENTWISE_SMALL_MIN_THREADS = 128  # the smallest tile a small input gets: 128 threads x 1 vector (elementwise_shape)
 
@@ -26,7 +29,9 @@ ELEMENTWISE_SMALL_MIN_THREADS = 128  # the smallest tile a small input gets: 128
 # Streaming: at 2^24 on the H100 it read 83.7% and 83.8% of copy in two sweeps (f50f9f1, 971e88e) against the
 # read-only path's 81.5% and 81.2% (issue #15: mean-compile reads 26.1 us, 85.6%).
 MEAN_STREAMING = True
-MEAN_BLOCKS_PER_SM = 4  # the grid: at most this many 512-thread blocks an SM (mean.cu's mean_partial_count)
+# The grid: at most this many 512-thread blocks an SM (mean.cu's mean_partial_count). 3 at 2^24 on the H100
+# (a08c0b0): 26.25 us, against 26.78 at 4 and mean-compile's 26.40 in the same sweep; 2 read 26.46.
+MEAN_BLOCKS_PER_SM = 3
 MEAN_UNROLL = 4  # 16-byte loads a thread issues a lap before adding them (4 or 8: the kernels mean.cu builds)
 
 # softmax: the launch shape from the row count, width and element size (softmax_plan), from an H100 sweep.
@@ -52,6 +57,10 @@ SOFTMAX_LOOP_THREADS = 1024  # rows wider than 16 blocks hold in registers
 SOFTMAX_F32_LOOP_FROM_CLUSTER = 8  # float32: a cluster this large or larger -> the loop kernel ...
 SOFTMAX_F32_LOOP = (512, 16)  # ... with these threads and cluster
 SOFTMAX_PIPE_THREADS = 256  # bfloat16 rows split over a cluster: the pipe kernel, 256 threads, the same cluster
+# ... unless the cluster is this small or smaller: then the ring kernel (256 threads, 2 stages), which keeps the
+# slices of a block's next rows in flight. H100 a08c0b0: 512x50257 bfloat16 (cluster 4) ring 64.8% of copy against
+# the pipe's 60.3%; 64x262144 bfloat16 (cluster 16) ring 56.9% against the pipe's 59.2%.
+SOFTMAX_BF16_RING_MAX_CLUSTER = 4
 SOFTMAX_STRATEGIES = {"warp": 0, "block": 1, "cluster": 1, "loop": 2, "pipe": 3, "ring": 4, "ring3": 5}  # launch codes
 SOFTMAX_RING_STAGES = {"ring": 2, "ring3": 3}
 SOFTMAX_RING_MAX_BYTES = 226 * 1024  # sm_90: 227 KiB a block, less 1 KiB static (softmax.cu: SOFTMAX_RING_MAX_BYTES)
@@ -102,7 +111,8 @@ def softmax_plan(rows: int, cols: int, sm_count: int, itemsize: int = 4) -> Soft
     float32 thread holds about 64 elements, and float32 slices grow to 32768
     before the cluster goes past 8. Rows wider than 16 blocks hold in registers
     loop over memory instead, and so do float32 rows split over 8 blocks or
-    more; bfloat16 rows split over a cluster take the pipe kernel. The
+    more; bfloat16 rows split over a cluster of up to 4 take the ring kernel, over larger clusters the pipe
+    kernel. The
     thresholds are H100 sweeps' (scripts/gpu/tune_cuda.py).
     """
     f32 = itemsize == 4
@@ -129,6 +139,9 @@ def softmax_plan(rows: int, cols: int, sm_count: int, itemsize: int = 4) -> Soft
         return SoftmaxPlan("loop", SOFTMAX_LOOP_THREADS, cluster)
     if f32 and cluster >= SOFTMAX_F32_LOOP_FROM_CLUSTER:
         return SoftmaxPlan("loop", *SOFTMAX_F32_LOOP)
+    if (not f32 and 1 < cluster <= SOFTMAX_BF16_RING_MAX_CLUSTER
+            and ring_bytes(cols, itemsize, SOFTMAX_PIPE_THREADS, cluster, 2) <= SOFTMAX_RING_MAX_BYTES):
+        return SoftmaxPlan("ring", SOFTMAX_PIPE_THREADS, cluster)
     if not f32 and cluster > 1 and (floats_per_thread(cols, itemsize, SOFTMAX_PIPE_THREADS, cluster)
                                     <= pipe_capacity(SOFTMAX_PIPE_THREADS)):
         return SoftmaxPlan("pipe", SOFTMAX_PIPE_THREADS, cluster)

@@ -30,7 +30,7 @@ Three launch plans, chosen per (rows, cols) on the host by ``plan_softmax``:
   width (``REGS_MAX_EPT`` a thread). Issue #15: the row plan read 86.6% and 84.6% of
   the copy bandwidth at 8192x8192 and 16384x16384 on the H100 (60691b52),
   where softmax-cuda's register-held blocks read 98-100%. The default up to
-  REGS_DEFAULT_MAX_COLS columns, where the H100 measured it faster.
+  REGS_DEFAULT_MAX_COLS columns, where the H100 measured it faster (with the fast exp).
 
 Every maximum is subtracted before exp, so logits around +1000 do not
 overflow; elements at -inf (masked) give exp(-inf) = 0, and a running
@@ -60,7 +60,10 @@ ONE = np.float32(1.0)
 # far inside the float32 tolerance) in place of math.exp's accurate expf (a few dozen instructions an element:
 # the regs plan read 88.1% of copy at 8192x8192 where softmax-cuda's like-shaped blocks read 97.8%). The
 # simulator has no libdevice (its fast_expf returns NaN): math.exp there.
-REGS_FAST_EXP = False  # the default plan's choice, until the GPU says the fast exp is faster
+# The H100 at a08c0b0 (tune_numba --quick, warm, % of copy): regs with the fast exp 97.3% at 16384x16384
+# (737 us; 66.8% accurate, 84.7% for the row plan), 93.4% at 8192x8192 (88.2% accurate), 86.9% at 4096x4096
+# (81.5%), 86.0% at 16384x1000 (84.4%).
+REGS_FAST_EXP = True
 
 
 @cuda.jit(device=True)
@@ -100,8 +103,9 @@ REGS_MAX_EPT = 64  # ... so a thread holds up to this many: 32768 columns at 512
 # The default plan for rows up to this wide. On the H100 (971e88e) the regs plan beat the row plan at every
 # width up to 8192 columns: 64x64 2.70 against 2.91 us, 1024x1024 5.32 against 5.84, 16384x1000 51.5 against
 # 83.4, 4096x4096 54.7 against 58.9, 8192x8192 201.5 against 206.1 (and 202.9 against 214.8 in the sweep);
-# at 16384 columns it lost (1,076 against 846 us at 16384x16384, 140 against 118 at 2048x16384).
-REGS_DEFAULT_MAX_COLS = 8192
+# at 16384 columns it lost with the accurate exp (1,076 against 846 us at 16384x16384, 140 against 118 at
+# 2048x16384), and won with the fast one (737 against 847 us at 16384x16384, a08c0b0).
+REGS_DEFAULT_MAX_COLS = 16384
 
 
 @cuda.jit(device=True)

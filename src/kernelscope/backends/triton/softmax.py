@@ -99,8 +99,10 @@ def softmax_online(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Te
 #             of 512x50257 float32: 26.5 MB of the H100's 50), so DRAM sees one
 #             read and one write, with no second launch and no chunk statistics.
 #             The lecture's online kernel launches a program for every row at
-#             once, so its re-read misses L2 (45% of copy at 512x50257). Offered,
-#             not chosen (``persistent=True``), until the GPU says it beats "split".
+#             once, so its re-read misses L2 (45% of copy at 512x50257). Chosen
+#             for float32 rows that give every program one (512x50257 on the
+#             H100: 62.7% of copy against the split plan's 56.3%, a08c0b0);
+#             bfloat16 and 64x262144 (64 rows) stay on "split", which won there.
 #
 # H100 measurements behind the defaults (scripts/gpu/tune_triton.py):
 # * 1024-wide rows, one to a program with 4 warps, beat 4 to a program with 16
@@ -119,7 +121,7 @@ MAX_WARPS = 16
 FEW_WARPS_COLS = 4096  # rows up to this block get at most FEW_WARPS warps
 FEW_WARPS = 4
 PIPE_GROUP_BYTES = 16 << 20  # pipe: input bytes a group; L2 holds one group read, one re-read (H100: 50 MB)
-PERSIST_PROGRAMS_PER_SM = 1  # persist: programs an SM, so a grid's rows stay in L2 for the re-read
+PERSIST_PROGRAMS_PER_SM = 2  # persist: programs an SM (H100 a08c0b0, 512x50257 float32: 2 62.7% of copy, 1 62.2%)
 PERSIST_STAGES = 3  # persist: chunks of pass 1 in flight a program (tl.range's num_stages)
 
 
@@ -163,7 +165,7 @@ def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_c
                  group_bytes: int = GROUP_BYTES, elems_per_thread: int = ELEMS_PER_THREAD,
                  max_warps: int = MAX_WARPS, few_warps_cols: int = FEW_WARPS_COLS, few_warps: int = FEW_WARPS,
                  split_warps: int | None = None, l2_hints: bool = True, pipelined: bool = False,
-                 pipe_group_bytes: int = PIPE_GROUP_BYTES, persistent: bool = False,
+                 pipe_group_bytes: int = PIPE_GROUP_BYTES, persistent: bool | None = None,
                  persist_programs_per_sm: int = PERSIST_PROGRAMS_PER_SM,
                  persist_stages: int = PERSIST_STAGES) -> SoftmaxPlan:
     """The launch shape for a (rows, cols) softmax: pure Python, the thresholds are parameters.
@@ -177,7 +179,8 @@ def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_c
     input, so that pass 2's re-read of the group hits L2; ``pipelined``: in groups
     of about ``pipe_group_bytes``, pass 2 of one group beside pass 1 of the next;
     ``persistent``: a row a program, ``persist_programs_per_sm`` programs an SM
-    taking rows in turn, pass 1 ``persist_stages`` chunks deep.
+    taking rows in turn, pass 1 ``persist_stages`` chunks deep; by default
+    (None) float32 rows enough to give every program one.
     """
     block = next_power_of_2(cols)
     if block <= max_row_block:
@@ -189,6 +192,8 @@ def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_c
         cap = few_warps if rows_per_program == 1 and block <= few_warps_cols else max_warps
         return SoftmaxPlan("narrow" if rows_per_program > 1 else "row", block,
                            _warps(rows_per_program * block, elems_per_thread, cap), rows_per_program)
+    if persistent is None:  # see PERSIST_PROGRAMS_PER_SM; bfloat16 and rows too few for the grid lost (tune_triton)
+        persistent = not pipelined and itemsize == 4 and rows >= sm_count * persist_programs_per_sm
     if persistent:
         return SoftmaxPlan("persist", chunk, split_warps or _warps(chunk, elems_per_thread, max_warps),
                            l2_hints=l2_hints, programs=max(1, min(rows, sm_count * persist_programs_per_sm)),
