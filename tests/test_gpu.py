@@ -181,3 +181,17 @@ def test_the_persistent_plans_match_the_reference_on_random_and_stress_rows(rows
         out = K.softmax(x, plan=p)
         err = error_against_reference(op, x, out)
         assert err <= op.tolerance[dtype], (name, plan, err)
+
+
+def test_the_dram_peak_the_softmax_plan_reads_sits_above_what_a_copy_moves():
+    # CPU counterpart: test_cuda_kernels.py's ring-kernel choice from a given bandwidth an SM. Here the attributes
+    # themselves: the H100's peak is about 3.35 TB/s (copy 3.0), the H200's about 4.8 (copy 4.2).
+    from kernelscope.backends.cuda import kernels as K
+    from kernelscope.timing.cold import copy_bandwidth
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    peak = K.dram_gbps_per_sm(0) * sms
+    copy = copy_bandwidth() / 1e9
+    assert copy < peak < 1.5 * copy, (peak, copy)
+    plan = K.device_softmax_plan(16384, 16384, 4)
+    assert plan.strategy == ("ring" if K.dram_gbps_per_sm(0) >= K.SOFTMAX_RING_FROM_GBPS_PER_SM else "block")

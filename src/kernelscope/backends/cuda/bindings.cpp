@@ -49,6 +49,17 @@ static int sm_count(const torch::Tensor& t) {
     return count;
 }
 
+// The DRAM's peak bandwidth in GB/s from the device's attributes (two transfers a memory clock), 0 where the driver
+// does not say: softmax_plan keeps more bytes in flight an SM on a GPU whose memory asks for them (the H200).
+double dram_peak_gbps(int64_t device) {
+    int khz = 0, bits = 0;
+    if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, (int)device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, (int)device) != cudaSuccess) {
+        return 0.0;
+    }
+    return 2.0 * khz * 1e3 * (bits / 8) / 1e9;
+}
+
 torch::Tensor square_lecture(torch::Tensor x, torch::Tensor out) {
     check_f32_cuda(x, "x");
     check_f32_cuda(out, "out");

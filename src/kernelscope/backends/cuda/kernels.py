@@ -61,6 +61,12 @@ SOFTMAX_PIPE_THREADS = 256  # bfloat16 rows split over a cluster: the pipe kerne
 # slices of a block's next rows in flight. H100 a08c0b0: 512x50257 bfloat16 (cluster 4) ring 64.8% of copy against
 # the pipe's 60.3%; 64x262144 bfloat16 (cluster 16) ring 56.9% against the pipe's 59.2%.
 SOFTMAX_BF16_RING_MAX_CLUSTER = 4
+# A float32 row a 512-thread block holds alone (1 block an SM) takes the ring kernel on a GPU whose DRAM asks each SM
+# for this many GB/s or more (its peak from the device's attributes / SMs): more bytes in flight an SM than one
+# register-held row. The H200 (4.8 TB/s peak, 132 SMs: about 37 GB/s an SM) at f1f901f, 16384x16384 float32: ring
+# 512 threads 90.2% of its copy against the block plan's 84.4%; the H100 (3.35 TB/s: about 25) 92.6% against 98.8%.
+# bfloat16 lost on both (H200: 72.3% against 83.4%).
+SOFTMAX_RING_FROM_GBPS_PER_SM = 30.0
 SOFTMAX_STRATEGIES = {"warp": 0, "block": 1, "cluster": 1, "loop": 2, "pipe": 3, "ring": 4, "ring3": 5}  # launch codes
 SOFTMAX_RING_STAGES = {"ring": 2, "ring3": 3}
 SOFTMAX_RING_MAX_BYTES = 226 * 1024  # sm_90: 227 KiB a block, less 1 KiB static (softmax.cu: SOFTMAX_RING_MAX_BYTES)
@@ -100,7 +106,7 @@ def pipe_capacity(threads: int) -> int:
     return 64 if threads <= 256 else 32 if threads <= 512 else 0
 
 
-def softmax_plan(rows: int, cols: int, sm_count: int, itemsize: int = 4) -> SoftmaxPlan:
+def softmax_plan(rows: int, cols: int, sm_count: int, itemsize: int = 4, dram_gbps_per_sm: float = 0.0) -> SoftmaxPlan:
     """Strategy, threads and cluster size of softmax-cuda for a (rows, cols) input.
 
     Narrow rows: a warp each (float32 rows of 513 to 1024: a 128-thread block
@@ -112,8 +118,9 @@ def softmax_plan(rows: int, cols: int, sm_count: int, itemsize: int = 4) -> Soft
     before the cluster goes past 8. Rows wider than 16 blocks hold in registers
     loop over memory instead, and so do float32 rows split over 8 blocks or
     more; bfloat16 rows split over a cluster of up to 4 take the ring kernel, over larger clusters the pipe
-    kernel. The
-    thresholds are H100 sweeps' (scripts/gpu/tune_cuda.py).
+    kernel. A float32 row that a 512-thread block holds alone takes the ring kernel where the
+    DRAM's peak bandwidth an SM (``dram_gbps_per_sm``) reaches SOFTMAX_RING_FROM_GBPS_PER_SM. The
+    thresholds are H100 and H200 sweeps' (scripts/gpu/tune_cuda.py).
     """
     f32 = itemsize == 4
     if cols <= (SOFTMAX_WARP_MAX_COLS_F32 if f32 else SOFTMAX_WARP_MAX_COLS):
@@ -145,6 +152,9 @@ def softmax_plan(rows: int, cols: int, sm_count: int, itemsize: int = 4) -> Soft
     if not f32 and cluster > 1 and (floats_per_thread(cols, itemsize, SOFTMAX_PIPE_THREADS, cluster)
                                     <= pipe_capacity(SOFTMAX_PIPE_THREADS)):
         return SoftmaxPlan("pipe", SOFTMAX_PIPE_THREADS, cluster)
+    if (f32 and cluster == 1 and threads >= 512 and dram_gbps_per_sm >= SOFTMAX_RING_FROM_GBPS_PER_SM
+            and ring_bytes(cols, itemsize, threads, 1, 2) <= SOFTMAX_RING_MAX_BYTES):
+        return SoftmaxPlan("ring", threads, 1)
     return SoftmaxPlan("cluster" if cluster > 1 else "block", threads, cluster)
 
 
@@ -153,9 +163,20 @@ def _sm_count(device_index: int) -> int:
     return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
+@lru_cache(maxsize=None)
+def dram_gbps_per_sm(device_index: int) -> float:
+    """The DRAM's peak bandwidth (GB/s, from the device's attributes) over its SMs; 0 where the driver does not say."""
+    return extension().dram_peak_gbps(device_index) / _sm_count(device_index)
+
+
+def device_softmax_plan(rows: int, cols: int, itemsize: int, device_index: int = 0) -> SoftmaxPlan:
+    """softmax_plan for the GPU at ``device_index``: its SMs and its DRAM's bandwidth an SM."""
+    return softmax_plan(rows, cols, _sm_count(device_index), itemsize, dram_gbps_per_sm(device_index))
+
+
 @lru_cache(maxsize=1024)
 def _softmax_launch(rows: int, cols: int, itemsize: int, device_index: int) -> tuple[int, int, int]:
-    plan = softmax_plan(rows, cols, _sm_count(device_index), itemsize)
+    plan = device_softmax_plan(rows, cols, itemsize, device_index)
     return SOFTMAX_STRATEGIES[plan.strategy], plan.threads, plan.cluster
 
 
