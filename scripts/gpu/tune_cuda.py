@@ -51,9 +51,9 @@ SOFTMAX_CANDIDATES = {
     (8192, 8192): [("block", 256, 1), ("block", 512, 1), ("block", 1024, 1)],
     # issue #15's H200 shape: the block plan read 100% of copy on the H100 and 84.5% on the H200 (6c7faa1), whose
     # HBM3e asks each SM for 1.4x the bytes in flight; the ring kernel keeps 2 or 3 rows a block in flight
-    # (f1f901f: the ring kernel's lone block, 512 threads, 90.2% on the H200 against the block plan's 84.4%; the default
-    # there since, by the DRAM's bandwidth an SM: the other is timed beside it on either GPU)
-    (16384, 16384): [("block", 512, 1), ("ring", 512, 1), ("ring", 1024, 1), ("ring3", 512, 1), ("ring", 512, 2),
+    # (the ring kernel's lone block on the H200: 512 threads 90.2% against the block plan's 84.4% at f1f901f, 1024
+    # threads 93.7% at 75e4667; the default there since, by the DRAM's bandwidth an SM: the other is timed beside it)
+    (16384, 16384): [("block", 512, 1), ("ring", 1024, 1), ("ring", 512, 1), ("ring3", 1024, 1), ("ring3", 512, 1),
                      ("block", 1024, 1)],
     (16384, 1000): [("warp", 128, 1), ("block", 128, 1)],
     (1024, 1024): [("warp", 128, 1), ("block", 128, 1)],

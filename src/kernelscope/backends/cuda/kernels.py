@@ -65,8 +65,9 @@ SOFTMAX_BF16_RING_MAX_CLUSTER = 4
 # for this many GB/s or more (its peak from the device's attributes / SMs): more bytes in flight an SM than one
 # register-held row. The H200 (4.8 TB/s peak, 132 SMs: about 37 GB/s an SM) at f1f901f, 16384x16384 float32: ring
 # 512 threads 90.2% of its copy against the block plan's 84.4%; the H100 (3.35 TB/s: about 25) 92.6% against 98.8%.
-# bfloat16 lost on both (H200: 72.3% against 83.4%).
+# bfloat16 lost on both (H200: 72.3% against 83.4%). The attributes give the H200 4,814 GB/s, 36.5 an SM (75e4667).
 SOFTMAX_RING_FROM_GBPS_PER_SM = 30.0
+SOFTMAX_LONE_RING_THREADS = 1024  # H200 75e4667, 16384x16384 float32: ring 1024 threads 93.7%, 512 91.0%, ring3 91.7%
 SOFTMAX_STRATEGIES = {"warp": 0, "block": 1, "cluster": 1, "loop": 2, "pipe": 3, "ring": 4, "ring3": 5}  # launch codes
 SOFTMAX_RING_STAGES = {"ring": 2, "ring3": 3}
 SOFTMAX_RING_MAX_BYTES = 226 * 1024  # sm_90: 227 KiB a block, less 1 KiB static (softmax.cu: SOFTMAX_RING_MAX_BYTES)
@@ -153,8 +154,8 @@ def softmax_plan(rows: int, cols: int, sm_count: int, itemsize: int = 4, dram_gb
                                     <= pipe_capacity(SOFTMAX_PIPE_THREADS)):
         return SoftmaxPlan("pipe", SOFTMAX_PIPE_THREADS, cluster)
     if (f32 and cluster == 1 and threads >= 512 and dram_gbps_per_sm >= SOFTMAX_RING_FROM_GBPS_PER_SM
-            and ring_bytes(cols, itemsize, threads, 1, 2) <= SOFTMAX_RING_MAX_BYTES):
-        return SoftmaxPlan("ring", threads, 1)
+            and ring_bytes(cols, itemsize, SOFTMAX_LONE_RING_THREADS, 1, 2) <= SOFTMAX_RING_MAX_BYTES):
+        return SoftmaxPlan("ring", SOFTMAX_LONE_RING_THREADS, 1)
     return SoftmaxPlan("cluster" if cluster > 1 else "block", threads, cluster)
 
 
