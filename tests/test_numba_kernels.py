@@ -174,7 +174,8 @@ def test_the_regs_plan_on_a_gpu_keeps_32_elements_a_thread_up_to_512_threads():
 
     shape = lambda plan: (plan.path, plan.threads, plan.unroll)  # noqa: E731 (fast_exp: its own test)
     assert shape(regs_plan(16384)) == ("regs", 512, 32) and shape(regs_plan(8192)) == ("regs", 256, 32)
-    assert shape(regs_plan(1000)) == ("regs", 128, 8)  # at least 128 threads
+    assert shape(regs_plan(1000)) == ("regs", 64, 16)  # at least 64 threads
+    assert shape(regs_plan(4096)) == ("regs", 128, 32)
     assert shape(regs_plan(16384, max_threads=256)) == ("regs", 256, 64)  # asked for: the old shape
     assert shape(regs_plan(32768)) == ("regs", 512, 64)
     with pytest.raises(ValueError, match="a row of 32769 columns is wider than the regs plan holds"):

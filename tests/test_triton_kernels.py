@@ -96,7 +96,9 @@ def test_a_persistent_plan_is_one_launch_of_about_a_program_an_sm():
     # the default: float32 rows enough for the grid of 2 programs an SM (H100 a08c0b0: 62.7% of copy, split 56.3%)
     assert softmax_plan(512, 50257, 4, H100_SMS).strategy == "persist"
     assert softmax_plan(512, 50257, 4, H100_SMS).programs == 2 * H100_SMS
-    assert softmax_plan(512, 50257, 2, H100_SMS).strategy == "split"  # bfloat16 lost in it
+    bf16 = softmax_plan(512, 50257, 2, H100_SMS)  # 16 KiB chunks: 8192 bfloat16 columns (51.5% against split's 45.4%)
+    assert (bf16.strategy, bf16.block) == ("persist", tsoftmax.PERSIST_CHUNK_BYTES // 2)
+    assert softmax_plan(512, 50257, 4, H100_SMS).block == tsoftmax.PERSIST_CHUNK_BYTES // 4
     assert softmax_plan(64, 262144, 4, H100_SMS).strategy == "split"  # 64 rows for 264 programs
     assert softmax_plan(512, 50257, 4, H100_SMS, persistent=False).strategy == "split"
     assert softmax_plan(64, 262144, 2, H100_SMS, persistent=True, persist_programs_per_sm=2).programs == 64

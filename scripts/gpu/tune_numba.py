@@ -125,7 +125,7 @@ SOFTMAX_SWEEP = {  # the first few run under --quick: candidates beside the defa
     (4096, 4096): [{"path": "row"}, {"path": "regs", "fast_exp": False},
                    {"path": "row", "unroll": 4, "cols_per_thread": 8}, {"path": "row", "unroll": 16},
                    {"path": "row", "recompute": True}, {"path": "row", "cols_per_thread": 32}],
-    (16384, 1000): [{"path": "regs", "max_threads": 64}, {"path": "row"}, {"path": "row", "unroll": 4, "cols_per_thread": 8}],
+    (16384, 1000): [{"path": "regs", "max_threads": 32}, {"path": "row"}, {"path": "row", "unroll": 4, "cols_per_thread": 8}],
     (512, 50257): [{"unroll": 4}, {"unroll": 16}],
     (64, 262144): [{"l2_share": 100.0}],
 }

@@ -51,8 +51,10 @@ WIDE = [(512, 50257), (64, 262144)]
 # Issue #15's candidates first (--quick runs them). Since a08c0b0 float32 rows that give every program of the
 # persist plan a row take it (2 programs an SM: 62.7% of copy at 512x50257 on the H100 against the split plan's
 # 56.3%); the split plan is the {"persistent": False} row, the other shapes' default. bfloat16 lost in the persist
-# plan at 4096-column chunks (41.9% against 45.7%): 8192-column chunks move as many bytes a load as float32's.
-SPLIT_SWEEP = [{"persistent": False}, {"persistent": True, "chunk": 8192}, {"persistent": True, "persist_stages": 4},
+# plan at 4096-column chunks (41.9% against 45.7%) and won at 8192 (51.5% against 45.4%, f1f901f): 16 KiB chunks
+# since (PERSIST_CHUNK_BYTES), the other width is timed beside it.
+SPLIT_SWEEP = [{"persistent": False}, {"persistent": True, "chunk": 8192}, {"persistent": True, "chunk": 4096},
+               {"persistent": True, "persist_stages": 4},
                {"persistent": True, "persist_programs_per_sm": 3}, {"persistent": True, "persist_programs_per_sm": 1},
                {"pipelined": True},
                {"persistent": True, "split_warps": 8}, {"persistent": True, "l2_hints": False},

@@ -100,9 +100,10 @@ def softmax_online(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Te
 #             read and one write, with no second launch and no chunk statistics.
 #             The lecture's online kernel launches a program for every row at
 #             once, so its re-read misses L2 (45% of copy at 512x50257). Chosen
-#             for float32 rows that give every program one (512x50257 on the
-#             H100: 62.7% of copy against the split plan's 56.3%, a08c0b0);
-#             bfloat16 and 64x262144 (64 rows) stay on "split", which won there.
+#             for rows that give every program one, in chunks of 16 KiB (512x50257
+#             on the H100: 62.7% of copy in float32 against the split plan's
+#             56.3%, 51.5% in bfloat16 against 45.4%); 64x262144 (64 rows)
+#             stays on "split", which won there.
 #
 # H100 measurements behind the defaults (scripts/gpu/tune_triton.py):
 # * 1024-wide rows, one to a program with 4 warps, beat 4 to a program with 16
@@ -123,6 +124,10 @@ FEW_WARPS = 4
 PIPE_GROUP_BYTES = 16 << 20  # pipe: input bytes a group; L2 holds one group read, one re-read (H100: 50 MB)
 PERSIST_PROGRAMS_PER_SM = 2  # persist: programs an SM (H100 a08c0b0, 512x50257 float32: 2 62.7% of copy, 1 62.2%)
 PERSIST_STAGES = 3  # persist: chunks of pass 1 in flight a program (tl.range's num_stages)
+# persist: a chunk of 16 KiB, 4096 float32 or 8192 bfloat16 columns. bfloat16 at 512x50257, f1f901f and 75e4667:
+# 8192 columns 51.5% of copy on the H100 and 38.4% on the H200 against split's 45.4% and 34.6% (4096 columns:
+# 41.9% on the H100); float32 at 8192 columns lost (46.0% against 62.8% at 4096).
+PERSIST_CHUNK_BYTES = 16 << 10
 
 
 @dataclass(frozen=True)
@@ -161,7 +166,7 @@ def _floor_power_of_2(n: int) -> int:
 
 
 def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_cols: int = NARROW_COLS,
-                 narrow_elems: int = NARROW_ELEMS, max_row_block: int = MAX_ROW_BLOCK, chunk: int = SPLIT_CHUNK,
+                 narrow_elems: int = NARROW_ELEMS, max_row_block: int = MAX_ROW_BLOCK, chunk: int | None = None,
                  group_bytes: int = GROUP_BYTES, elems_per_thread: int = ELEMS_PER_THREAD,
                  max_warps: int = MAX_WARPS, few_warps_cols: int = FEW_WARPS_COLS, few_warps: int = FEW_WARPS,
                  split_warps: int | None = None, l2_hints: bool = True, pipelined: bool = False,
@@ -192,12 +197,14 @@ def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_c
         cap = few_warps if rows_per_program == 1 and block <= few_warps_cols else max_warps
         return SoftmaxPlan("narrow" if rows_per_program > 1 else "row", block,
                            _warps(rows_per_program * block, elems_per_thread, cap), rows_per_program)
-    if persistent is None:  # see PERSIST_PROGRAMS_PER_SM; bfloat16 and rows too few for the grid lost (tune_triton)
-        persistent = not pipelined and itemsize == 4 and rows >= sm_count * persist_programs_per_sm
+    if persistent is None:  # see PERSIST_PROGRAMS_PER_SM and PERSIST_CHUNK_BYTES; rows too few for the grid lost
+        persistent = not pipelined and rows >= sm_count * persist_programs_per_sm
     if persistent:
+        chunk = chunk or PERSIST_CHUNK_BYTES // itemsize
         return SoftmaxPlan("persist", chunk, split_warps or _warps(chunk, elems_per_thread, max_warps),
                            l2_hints=l2_hints, programs=max(1, min(rows, sm_count * persist_programs_per_sm)),
                            stages=persist_stages)
+    chunk = chunk or SPLIT_CHUNK
     chunks = triton.cdiv(cols, chunk)
     group_rows = max(1, min(rows, (pipe_group_bytes if pipelined else group_bytes) // (cols * itemsize)))
     group_rows = triton.cdiv(rows, triton.cdiv(rows, group_rows))  # even groups: 64 rows as 22+21+21, not 24+24+16
