@@ -550,7 +550,8 @@ def test_site_shows_the_evidence_the_gate_and_the_host_bound_rows(tmp_path, monk
     assert "1 of 3 (33%)" in text and "3 of 3 (100%)" in text  # warm within 1%; graph within 2%
     words = " ".join(text.split())
     assert "host mode's, read in pairs with Timer's, as the median of the pairs' ratios − 1." in words
-    assert "host mode 20 samples, each followed by a Timer timeit of as many calls" in words
+    assert ("host mode samples, 20 at a time (up to 200, while the median ratio's 95% interval is wider than ±1%), "
+            "each followed by a Timer timeit of as many calls") in words
     assert "the pair's diff is the median of the pairs' ratios" in words
     assert "cold 25 samples and do_bench (warmup 5 ms, rep 25 ms) in turns, 4 rounds of each" in words
     method = re.sub(r"<[^>]+>", " ", (site / "concepts" / "method" / "index.html").read_text())

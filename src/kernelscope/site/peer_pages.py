@@ -140,9 +140,12 @@ def machine_body(m: MachinePeers) -> str:
                  + (f", the median of {b['timer_readings']} readings" if b.get("timer_readings") else "") + "; "
                  f"host mode {b.get('host_samples')} samples")
     else:
-        more = (f", {b['host_samples']} at a time up to {b['host_max_pairs']} while the median ratio's 95% "
-                f"interval is wider than ±{b.get('host_ratio_ci_pct', 1.0):g}%") if b.get("host_max_pairs") else ""
-        timer = (f"host mode {b.get('host_samples')} samples{more}, each followed by a Timer `timeit` of as many "
+        if b.get("host_max_pairs"):  # crosscheck since the pairs go on while their ratio is unsure
+            samples = (f"samples, {b['host_samples']} at a time (up to {b['host_max_pairs']}, while the median "
+                       f"ratio's 95% interval is wider than ±{b.get('host_ratio_ci_pct', 1.0):g}%)")
+        else:
+            samples = f"{b.get('host_samples')} samples"
+        timer = (f"host mode {samples}, each followed by a Timer `timeit` of as many "
                  "calls (Timer's reading is the median of those"
                  + ("; the pair's diff is the median of the pairs' ratios)" if b.get("cold_rounds") else ")"))
     if b.get("cold_rounds"):  # crosscheck since cold mode and do_bench take rounds in turns

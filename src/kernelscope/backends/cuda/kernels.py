@@ -17,9 +17,10 @@ from kernelscope.backends.cuda.build import extension
 # (blocks_per_sm 0; -k: k blocks an SM striding over the tiles; k > 0: the grid-stride loop, one
 # resident wave of k blocks an SM). On an H100 the grid-stride wave stayed at 92-94% of copy
 # bandwidth at 2^26 and 2^28 elements in every configuration; torch's one-lap launch read 99-100%.
-# 128 threads: on the H100 at a08c0b0 (tune_cuda --quick) 128-thread tiles beat 256 at both sweep sizes and dtypes:
-# gelu 99.2% vs 97.4% of copy at 16384x16384 float32, 95.0% vs 91.5% at 8192x8192 bfloat16; square 97.8% vs 97.5%,
-# 94.8% vs 82.4% (8192x8192 bfloat16, whose 256-thread row read 94.6% in the suite's own row of the same run).
+# 128 threads (tune_cuda --quick): on the H200 at 75e4667 128-thread tiles beat 256 at both sweep sizes (gelu
+# 16384x16384 float32 99.3% vs 96.1% of copy, 8192x8192 bfloat16 93.4% vs 90.6%); on the H100 at f1f901f
+# they are level (99.5% vs 99.6%, square 16384x16384 float32). The H100's a08c0b0 sweep, which put 128 ahead there,
+# had its first rows read slow (tune_cuda's warm-up since a4d95e3).
 ELEMENTWISE_THREADS = 128
 ELEMENTWISE_BLOCKS_PER_SM = 0  # one lap: n / (128 x 4 x 16 B) blocks, 16 of them resident an SM (32 registers)
 ELEMENTWISE_UNROLL = 4  # 16-byte loads a thread before its first store: a 16 KiB tile a block

@@ -185,7 +185,7 @@ def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_c
     of about ``pipe_group_bytes``, pass 2 of one group beside pass 1 of the next;
     ``persistent``: a row a program, ``persist_programs_per_sm`` programs an SM
     taking rows in turn, pass 1 ``persist_stages`` chunks deep; by default
-    (None) float32 rows enough to give every program one.
+    (None) when the rows give every program one.
     """
     block = next_power_of_2(cols)
     if block <= max_row_block:
