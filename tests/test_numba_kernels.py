@@ -67,6 +67,28 @@ def test_elementwise_tiled_one_lap_covers_every_element(op, launcher, shape, thr
     within_tolerance(op, x, out)
 
 
+@pytest.mark.parametrize("tiled", [True, False])
+def test_gelus_fast_form_matches_the_reference_far_out_too(tiled):
+    # x / (1 + exp(-2u)): far out exp(-2u) is 0 or inf, and the quotient x or 0. On the GPU through libdevice's
+    # fast exp and divide (test_gelus_fast_form_on_the_gpu), here the same formula through the simulator's math.
+    x = OPS["gelu"].make_input((5, 61), "float32", DEVICE, 4) * 3
+    x[0, :6] = torch.tensor([-200.0, -30.0, -0.0, 0.0, 30.0, 200.0])
+    out = launch_gelu(x, torch.full_like(x, float("nan")), 32, 8, 2, tiled, fast=True)
+    assert torch.isfinite(out).all()
+    within_tolerance("gelu", x, out)
+    assert abs(out[0, 0]) < 1e-30 and out[0, 5] == 200.0  # (the simulator caps the exp: -1.2e-36, not -0)
+
+
+@pytest.mark.gpu
+def test_gelus_fast_form_on_the_gpu():
+    x = OPS["gelu"].make_input((4096, 4096), "float32", "cuda", 4) * 4
+    x.view(-1)[:6] = torch.tensor([-200.0, -30.0, -0.0, 0.0, 30.0, 200.0], device="cuda")
+    out = launch_gelu(x, fast=True)
+    torch.cuda.synchronize()
+    assert torch.isfinite(out).all()
+    within_tolerance("gelu", x, out)
+
+
 @simulated
 @pytest.mark.parametrize("one_launch", [True, False])
 @pytest.mark.parametrize("n, threads, unroll", [(1000, 64, 3), (1, 32, 4), (517, 32, 8)])

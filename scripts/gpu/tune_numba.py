@@ -77,7 +77,9 @@ def references(table: Table, op_name: str, variant: str, torch_label: str, torch
 
 
 def sweep_elementwise(copy_gbps: float, quick: bool, op_name: str, variant: str, launcher, torch_label: str,
-                      torch_fn) -> Table:
+                      torch_fn, forms: dict | None = None) -> Table:
+    """``forms``: other forms of the op (a label and the launcher's extra keywords), timed first at the default
+    launch shape (--quick too)."""
     table = Table(f"{variant}: threads / blocks per SM / unroll / tiled or grid-stride", copy_gbps)
     configs = ELEMENTWISE_CONFIGS[:3] if quick else ELEMENTWISE_CONFIGS
     for shape in ELEMENTWISE_SHAPES[-1:] if quick else ELEMENTWISE_SHAPES:
@@ -85,6 +87,9 @@ def sweep_elementwise(copy_gbps: float, quick: bool, op_name: str, variant: str,
         y = torch.empty_like(x)
         references(table, op_name, variant, torch_label, torch_fn, x, y)
         nbytes = OPS[op_name].bytes_for(shape, DTYPE)
+        for form, keywords in (forms or {}).items():
+            fn = checked(op_name, x, lambda k=keywords: launcher(x, y, **k), form)
+            table.add(f"{form} (default launch shape)", fn, nbytes, shape_str(shape))
         for threads, blocks_per_sm, unroll, tiled in configs:
             label = f"{'tiled' if tiled else 'grid-stride'} threads={threads} blocks/SM={blocks_per_sm} unroll={unroll}"
             fn = checked(op_name, x, lambda t=threads, b=blocks_per_sm, u=unroll, m=tiled: launcher(x, y, t, b, u, m),
@@ -161,7 +166,8 @@ def main() -> None:
         lambda c: sweep_elementwise(c, opts.quick, "square", "square-numba-flat", nb_square.launch_square_flat,
                                     "torch.square", torch.square),
         lambda c: sweep_elementwise(c, opts.quick, "gelu", "gelu-numba", nb_gelu.launch_gelu,
-                                    "F.gelu tanh", lambda x: F.gelu(x, approximate="tanh")),
+                                    "F.gelu tanh", lambda x: F.gelu(x, approximate="tanh"),
+                                    {"x / (1 + fast exp(-2u)), fast divide": {"fast": True}}),
         lambda c: sweep_mean(c, opts.quick),
         lambda c: sweep_softmax(c, opts.quick),
     ):
