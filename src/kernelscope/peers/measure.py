@@ -202,6 +202,7 @@ def host_and_timer(case, samples: int, max_pairs: int | None = None, ratio_ci_pc
     number = plan_host(case.call, case.device)
     timer, host, found, timer_error = _timer(case), [], [], None
     ratios: list[float] = []
+    interval = (0.0, 0.0)  # the median ratio's 95% interval, as of the last batch
     max_pairs = max(samples, max_pairs or samples)
     while len(host) < max_pairs:
         for _ in range(samples):
@@ -214,9 +215,8 @@ def host_and_timer(case, samples: int, max_pairs: int | None = None, ratio_ci_pc
         if timer_error is not None:
             break
         ratios = [h / t.median for h, t in zip(host, found)]
-        lo, hi = median_interval(ratios)
-        middle = statistics.median(ratios)
-        if max(middle - lo, hi - middle) <= middle * ratio_ci_pct / 100:
+        interval, middle = median_interval(ratios), statistics.median(ratios)
+        if max(middle - interval[0], interval[1] - middle) <= middle * ratio_ci_pct / 100:
             break
     case.check(case.call())
     timer_reading, host_details = timer_error, {"host_number": number, "host_samples": len(host),
@@ -224,8 +224,7 @@ def host_and_timer(case, samples: int, max_pairs: int | None = None, ratio_ci_pc
     if timer_error is None:
         median, details = _timer_reading(found)
         timer_reading = (median, {**details, "timer_paired": True})  # agreement: no drift excuse for a pair
-        lo, hi = median_interval(ratios)
-        host_details.update(host_pair_ratio=_median(ratios), host_pair_ratio_ci=[lo, hi])
+        host_details.update(host_pair_ratio=_median(ratios), host_pair_ratio_ci=list(interval))
     return {"host": (_median(host), host_details), "timer": timer_reading}
 
 
