@@ -268,7 +268,7 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
     Variant("gelu-cuda-vec4", "gelu", "cuda", "tuned CUDA C++: 16-byte vector loads, one contiguous tile a block, one lap over the array",
             f"{_B}.cuda.kernels:gelu_vec4", dtypes=F32_BF16, takes_out=True, max_numel=INT32, tuned=True,
             bench_dtypes=F32_BF16),
-    Variant("gelu-numba", "gelu", "numba", "Numba gelu: one contiguous tile of threads x unroll elements a block, one lap over the flat array",
+    Variant("gelu-numba", "gelu", "numba", "Numba gelu as x / (1 + exp(-2u)) through libdevice's fast exp and divide: one contiguous tile of threads x unroll elements a block, one lap over the flat array",
             f"{_B}.numba.gelu:gelu", dtypes=F32, takes_out=True, max_numel=INT32, tuned=True),
 ]}
 
