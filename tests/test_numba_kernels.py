@@ -114,26 +114,6 @@ def test_mean_partials_and_finish(n, threads, unroll, one_launch):
         assert full >= 2 and tail > 0
 
 
-def test_a_balanced_grid_gives_every_block_the_same_number_of_whole_laps(monkeypatch):
-    monkeypatch.setattr(common, "SIMULATED", False)
-    monkeypatch.setattr(common, "sm_count", lambda index: 132)
-    gpu = torch.device("cuda", 0)
-    n, per_block = 2**24, 512 * 8  # 4096 block laps over 132 SMs x 4 blocks
-    assert common.grid_stride_blocks(gpu, n, per_block, 4) == 528  # 7.76 laps each
-    assert common.grid_stride_blocks(gpu, n, per_block, 4, balanced=True) == 512  # 8 each
-    assert common.grid_stride_blocks(gpu, 4097 * 512, 512, 4, balanced=True) == 513  # 4097 laps: 8 each, 1 short
-    assert common.grid_stride_blocks(gpu, 1000, 512, 4, balanced=True) == 2  # under a lap's worth: as before
-
-
-@simulated
-@pytest.mark.parametrize("balanced", [True, False])
-def test_mean_with_and_without_whole_laps(balanced):
-    x = OPS["mean"].make_input((1000,), "float32", DEVICE, 5)  # 64 x 3 a lap: 6 laps over 2 simulated blocks
-    out = torch.full((), float("nan"))
-    assert launch_mean(x, out, 64, 8, 3, True, balanced) is out
-    within_tolerance("mean", x, out)
-
-
 @simulated
 def test_a_one_block_mean_writes_the_mean_without_a_ticket():
     # A small input is one block's: its sum is the total. The ticket counter is not touched: set to 5 (as if
@@ -172,10 +152,6 @@ def softmax_inputs(shape):
     Plan("split", threads=64, unroll=3, chunk=300, group_rows=3),  # one chunk a row, two warps
     Plan("regs", threads=32, unroll=16),  # 300 columns in 32 x 16 registers: 212 padded with -inf
     Plan("regs", threads=64, unroll=8),  # the same in two warps: the block reductions' barriers
-    # persistent, the next row in flight: 2 simulated blocks over 3 rows, so block 0 prefetches row 2 and
-    # block 1 has no next row
-    Plan("pipe", threads=32, unroll=16, min_blocks=1),
-    Plan("pipe", threads=64, unroll=8, min_blocks=2),
 ])
 def test_softmax_plans_on_stress_inputs(plan):
     shape = (3, 300)
@@ -231,24 +207,10 @@ def test_the_regs_plan_on_a_gpu_keeps_32_elements_a_thread_up_to_512_threads():
     assert shape(regs_plan(4096)) == ("regs", 128, 32)
     assert shape(regs_plan(16384, max_threads=256)) == ("regs", 256, 64)  # asked for: the old shape
     assert shape(regs_plan(32768)) == ("regs", 512, 64)
+    assert shape(regs_plan(8192, ept=16)) == ("regs", 512, 16)  # asked for: half the elements, twice the threads
+    assert shape(regs_plan(16384, ept=16, max_threads=1024)) == ("regs", 1024, 16)
     with pytest.raises(ValueError, match="a row of 32769 columns is wider than the regs plan holds"):
         regs_plan(32769)
-
-
-def test_the_pipe_plan_holds_two_rows_of_16_elements_a_thread_in_64_registers():
-    from kernelscope.backends.numba.softmax import pipe_plan
-
-    shape = lambda plan: (plan.path, plan.threads, plan.unroll, plan.min_blocks)  # noqa: E731
-    assert shape(pipe_plan(16384)) == ("pipe", 1024, 16, 1)
-    assert shape(pipe_plan(8192)) == ("pipe", 512, 16, 2)
-    assert shape(pipe_plan(1000)) == ("pipe", 64, 16, 16)
-    assert shape(pipe_plan(16384, max_threads=512, min_blocks=1)) == ("pipe", 512, 32, 1)  # asked for
-    assert shape(pipe_plan(8192, ept=32)) == ("pipe", 256, 32, 2)  # the same registers in fewer blocks
-    with pytest.raises(ValueError, match="a row of 65537 columns is wider than the pipe plan holds"):
-        pipe_plan(65537)
-    x = OPS["softmax"].make_input((2, 300), "float32", DEVICE, 3)
-    with pytest.raises(ValueError, match="pipe plan's 32 threads x 8 elements hold 256 of a row's 300 columns"):
-        launch_softmax(x, plan=Plan("pipe", 32, 8))
 
 
 def test_launchers_refuse_blocks_of_partial_warps():
@@ -337,12 +299,10 @@ def test_softmax_plans_agree_on_the_gpu(shape):
     if shape[1] <= 16384:  # the regs plan with libdevice's fast exp, on the stress rows too
         within_tolerance("softmax", x, launch_softmax(x, path="regs", fast_exp=True))
         within_tolerance("softmax", x, launch_softmax(x, path="regs", min_blocks=2))  # 64 registers a thread
-        within_tolerance("softmax", x, launch_softmax(x, path="pipe"))  # 300 rows: the grid's blocks loop
         for name, sx in softmax_inputs(shape):
-            for path in ("regs", "pipe"):
-                out = launch_softmax(sx, path=path, fast_exp=True)
-                assert torch.isfinite(out).all(), (name, path)
-                within_tolerance("softmax", sx, out)
+            out = launch_softmax(sx, path="regs", fast_exp=True)
+            assert torch.isfinite(out).all(), name
+            within_tolerance("softmax", sx, out)
     if shape[1] > 60000:
         with pytest.raises(ValueError, match="does not fit"):
             launch_softmax(x, path="row")

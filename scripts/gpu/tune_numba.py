@@ -45,13 +45,8 @@ DEVICE = "cuda"
 ELEMENTWISE_CONFIGS = [(256, 8, 4, True), (256, 8, 2, True), (256, 8, 4, False), (256, 8, 1, True),
                        (256, 8, 8, True), (512, 4, 4, True), (128, 16, 4, True), (256, 8, 2, False)]
 ELEMENTWISE_SHAPES = [(8192, 8192), (16384, 16384)]  # --quick: the last
-# (threads, blocks per SM, unroll, one launch, balanced): one launch = the last block to finish sums the partials;
-# balanced = the grid cut to whole laps. --quick: the first three (issue #15: mean-numba 28.12 us at 2^24 on the
-# H100 against mean-compile's 25.95, f1f901f; 21.78 against 19.04 on the H200, eaec9dd, before the last lap's
-# loads were issued together).
-MEAN_CONFIGS = [(512, 4, 8, True, False), (512, 4, 8, True, True), (512, 4, 16, True, False),
-                (512, 4, 8, False, False), (1024, 2, 8, True, False), (256, 8, 8, True, False),
-                (512, 4, 4, True, False)]
+# (threads, blocks per SM, unroll, one launch): one launch = the last block to finish sums the partials.
+MEAN_CONFIGS = [(512, 4, 8, True), (512, 4, 8, False), (1024, 2, 8, True), (256, 8, 8, True), (512, 4, 4, True)]
 MEAN_SHAPES = [(2**24,), (2**26,), (2**28,)]  # --quick: the first and the last
 
 
@@ -106,17 +101,16 @@ def sweep_elementwise(copy_gbps: float, quick: bool, op_name: str, variant: str,
 
 def sweep_mean(copy_gbps: float, quick: bool) -> Table:
     table = Table("mean-numba: threads / blocks per SM / unroll, one launch or two", copy_gbps)
-    configs = MEAN_CONFIGS[:3] if quick else MEAN_CONFIGS
+    configs = MEAN_CONFIGS[:2] if quick else MEAN_CONFIGS
     for shape in [MEAN_SHAPES[0], MEAN_SHAPES[-1]] if quick else MEAN_SHAPES:
         x = OPS["mean"].make_input(shape, DTYPE, DEVICE, 0)
         y = torch.empty((), device=DEVICE)
         references(table, "mean", "mean-numba", "torch.mean", torch.mean, x, y)
         nbytes = OPS["mean"].bytes_for(shape, DTYPE)
-        for threads, blocks_per_sm, unroll, one, balanced in configs:
-            label = (f"{'1 launch' if one else '2 launches'} threads={threads} blocks/SM={blocks_per_sm} "
-                     f"unroll={unroll}{' whole laps' if balanced else ''}")
-            fn = checked("mean", x, lambda t=threads, b=blocks_per_sm, u=unroll, o=one, w=balanced:
-                         nb_mean.launch_mean(x, y, t, b, u, o, w), label)
+        for threads, blocks_per_sm, unroll, one in configs:
+            label = f"{'1 launch' if one else '2 launches'} threads={threads} blocks/SM={blocks_per_sm} unroll={unroll}"
+            fn = checked("mean", x, lambda t=threads, b=blocks_per_sm, u=unroll, o=one:
+                         nb_mean.launch_mean(x, y, t, b, u, o), label)
             table.add(label, fn, nbytes, shape_str(shape))
         del x
     return table
@@ -125,15 +119,15 @@ def sweep_mean(copy_gbps: float, quick: bool) -> Table:
 # Overrides of plan_softmax per shape, after the catalog row (which is the default plan): the candidates.
 # Up to 16384 columns the default is the regs plan with the fast exp (REGS_DEFAULT_MAX_COLS, REGS_FAST_EXP;
 # a08c0b0 on the H100), so the row plan's knobs there name the path.
-# The pipe plan (persistent regs blocks, the next row's loads in flight behind the current row) first: issue #15's
-# candidate for the H200, where the regs plan read 79.7% at 16384x16384 and 80.8% at 8192x8192 (eaec9dd).
+# Half the elements a thread in twice the threads first: issue #15's candidates for the H200, where the regs plan
+# read 79.7% at 16384x16384 and 80.8% at 8192x8192 (eaec9dd), and softmax-cuda's register-held block read 95.6% at
+# 8192x8192 with 512 threads of 16 against 88.1% with 256 of 32 (a1dd638). (A persistent regs plan that loaded the
+# block's next row behind the current one read 60.0-67.6% there, a1dd638: dropped.)
 SOFTMAX_SWEEP = {  # the first few run under --quick: candidates beside the default, then the plans it replaced
-    (16384, 16384): [{"path": "pipe"}, {"path": "pipe", "max_threads": 512, "min_blocks": 1},
-                     {"path": "regs", "min_blocks": 2}, {"path": "row"}, {"path": "regs", "fast_exp": False},
+    (16384, 16384): [{"path": "regs", "cols_per_thread": 16, "max_threads": 1024}, {"path": "regs", "min_blocks": 2}, {"path": "row"}, {"path": "regs", "fast_exp": False},
                      {"unroll": 4, "cols_per_thread": 8, "path": "row"}, {"unroll": 16, "path": "row"},
                      {"recompute": True, "path": "row"}, {"max_threads": 1024, "unroll": 16, "path": "row"}],
-    (8192, 8192): [{"path": "pipe"}, {"path": "pipe", "cols_per_thread": 32}, {"path": "pipe", "cols_per_thread": 8},
-                   {"path": "regs", "min_blocks": 2}, {"path": "regs", "fast_exp": False}, {"path": "row"},
+    (8192, 8192): [{"path": "regs", "cols_per_thread": 16}, {"path": "regs", "min_blocks": 2}, {"path": "regs", "fast_exp": False}, {"path": "row"},
                    {"path": "regs", "max_threads": 128},
                    {"path": "row", "unroll": 4, "cols_per_thread": 8}, {"path": "row", "max_threads": 256},
                    {"path": "row", "unroll": 16}, {"path": "row", "recompute": True}],
@@ -145,7 +139,7 @@ SOFTMAX_SWEEP = {  # the first few run under --quick: candidates beside the defa
     (64, 262144): [{"l2_share": 100.0}],
 }
 # --quick: how many of each shape's sweep
-SOFTMAX_QUICK = {(16384, 16384): 4, (8192, 8192): 4, (4096, 4096): 1, (16384, 1000): 1, (512, 50257): 1}
+SOFTMAX_QUICK = {(16384, 16384): 3, (8192, 8192): 3, (4096, 4096): 1, (16384, 1000): 1, (512, 50257): 1}
 SOFTMAX_SMALL = [(1024, 1024)]  # the rest of the suite's sweep: catalog and torch only
 
 

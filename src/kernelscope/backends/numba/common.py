@@ -36,20 +36,12 @@ def sm_count(device_index: int) -> int:
     return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
-def grid_stride_blocks(device: torch.device, work_items: int, per_block: int, blocks_per_sm: int,
-                       balanced: bool = False) -> int:
-    """Blocks for a grid-stride loop: enough to cover ``work_items`` once, at most a resident grid.
-
-    ``balanced``: no more blocks than it takes for every block to make the same number of laps (of
-    ``per_block`` items), so no lap of the grid is a sliver: 2^24 floats in laps of 512 x 8 are 4096 laps of a
-    block; a resident grid of 528 blocks (132 SMs x 4) makes 7.76 of them each, 512 blocks exactly 8.
-    """
+def grid_stride_blocks(device: torch.device, work_items: int, per_block: int, blocks_per_sm: int) -> int:
+    """Blocks for a grid-stride loop: enough to cover ``work_items`` once, at most a resident grid."""
     needed = max(1, -(-work_items // per_block))
-    resident = SIM_BLOCKS if SIMULATED else sm_count(device.index or 0) * blocks_per_sm
-    if balanced and needed > resident:
-        laps = -(-needed // resident)
-        return -(-needed // laps)
-    return min(needed, resident)
+    if SIMULATED:
+        return min(needed, SIM_BLOCKS)
+    return min(needed, sm_count(device.index or 0) * blocks_per_sm)
 
 
 def resident_blocks_per_sm(threads: int, blocks_per_sm: int) -> int:

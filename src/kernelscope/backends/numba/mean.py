@@ -3,13 +3,8 @@
 Launch 1 (``partial_sums``): a grid of a few resident blocks per SM walks the
 array in a grid-stride loop, ``unroll`` independent loads a thread in flight,
 each added to its own float32 accumulator (independent adds, and shorter sums:
-less rounding). The last lap is the same ``unroll`` loads, each guarded, not
-a loop of one load at a time, whose loads would wait on each other's adds:
-at 2^24 elements a thread of the resident grid had 6 such loads left after
-7 laps of 8. (``balanced``, a candidate: the grid cut to the blocks that make
-whole laps, 512 blocks of 8 laps rather than 528 of 7.76.) The block then
-reduces its threads' sums with warp shuffles and one slot per warp of shared
-memory, and writes one partial sum.
+less rounding). The block then reduces its threads' sums with warp shuffles
+and one slot per warp of shared memory, and writes one partial sum.
 
 One launch (the default): a grid of one block (up to threads x unroll
 elements, 4096 at the defaults) writes the mean at once. Otherwise, after writing its partial, thread 0 of each block
@@ -50,7 +45,6 @@ BLOCKS_PER_SM = 4
 UNROLL = 8
 FINISH_THREADS = 256
 ONE_LAUNCH = True
-BALANCED = False  # the grid cut to whole laps (grid_stride_blocks' balanced): tune_numba times it
 
 
 @cache
@@ -70,10 +64,9 @@ def thread_sum(unroll: int):
             for u in range(unroll):
                 acc[u] += x[i + u * stride]
             i += unroll * stride
-        for u in range(unroll):  # the last lap: every load issued before the first add waits on one
-            j = i + u * stride
-            if j < n:
-                acc[u] += x[j]
+        while i < n:
+            acc[0] += x[i]
+            i += stride
         total = ZERO
         for u in range(unroll):
             total += acc[u]
@@ -166,16 +159,15 @@ def finish_mean(partials, out, n):
 
 def launch_mean(x: torch.Tensor, out: torch.Tensor | None = None, threads: int | None = None,
                 blocks_per_sm: int | None = None, unroll: int | None = None,
-                one_launch: bool | None = None, balanced: bool | None = None) -> torch.Tensor:
-    """mean with an explicit launch shape for the partial sums, one launch or two, the grid cut to whole laps
-    or not (None: the module defaults)."""
+                one_launch: bool | None = None) -> torch.Tensor:
+    """mean with an explicit launch shape for the partial sums, one launch or two (None: the module defaults)."""
     threads = threads or (SIM_THREADS if SIMULATED else THREADS)
     blocks_per_sm = resident_blocks_per_sm(threads, blocks_per_sm or BLOCKS_PER_SM)
     unroll = unroll or (2 if SIMULATED else UNROLL)
     check_threads(threads)
     y = torch.empty((), device=x.device, dtype=x.dtype) if out is None else out
     n = x.numel()
-    blocks = grid_stride_blocks(x.device, n, threads * unroll, blocks_per_sm, BALANCED if balanced is None else balanced)
+    blocks = grid_stride_blocks(x.device, n, threads * unroll, blocks_per_sm)
     partials = torch.empty(blocks, device=x.device, dtype=torch.float32)
     s = stream()
     finish = SIM_THREADS if SIMULATED else FINISH_THREADS

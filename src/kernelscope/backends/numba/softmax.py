@@ -32,17 +32,6 @@ Three launch plans, chosen per (rows, cols) on the host by ``plan_softmax``:
   where softmax-cuda's register-held blocks read 98-100%. The default up to
   REGS_DEFAULT_MAX_COLS columns, where the H100 measured it faster (with the fast exp).
 
-* "pipe": the regs plan made persistent: a grid of ``min_blocks`` blocks an SM
-  walks the rows (row, row + grid, ...), and each thread issues its loads of
-  the block's next row into a second register array before it reduces and
-  writes the current one, so a row's loads are in flight while the row before
-  it is reduced, exponentiated and written. The regs plan's blocks have no
-  loads in flight between their last load and their next block's first: on
-  the H200, whose DRAM asks each SM for about 1.4x the H100's bytes in flight,
-  the regs plan read 79.7% of copy at 16384x16384 (eaec9dd) against 97.7% on
-  the H100. Registers hold two rows' slices: REGS_EPT / 2 elements a thread
-  each by default (PIPE_EPT).
-
 Every maximum is subtracted before exp, so logits around +1000 do not
 overflow; elements at -inf (masked) give exp(-inf) = 0, and a running
 maximum still at -inf is never subtracted from itself (no -inf - -inf = NaN).
@@ -62,8 +51,8 @@ from numba import cuda, float32
 from numba.cuda import libdevice
 
 from kernelscope.backends.numba import as_array, stream
-from kernelscope.backends.numba.common import (NEG_INF, SIM_BLOCKS, SIM_THREADS, SIMULATED, ZERO, block_max,
-                                                block_sum, check_threads, jit_bounded, quick_barriers,
+from kernelscope.backends.numba.common import (NEG_INF, SIM_THREADS, SIMULATED, ZERO, block_max, block_sum,
+                                                check_threads, jit_bounded, quick_barriers,
                                                 resident_blocks_per_sm, sm_count)
 
 ONE = np.float32(1.0)
@@ -119,9 +108,6 @@ REGS_MAX_EPT = 64  # ... so a thread holds up to this many: 32768 columns at 512
 # at 16384 columns it lost with the accurate exp (1,076 against 846 us at 16384x16384, 140 against 118 at
 # 2048x16384), and won with the fast one (737 against 847 us at 16384x16384, a08c0b0).
 REGS_DEFAULT_MAX_COLS = 16384
-PIPE_EPT = 16  # pipe plan: elements a thread holds of each of its two rows (64 registers at 1024 threads)
-PIPE_MAX_THREADS = 1024
-PIPE_SM_ELEMENTS = 1024 * PIPE_EPT  # pipe plan: blocks an SM = this / (threads x elements a thread)
 
 
 @cuda.jit(device=True)
@@ -215,52 +201,6 @@ def softmax_regs_kernel(threads: int, ept: int, fast_exp: bool = False, min_bloc
             if j < cols:
                 y[base + j] = v[u] * inv
     return softmax_regs
-
-
-@cache
-def softmax_pipe_kernel(threads: int, ept: int, fast_exp: bool = True, blocks_per_sm: int = 1):
-    """The "pipe" plan's kernel: the regs kernel, persistent, with the block's next row loaded into a second
-    register array while the current one is reduced and written (each shape compiles once)."""
-    exp = exp_fast if fast_exp else exp_accurate
-
-    @jit_bounded(threads, blocks_per_sm)
-    def softmax_pipe(x, y, rows, cols):
-        scratch = cuda.shared.array(32, float32)
-        t = cuda.threadIdx.x
-        cur = cuda.local.array(ept, float32)  # registers: the row being reduced ...
-        nxt = cuda.local.array(ept, float32)  # ... and the next one, on its way
-        row = cuda.blockIdx.x
-        base = row * cols
-        for u in range(ept):
-            j = t + u * threads
-            cur[u] = x[base + j] if j < cols else NEG_INF
-        while row < rows:
-            following = row + cuda.gridDim.x
-            if following < rows:  # issued now, first used after this row's writes
-                ahead = following * cols
-                for u in range(ept):
-                    j = t + u * threads
-                    nxt[u] = x[ahead + j] if j < cols else NEG_INF
-            m = NEG_INF
-            for u in range(ept):
-                m = max(m, cur[u])
-            m = block_max(m, scratch)
-            s = ZERO
-            for u in range(ept):
-                e = exp(cur[u] - m)
-                cur[u] = e
-                s += e
-            inv = ONE / block_sum(s, scratch)
-            base = row * cols
-            for u in range(ept):
-                j = t + u * threads
-                if j < cols:
-                    y[base + j] = cur[u] * inv
-            for u in range(ept):
-                cur[u] = nxt[u]
-            row = following
-
-    return softmax_pipe
 
 
 @cache
@@ -381,20 +321,20 @@ def _allow_large_shared(kernel, args, nbytes: int) -> bool:
 
 @dataclass(frozen=True)
 class Plan:
-    path: str  # "row", "split", "regs" or "pipe"
+    path: str  # "row", "split" or "regs"
     threads: int
-    unroll: int  # row and split: loads in flight a thread; regs and pipe: elements a thread holds (of each row)
+    unroll: int  # row and split: loads in flight a thread; regs: elements a thread holds
     chunk: int = 0  # split: columns a block
     group_rows: int = 0  # split: rows a launch pair
     recompute: bool = False  # row: pass 3 recomputes exp (see the module docstring)
     fast_exp: bool = False  # regs: libdevice's fast_expf for the exps (REGS_FAST_EXP)
-    min_blocks: int = 1  # regs: blocks an SM the launch bounds keep registers for; pipe: that, and the grid's
+    min_blocks: int = 1  # regs: blocks an SM the launch bounds keep registers for
 
     def __str__(self) -> str:
         extra = f" chunk={self.chunk} group={self.group_rows}" if self.path == "split" else ""
         extra += " recompute" if self.recompute else ""
         extra += " fast-exp" if self.fast_exp else ""
-        extra += f" min-blocks={self.min_blocks}" if self.min_blocks > 1 or self.path == "pipe" else ""
+        extra += f" min-blocks={self.min_blocks}" if self.min_blocks > 1 else ""
         return f"{self.path} threads={self.threads} unroll={self.unroll}{extra}"
 
 
@@ -402,36 +342,20 @@ def _pow2_at_least(n: int) -> int:
     return 1 << max(0, n - 1).bit_length()
 
 
-def regs_plan(cols: int, max_threads: int | None = None, fast_exp: bool | None = None, min_blocks: int = 1) -> Plan:
-    """The "regs" plan for rows of ``cols``: REGS_EPT elements a thread, REGS_MIN_THREADS to ``max_threads``
-    (default REGS_MAX_THREADS) threads, more elements a thread once the threads run out.
+def regs_plan(cols: int, max_threads: int | None = None, fast_exp: bool | None = None, min_blocks: int = 1,
+              ept: int | None = None) -> Plan:
+    """The "regs" plan for rows of ``cols``: ``ept`` (REGS_EPT) elements a thread, REGS_MIN_THREADS to
+    ``max_threads`` (default REGS_MAX_THREADS) threads, more elements a thread once the threads run out.
 
     Its own limit, not the row plan's: at 16384 columns the row plan's 256 threads would hold 64 elements each,
     and the H100 read 56.7% of the copy bandwidth there (f50f9f1) against 88.1% at 8192 columns, 32 a thread.
     """
-    threads = min(max_threads or REGS_MAX_THREADS, max(REGS_MIN_THREADS, _pow2_at_least(-(-cols // REGS_EPT))))
+    threads = min(max_threads or REGS_MAX_THREADS, max(REGS_MIN_THREADS, _pow2_at_least(-(-cols // (ept or REGS_EPT)))))
     ept = _pow2_at_least(-(-cols // threads))
     if ept > REGS_MAX_EPT:
         raise ValueError(f"softmax-numba: a row of {cols} columns is wider than the regs plan holds "
                          f"({threads} threads x {REGS_MAX_EPT} elements); take the row or split plan")
     return Plan("regs", threads, ept, fast_exp=REGS_FAST_EXP if fast_exp is None else fast_exp, min_blocks=min_blocks)
-
-
-def pipe_plan(cols: int, max_threads: int | None = None, fast_exp: bool | None = None,
-              min_blocks: int | None = None, ept: int | None = None) -> Plan:
-    """The "pipe" plan for rows of ``cols``: about ``ept`` (PIPE_EPT) elements a thread of each of its two rows,
-    up to ``max_threads`` (PIPE_MAX_THREADS) threads, and as many blocks an SM as hold PIPE_SM_ELEMENTS of a row
-    a thread slot (1024 threads x 16: two rows in half the register file, 64 registers a thread), unless
-    ``min_blocks`` says."""
-    ept = ept or PIPE_EPT
-    threads = min(max_threads or PIPE_MAX_THREADS, max(32, _pow2_at_least(-(-cols // ept))))
-    per_thread = _pow2_at_least(-(-cols // threads))
-    if per_thread > REGS_MAX_EPT:
-        raise ValueError(f"softmax-numba: a row of {cols} columns is wider than the pipe plan holds "
-                         f"({threads} threads x {REGS_MAX_EPT} elements); take the row or split plan")
-    blocks = min_blocks or max(1, PIPE_SM_ELEMENTS // (threads * per_thread))
-    return Plan("pipe", threads, per_thread, fast_exp=REGS_FAST_EXP if fast_exp is None else fast_exp,
-                min_blocks=blocks)
 
 
 def plan_softmax(rows: int, cols: int, device: torch.device, max_threads: int | None = None,
@@ -447,11 +371,8 @@ def plan_softmax(rows: int, cols: int, device: torch.device, max_threads: int | 
     regs_threads = max_threads or (SIM_THREADS if SIMULATED else None)
     if path is None and cols <= REGS_DEFAULT_MAX_COLS and cols <= (regs_threads or REGS_MAX_THREADS) * REGS_MAX_EPT:
         path = "regs"
-    if path == "regs":
-        return regs_plan(cols, regs_threads, fast_exp, min_blocks)
-    if path == "pipe":
-        return pipe_plan(cols, regs_threads, fast_exp, min_blocks if min_blocks > 1 else None,
-                         cols_per_thread)
+    if path == "regs":  # cols_per_thread: the elements a thread holds
+        return regs_plan(cols, regs_threads, fast_exp, min_blocks, cols_per_thread)
     row_unroll = unroll or (SIM_UNROLL if SIMULATED else ROW_UNROLL)
     unroll = unroll or (SIM_UNROLL if SIMULATED else UNROLL)
     if SIMULATED:
@@ -489,9 +410,9 @@ def launch_softmax(x: torch.Tensor, out: torch.Tensor | None = None, plan: Plan 
         return y
     plan = plan or plan_softmax(rows, cols, x.device, **overrides)
     check_threads(plan.threads)
-    if plan.path in ("regs", "pipe") and plan.threads * plan.unroll < cols:
-        raise ValueError(f"softmax-numba: the {plan.path} plan's {plan.threads} threads x {plan.unroll} elements "
-                         f"hold {plan.threads * plan.unroll} of a row's {cols} columns")
+    if plan.path == "regs" and plan.threads * plan.unroll < cols:
+        raise ValueError(f"softmax-numba: the regs plan's {plan.threads} threads x {plan.unroll} elements hold "
+                         f"{plan.threads * plan.unroll} of a row's {cols} columns")
     with quick_barriers():
         return _launch(x, y, plan, overrides)
 
@@ -502,11 +423,6 @@ def _launch(x: torch.Tensor, y: torch.Tensor, plan: Plan, overrides: dict) -> to
     if plan.path == "regs":
         kernel = softmax_regs_kernel(plan.threads, plan.unroll, plan.fast_exp, plan.min_blocks)
         kernel[rows, plan.threads, s](xa, ya, np.int64(cols))
-        return y
-    if plan.path == "pipe":
-        kernel = softmax_pipe_kernel(plan.threads, plan.unroll, plan.fast_exp, plan.min_blocks)
-        grid = SIM_BLOCKS if SIMULATED else sm_count(x.device.index or 0) * plan.min_blocks  # all resident
-        kernel[min(rows, grid), plan.threads, s](xa, ya, np.int64(rows), np.int64(cols))
         return y
     if plan.path == "row":
         kernel = softmax_row_kernel(plan.threads, plan.unroll, plan.recompute)
