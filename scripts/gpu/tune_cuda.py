@@ -48,19 +48,19 @@ SOFTMAX_QUICK_CANDIDATES = 8  # --quick: the first few of a shape's candidates (
 # Candidates beside the default (softmax_plan's choice, always timed first), from the previous H100 sweep's winners.
 SOFTMAX_CANDIDATES = {
     (4096, 4096): [("block", 128, 1), ("block", 256, 1), ("block", 512, 1)],
-    # The H200 at eaec9dd: 87.3% (float32) and 87.4% (bfloat16) in the block plan, where the H100 reads 97.8% and
-    # 96.5%: the lone-row ring (2 stages of a 32 KiB float32 slice a block at 256 threads: 3 blocks an SM, 6 rows in
-    # flight) first, for --quick
-    (8192, 8192): [("ring", 256, 1), ("ring", 512, 1), ("ring3", 256, 1), ("ring", 1024, 1), ("block", 256, 1),
-                   ("block", 512, 1), ("block", 1024, 1)],
+    # The H200 at eaec9dd: 87.3% (float32) and 87.4% (bfloat16) in the block plan of 256 threads, where the H100
+    # reads 97.8% and 96.5%. a1dd638 there: float32 blocks of 512 threads 95.6% (its plan since), the lone-row ring
+    # 82.5-84.8% (70.2% at 1024 threads); bfloat16 512 threads 83.6%, its ring 54.1-68.8%
+    (8192, 8192): [("block", 256, 1), ("block", 512, 1), ("ring", 256, 1), ("ring", 512, 1), ("ring3", 256, 1),
+                   ("ring", 1024, 1), ("block", 1024, 1)],
     # issue #15's H200 shape: the block plan read 100% of copy on the H100 and 84.5% on the H200 (6c7faa1), whose
     # HBM3e asks each SM for 1.4x the bytes in flight; the ring kernel keeps 2 or 3 rows a block in flight
     # (the ring kernel's lone block on the H200: 512 threads 90.2% against the block plan's 84.4% at f1f901f, 1024
     # threads 93.7% at 75e4667; the default there since, by the DRAM's bandwidth an SM: the other is timed beside it)
     # bfloat16 (a 32 KiB row): its ring of 1024 threads read 55.5%, 512 threads 71.9%, against the block plan's 83.6%
-    # (eaec9dd); one block an SM either way. At 256 threads 2 stages take 64 KiB: 3 blocks an SM, 6 rows in flight
-    (16384, 16384): [("ring", 256, 1), ("ring3", 256, 1), ("block", 512, 1), ("ring", 1024, 1), ("ring", 512, 1),
-                     ("ring3", 1024, 1), ("ring3", 512, 1), ("block", 1024, 1)],
+    # (eaec9dd); at 256 threads (2 stages in 64 KiB: 3 blocks an SM) 80.1%, ring3 74.6% (a1dd638)
+    (16384, 16384): [("block", 512, 1), ("ring", 1024, 1), ("ring", 512, 1), ("ring3", 1024, 1), ("ring3", 512, 1),
+                     ("block", 1024, 1), ("ring", 256, 1), ("ring3", 256, 1)],
     (16384, 1000): [("warp", 128, 1), ("block", 128, 1)],
     (1024, 1024): [("warp", 128, 1), ("block", 128, 1)],
     # issue #15, first so that --quick runs them: the ring kernel (persistent clusters, a block's slices of its next

@@ -69,6 +69,10 @@ SOFTMAX_BF16_RING_MAX_CLUSTER = 4
 # bfloat16 lost on both (H200: 72.3% against 83.4%). The attributes give the H200 4,814 GB/s, 36.5 an SM (75e4667).
 SOFTMAX_RING_FROM_GBPS_PER_SM = 30.0
 SOFTMAX_LONE_RING_THREADS = 1024  # H200 75e4667, 16384x16384 float32: ring 1024 threads 93.7%, 512 91.0%, ring3 91.7%
+# ... and a narrower float32 row on that GPU gets a block of half the elements a thread, twice the threads (up to
+# 512): H200 a1dd638, 8192x8192 float32, block of 512 threads x 16 95.6% of its copy against 256 x 32's 88.1%
+# (the ring kernel there 82.5-84.8%; bfloat16 lost at 512 threads, 83.6% against 87.4%)
+SOFTMAX_LONE_EPT_WIDE_DRAM = 16
 SOFTMAX_STRATEGIES = {"warp": 0, "block": 1, "cluster": 1, "loop": 2, "pipe": 3, "ring": 4, "ring3": 5}  # launch codes
 SOFTMAX_RING_STAGES = {"ring": 2, "ring3": 3}
 SOFTMAX_RING_MAX_BYTES = 226 * 1024  # sm_90: 227 KiB a block, less 1 KiB static (softmax.cu: SOFTMAX_RING_MAX_BYTES)
@@ -121,7 +125,8 @@ def softmax_plan(rows: int, cols: int, sm_count: int, itemsize: int = 4, dram_gb
     loop over memory instead, and so do float32 rows split over 8 blocks or
     more; bfloat16 rows split over a cluster of up to 4 take the ring kernel, over larger clusters the pipe
     kernel. A float32 row that a 512-thread block holds alone takes the ring kernel where the
-    DRAM's peak bandwidth an SM (``dram_gbps_per_sm``) reaches SOFTMAX_RING_FROM_GBPS_PER_SM. The
+    DRAM's peak bandwidth an SM (``dram_gbps_per_sm``) reaches SOFTMAX_RING_FROM_GBPS_PER_SM, and a
+    narrower float32 row there a block of SOFTMAX_LONE_EPT_WIDE_DRAM elements a thread. The
     thresholds are H100 and H200 sweeps' (scripts/gpu/tune_cuda.py).
     """
     f32 = itemsize == 4
@@ -154,9 +159,10 @@ def softmax_plan(rows: int, cols: int, sm_count: int, itemsize: int = 4, dram_gb
     if not f32 and cluster > 1 and (floats_per_thread(cols, itemsize, SOFTMAX_PIPE_THREADS, cluster)
                                     <= pipe_capacity(SOFTMAX_PIPE_THREADS)):
         return SoftmaxPlan("pipe", SOFTMAX_PIPE_THREADS, cluster)
-    if (f32 and cluster == 1 and threads >= 512 and dram_gbps_per_sm >= SOFTMAX_RING_FROM_GBPS_PER_SM
-            and ring_bytes(cols, itemsize, SOFTMAX_LONE_RING_THREADS, 1, 2) <= SOFTMAX_RING_MAX_BYTES):
-        return SoftmaxPlan("ring", SOFTMAX_LONE_RING_THREADS, 1)
+    if f32 and cluster == 1 and dram_gbps_per_sm >= SOFTMAX_RING_FROM_GBPS_PER_SM:
+        if threads >= 512 and ring_bytes(cols, itemsize, SOFTMAX_LONE_RING_THREADS, 1, 2) <= SOFTMAX_RING_MAX_BYTES:
+            return SoftmaxPlan("ring", SOFTMAX_LONE_RING_THREADS, 1)
+        threads = min(512, max(threads, _next_pow2(-(-cols // SOFTMAX_LONE_EPT_WIDE_DRAM))))
     return SoftmaxPlan("cluster" if cluster > 1 else "block", threads, cluster)
 
 
