@@ -164,6 +164,19 @@ def test_softmax_plans_on_stress_inputs(plan):
 
 
 @simulated
+@pytest.mark.parametrize("plan", [Plan("regs", threads=32, unroll=8), Plan("regs", threads=64, unroll=4)])
+def test_the_regs_plan_on_rows_that_fill_it_exactly(plan):
+    # 256 columns = threads x elements: the kernel built without the column checks
+    shape = (3, 256)
+    for name, x in softmax_inputs(shape):
+        out = torch.full_like(x, float("nan"))
+        launch_softmax(x, out, plan=plan)
+        assert torch.isfinite(out).all(), name
+        err = error_against_reference(OPS["softmax"], x, out)
+        assert err <= OPS["softmax"].tolerance["float32"], (name, err)
+
+
+@simulated
 def test_softmax_plan_choice_under_the_simulator():
     # The catalog's check shapes run the plans the GPU's defaults use: the regs plan up to what 32 simulated
     # threads hold (2048 columns), the split plan past the simulated cache (9001 columns); the row plan, the

@@ -20,7 +20,8 @@
 #   crosscheck  kernelscope crosscheck: the suite's three modes beside Timer, do_bench, do_bench_cudagraph
 #             and ncu on the same callables, every variant and size: evidence/<machine>/peers.json (#13 item 2)
 #   tune      scripts/gpu/tune_{triton,cuda,numba}.py: launch-shape sweeps of the tuned kernels (issue #9);
-#             TUNE_ARGS=--quick: the first candidates only, which are issue #15's (loop, pipe, regs plans)
+#             TUNE_ARGS=--quick: the first candidates only, which are issue #15's (loop, pipe, regs plans);
+#             TUNE_BACKENDS="numba": one script
 #   profile   kernelscope profile --ncu --demos: torch.profiler, Nsight Compute, compiled code, the
 #             lecture's demos, into profiles/<machine> (issue #8); PROFILE_ARGS="--op softmax --shape 8192x8192"
 #             in place of --demos narrows it
@@ -121,7 +122,7 @@ steps() {
   step pytestgpu sh -c "python3 -m pytest -m gpu -q -p no:cacheprovider ${PYTEST_ARGS:-} > $STATE/pytest-gpu.txt 2>&1; tail -n 3 $STATE/pytest-gpu.txt"
   step check sh -c "kernelscope check -q ${CHECK_ARGS:-} --json-file $STATE/check.json > $STATE/check.txt 2>&1; tail -n 2 $STATE/check.txt"
   step crosscheck sh -c "kernelscope crosscheck > $STATE/peers.txt 2> $STATE/peers.log; echo rc=\$?; tail -n 25 $STATE/peers.txt"
-  step tune sh -c "for b in triton cuda numba; do echo \"--- \$b\"; timeout 300 python3 scripts/gpu/tune_\$b.py ${TUNE_ARGS:-} --json $STATE/tune_\$b.json > $STATE/tune_\$b.txt 2>&1; echo \"rc=\$?\"; tail -n 4 $STATE/tune_\$b.txt; done"
+  step tune sh -c "for b in ${TUNE_BACKENDS:-triton cuda numba}; do echo \"--- \$b\"; timeout 300 python3 scripts/gpu/tune_\$b.py ${TUNE_ARGS:-} --json $STATE/tune_\$b.json > $STATE/tune_\$b.txt 2>&1; echo \"rc=\$?\"; tail -n 4 $STATE/tune_\$b.txt; done"
   step profile sh -c "kernelscope profile --ncu ${PROFILE_ARGS:---demos} --out $STATE/profiles/$M --json > $STATE/profile.jsonl 2> $STATE/profile.log;
     echo rc=\$?; tail -n 5 $STATE/profile.log; kernelscope profile --cross-check --profiles-dir $STATE/profiles > $STATE/crosscheck.txt 2>&1; tail -n 40 $STATE/crosscheck.txt"
   step probe sh -c "for p in clock placement process; do python3 scripts/gpu/\${p}_probe.py --json $STATE/\$p-probe.json > $STATE/\$p-probe.txt 2>&1; done; tail -n 6 $STATE/*-probe.txt"

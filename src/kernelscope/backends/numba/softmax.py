@@ -47,7 +47,7 @@ from functools import cache
 
 import numpy as np
 import torch
-from numba import cuda, float32
+from numba import cuda, float32, uint64
 from numba.cuda import libdevice
 
 from kernelscope.backends.numba import as_array, stream
@@ -171,21 +171,31 @@ def softmax_row_kernel(threads: int, unroll: int, recompute: bool):
 
 
 @cache
-def softmax_regs_kernel(threads: int, ept: int, fast_exp: bool = False, min_blocks: int = 1):
+def softmax_regs_kernel(threads: int, ept: int, fast_exp: bool = False, min_blocks: int = 1, exact: bool = False):
     """The "regs" plan's kernel: a block a row, ``ept`` elements a thread in registers (each shape compiles once);
     ``fast_exp``: libdevice's fast_expf for the exps (the device function it closes over); ``min_blocks``: the
-    blocks an SM its launch bounds ask registers for (2 at 512 threads: 64 registers a thread)."""
+    blocks an SM its launch bounds ask registers for (2 at 512 threads: 64 registers a thread); ``exact``: the
+    row is exactly threads x ept wide, so no element needs its column checked.
+
+    Indices are unsigned: Numba wraps a signed index that is negative (idx + len), which cost every element a
+    shift, an and and an add in 64 bits, and the column check a compare and a branch around each load. The H200
+    at 373af7e (kernelscope profile --ncu, 8192x8192): 1,992 SASS instructions for 32 elements a thread, 60 an
+    element, the SM 79.7% busy against DRAM's 68.0%, where softmax-cuda's block read DRAM at 82.9%. Unsigned,
+    the offsets u * threads are constants of the loads' addresses.
+    """
     exp = exp_fast if fast_exp else exp_accurate
 
     @jit_bounded(threads, min_blocks)
     def softmax_regs(x, y, cols):
         scratch = cuda.shared.array(32, float32)
         t = cuda.threadIdx.x
-        base = cuda.blockIdx.x * cols
+        base = uint64(cuda.blockIdx.x) * uint64(cols) + uint64(t)
         v = cuda.local.array(ept, float32)  # registers: ept is a compile-time constant, every index too
         for u in range(ept):  # every load before the first use: ept in flight a thread
-            j = t + u * threads
-            v[u] = x[base + j] if j < cols else NEG_INF
+            if exact or t + u * threads < cols:
+                v[u] = x[base + uint64(u * threads)]
+            else:
+                v[u] = NEG_INF
         m = NEG_INF
         for u in range(ept):
             m = max(m, v[u])
@@ -197,9 +207,8 @@ def softmax_regs_kernel(threads: int, ept: int, fast_exp: bool = False, min_bloc
             s += e
         inv = ONE / block_sum(s, scratch)
         for u in range(ept):
-            j = t + u * threads
-            if j < cols:
-                y[base + j] = v[u] * inv
+            if exact or t + u * threads < cols:
+                y[base + uint64(u * threads)] = v[u] * inv
     return softmax_regs
 
 
@@ -421,7 +430,8 @@ def _launch(x: torch.Tensor, y: torch.Tensor, plan: Plan, overrides: dict) -> to
     rows, cols = x.shape
     xa, ya, s = as_array(x.view(-1)), as_array(y.view(-1)), stream()
     if plan.path == "regs":
-        kernel = softmax_regs_kernel(plan.threads, plan.unroll, plan.fast_exp, plan.min_blocks)
+        kernel = softmax_regs_kernel(plan.threads, plan.unroll, plan.fast_exp, plan.min_blocks,
+                                     plan.threads * plan.unroll == cols)
         kernel[rows, plan.threads, s](xa, ya, np.int64(cols))
         return y
     if plan.path == "row":
