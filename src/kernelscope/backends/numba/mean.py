@@ -30,7 +30,7 @@ from functools import cache
 
 import numpy as np
 import torch
-from numba import cuda, float32, float64, int32
+from numba import cuda, float32, float64, int32, uint64
 
 from kernelscope.backends.numba import as_array, stream
 from kernelscope.backends.numba.common import (SIM_THREADS, SIMULATED, ZERO, block_sum, check_threads,
@@ -61,11 +61,11 @@ def thread_sum(unroll: int):
         for u in range(unroll):
             acc[u] = ZERO
         while i + (unroll - 1) * stride < n:
-            for u in range(unroll):
-                acc[u] += x[i + u * stride]
+            for u in range(unroll):  # unsigned: no wraparound of a negative index to work out (softmax.py)
+                acc[u] += x[uint64(i + u * stride)]
             i += unroll * stride
         while i < n:
-            acc[0] += x[i]
+            acc[0] += x[uint64(i)]
             i += stride
         total = ZERO
         for u in range(unroll):
