@@ -119,15 +119,18 @@ def sweep_mean(copy_gbps: float, quick: bool) -> Table:
 # Overrides of plan_softmax per shape, after the catalog row (which is the default plan): the candidates.
 # Up to 16384 columns the default is the regs plan with the fast exp (REGS_DEFAULT_MAX_COLS, REGS_FAST_EXP;
 # a08c0b0 on the H100), so the row plan's knobs there name the path.
-# Half the elements a thread in twice the threads first: issue #15's candidates for the H200, where the regs plan
-# read 79.7% at 16384x16384 and 80.8% at 8192x8192 (eaec9dd), and softmax-cuda's register-held block read 95.6% at
-# 8192x8192 with 512 threads of 16 against 88.1% with 256 of 32 (a1dd638). (A persistent regs plan that loaded the
-# block's next row behind the current one read 60.0-67.6% there, a1dd638: dropped.)
+# Half the elements a thread in twice the threads first, as softmax-cuda's block reads 95.6% at 8192x8192 on the
+# H200 with 512 threads of 16 against 88.1% with 256 of 32 (a1dd638). Since the regs kernel's unsigned indices
+# (72f41f7) both shapes read alike on both GPUs (H200 94.0% against 94.2% at 8192x8192, H100 98.7% against 99.1%
+# at 16384x16384). (A persistent regs plan that loaded the block's next row behind the current one read 60.0-67.6%
+# on the H200, a1dd638: dropped.)
 SOFTMAX_SWEEP = {  # the first few run under --quick: candidates beside the default, then the plans it replaced
-    (16384, 16384): [{"path": "regs", "cols_per_thread": 16, "max_threads": 1024}, {"path": "regs", "min_blocks": 2}, {"path": "row"}, {"path": "regs", "fast_exp": False},
+    (16384, 16384): [{"path": "regs", "cols_per_thread": 16, "max_threads": 1024}, {"path": "regs", "min_blocks": 2},
+                     {"path": "row"}, {"path": "regs", "fast_exp": False},
                      {"unroll": 4, "cols_per_thread": 8, "path": "row"}, {"unroll": 16, "path": "row"},
                      {"recompute": True, "path": "row"}, {"max_threads": 1024, "unroll": 16, "path": "row"}],
-    (8192, 8192): [{"path": "regs", "cols_per_thread": 16}, {"path": "regs", "min_blocks": 2}, {"path": "regs", "fast_exp": False}, {"path": "row"},
+    (8192, 8192): [{"path": "regs", "cols_per_thread": 16}, {"path": "regs", "min_blocks": 2},
+                   {"path": "regs", "fast_exp": False}, {"path": "row"},
                    {"path": "regs", "max_threads": 128},
                    {"path": "row", "unroll": 4, "cols_per_thread": 8}, {"path": "row", "max_threads": 256},
                    {"path": "row", "unroll": 16}, {"path": "row", "recompute": True}],

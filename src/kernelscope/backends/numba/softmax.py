@@ -183,7 +183,7 @@ def softmax_regs_kernel(threads: int, ept: int, fast_exp: bool = False, min_bloc
     element, the SM 79.7% busy against DRAM's 68.0%, where softmax-cuda's block read DRAM at 82.9%. Unsigned,
     the offsets u * threads are constants of the loads' addresses: 600 instructions, the SM 26.4% busy, DRAM
     82.4%; 96.6% of copy at 16384x16384 on the H200 (79.6% before) and 99.1% on the H100 (97.8%), 94.2% and
-    97.6% at 8192x8192 (80.5%, 93.5%); 4054ae0, tune_numba --quick.
+    97.6% at 8192x8192 (80.5%, 93.5%); 72f41f7 and 4054ae0, tune_numba --quick.
     """
     exp = exp_fast if fast_exp else exp_accurate
 
@@ -361,7 +361,8 @@ def regs_plan(cols: int, max_threads: int | None = None, fast_exp: bool | None =
     Its own limit, not the row plan's: at 16384 columns the row plan's 256 threads would hold 64 elements each,
     and the H100 read 56.7% of the copy bandwidth there (f50f9f1) against 88.1% at 8192 columns, 32 a thread.
     """
-    threads = min(max_threads or REGS_MAX_THREADS, max(REGS_MIN_THREADS, _pow2_at_least(-(-cols // (ept or REGS_EPT)))))
+    wanted = _pow2_at_least(-(-cols // (ept or REGS_EPT)))
+    threads = min(max_threads or REGS_MAX_THREADS, max(REGS_MIN_THREADS, wanted))
     ept = _pow2_at_least(-(-cols // threads))
     if ept > REGS_MAX_EPT:
         raise ValueError(f"softmax-numba: a row of {cols} columns is wider than the regs plan holds "
