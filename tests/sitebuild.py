@@ -95,6 +95,19 @@ def with_second_machine(dest: Path, speedup: float = 1 / 0.7, copy_gbps: int = 4
 BF16_VARIANTS = ("square-torch", "square-cuda-vec4", "softmax-torch", "gelu-torch")
 
 
+def float32_only(results: Path, machine: str) -> Path:
+    """``results`` (a copy) with ``machine``'s bfloat16 benchmarks (the *Bfloat16 classes) taken out of its runs:
+    a machine that was timed in float32 alone."""
+    for path in (results / machine).glob("*.json"):
+        if path.name == "machine.json":
+            continue
+        data = json.loads(path.read_text())
+        data["results"] = {name: value for name, value in data["results"].items()
+                           if not name.split(".")[1].endswith("Bfloat16")}
+        path.write_text(json.dumps(data))
+    return results
+
+
 def with_bfloat16(dest: Path, speedup: float = 1.9) -> Path:
     """A copy of results/ whose H100 newest run also timed some variants in bfloat16 (each time / ``speedup``).
 
