@@ -215,7 +215,7 @@ def host_and_timer(case, samples: int, max_pairs: int | None = None, ratio_ci_pc
         if timer_error is not None:
             break
         ratios = [h / t.median for h, t in zip(host, found)]
-        interval, middle = median_interval(ratios), statistics.median(ratios)
+        interval, middle = median_interval(ratios), _median(ratios)
         if max(middle - interval[0], interval[1] - middle) <= middle * ratio_ci_pct / 100:
             break
     case.check(case.call())
@@ -224,7 +224,7 @@ def host_and_timer(case, samples: int, max_pairs: int | None = None, ratio_ci_pc
     if timer_error is None:
         median, details = _timer_reading(found)
         timer_reading = (median, {**details, "timer_paired": True})  # agreement: no drift excuse for a pair
-        host_details.update(host_pair_ratio=_median(ratios), host_pair_ratio_ci=list(interval))
+        host_details.update(host_pair_ratio=middle, host_pair_ratio_ci=list(interval))
     return {"host": (_median(host), host_details), "timer": timer_reading}
 
 
