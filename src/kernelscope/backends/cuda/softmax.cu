@@ -31,9 +31,10 @@
 //                    blocks copy their slice of that next row into shared memory
 //                    (cp.async) while the current row is reduced and written.
 //   ring             persistent clusters too, but each block keeps its slices in
-//                    a ring of 2 or 3 stages of shared memory (no row in
-//                    registers): 2 or 3 rows in flight a block, and blocks small
-//                    enough in registers that several share an SM.
+//                    a ring of 1, 2 or 3 stages of shared memory (no row in
+//                    registers): up to 3 rows in flight a block, and blocks small
+//                    enough in registers that several share an SM. One stage holds
+//                    a slice up to 226 KiB: a 50257-wide float32 row in one block.
 #include <cuda_runtime.h>
 #include <cooperative_groups.h>
 #include <stdint.h>
@@ -600,7 +601,7 @@ template <typename T, int S> __launch_bounds__(1024) __global__ void softmax_rin
 // ---- host side -------------------------------------------------------------
 
 enum SoftmaxStrategy { SOFTMAX_WARP = 0, SOFTMAX_BLOCK = 1, SOFTMAX_LOOP = 2, SOFTMAX_PIPE = 3, SOFTMAX_RING2 = 4,
-                       SOFTMAX_RING3 = 5 };
+                       SOFTMAX_RING3 = 5, SOFTMAX_RING1 = 6 };
 
 // Clusters of 9 to 16 blocks are non-portable: each kernel allows them once.
 template <auto Kernel>
@@ -716,10 +717,13 @@ static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols
             return launch_persistent<softmax_pipe_kernel<T, 64>>(rows, threads, cluster, stage, stream, x, y, rows, cols);
         return cudaErrorInvalidValue;  // slice too wide: more threads or a larger cluster
     }
-    if (strategy == SOFTMAX_RING2 || strategy == SOFTMAX_RING3) {
-        const int per_thread = (int)(need / N), stages = strategy == SOFTMAX_RING2 ? 2 : 3;
+    if (strategy == SOFTMAX_RING1 || strategy == SOFTMAX_RING2 || strategy == SOFTMAX_RING3) {
+        const int per_thread = (int)(need / N);
+        const int stages = strategy == SOFTMAX_RING1 ? 1 : strategy == SOFTMAX_RING2 ? 2 : 3;
         const int64_t ring = (int64_t)stages * per_thread * threads * 16;
         if (ring > SOFTMAX_RING_MAX_BYTES) return cudaErrorInvalidValue;  // a larger cluster: smaller slices
+        if (stages == 1)
+            return launch_persistent<softmax_ring_kernel<T, 1>>(rows, threads, cluster, (int)ring, stream, x, y, rows, cols, per_thread);
         return stages == 2
             ? launch_persistent<softmax_ring_kernel<T, 2>>(rows, threads, cluster, (int)ring, stream, x, y, rows, cols, per_thread)
             : launch_persistent<softmax_ring_kernel<T, 3>>(rows, threads, cluster, (int)ring, stream, x, y, rows, cols, per_thread);
@@ -727,7 +731,8 @@ static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols
     return cudaErrorInvalidValue;
 }
 
-// strategy: 0 warp per row, 1 block (cluster == 1) or cluster per row, 2 loop, 3 pipe, 4 and 5 ring of 2 and 3 stages.
+// strategy: 0 warp per row, 1 block (cluster == 1) or cluster per row, 2 loop, 3 pipe, 4 and 5 ring of 2 and 3 stages,
+// 6 ring of one stage (a block's slice of one row in shared memory).
 // threads: a block's threads (warp: rows a block = threads / 32). All three come
 // from kernels.softmax_plan, or a tuning script.
 cudaError_t launch_softmax(const void* x, void* y, int rows, int cols, bool bf16, int strategy, int threads,

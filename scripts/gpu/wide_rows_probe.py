@@ -1,0 +1,242 @@
+"""Issue #15's wide softmax rows on the GPU: where the time goes, plan by plan.
+
+Two parts, each optional:
+
+* ``--sweep``: at 512x50257 and 64x262144, float32 and bfloat16, the copy of
+  the input (the floor at that size: floor_probe.py), softmax_plan's default and
+  a grid of launch shapes, each checked against the float64 reference (also on
+  masked, offset and large-logit rows) before the suite's warm clock times it.
+  The grid spans what shared memory and clusters allow: the ring kernel with one
+  stage (a block's whole slice in shared memory, so a 50257-wide float32 row
+  fits one block and needs no cluster), two and three stages, over clusters of
+  1 to 16 blocks, beside the register-held cluster and loop plans.
+* ``--ncu``: Nsight Compute's full set on a few of those launches (and, for
+  reference, the block plan at 4096x4096, which moves 64x262144's bytes at 91%
+  of copy, and softmax-triton-tuned at 512x50257), one ncu process a case.
+  Printed: time, DRAM throughput, SM-active share, achieved occupancy, L2 hit
+  rate, the cluster metrics and the top warp stall reasons; each case's whole
+  details page goes into --out.
+
+    python3 scripts/gpu/wide_rows_probe.py --sweep --ncu --out DIR [--json FILE]
+
+About 60 s for the sweep on an H100 (its extension built), 15 s a case for ncu.
+Exits 1 if any output was wrong.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import tune_cuda as T  # noqa: E402  (tune puts src/ on sys.path)
+from tune import Table  # noqa: E402
+
+import torch  # noqa: E402
+
+from kernelscope.backends.cuda import build  # noqa: E402
+from kernelscope.backends.cuda import kernels as K  # noqa: E402
+from kernelscope.catalog import OPS  # noqa: E402
+from kernelscope.ops import shape_str  # noqa: E402
+
+# (shape, dtype) -> plans beside the default: (strategy, threads, cluster)
+GRID = {
+    ((512, 50257), "float32"): [
+        ("ring1", 1024, 1), ("ring1", 512, 1), ("ring1", 256, 1), ("ring1", 1024, 2), ("ring1", 512, 2),
+        ("ring1", 256, 2), ("ring1", 512, 4), ("ring", 1024, 2), ("ring", 512, 2), ("ring", 1024, 4),
+        ("ring3", 512, 3), ("ring3", 1024, 4), ("cluster", 256, 2), ("cluster", 128, 4), ("cluster", 128, 8)],
+    ((64, 262144), "float32"): [
+        ("ring1", 1024, 5), ("ring1", 1024, 6), ("ring1", 1024, 8), ("ring1", 512, 8), ("ring1", 512, 6),
+        ("ring", 1024, 10), ("ring", 1024, 12), ("ring", 512, 12), ("ring3", 1024, 16), ("ring", 1024, 8),
+        ("loop", 1024, 8), ("loop", 512, 8), ("loop", 512, 6)],
+    ((512, 50257), "bfloat16"): [
+        ("ring1", 1024, 1), ("ring1", 512, 1), ("ring", 1024, 1), ("ring", 512, 1), ("ring3", 1024, 2),
+        ("ring1", 512, 2), ("ring", 256, 2), ("block", 1024, 1), ("cluster", 512, 2)],
+    ((64, 262144), "bfloat16"): [
+        ("ring1", 1024, 4), ("ring1", 1024, 3), ("ring", 1024, 6), ("ring", 1024, 8), ("ring3", 1024, 8),
+        ("ring1", 512, 4), ("ring", 512, 8), ("loop", 1024, 8), ("loop", 512, 16)],
+}
+
+# ncu cases: (label, variant, shape, dtype, plan or None for the variant's own call)
+NCU_CASES = [
+    ("cuda-default 512x50257", "softmax-cuda", (512, 50257), "float32", None),
+    ("cuda-ring1-1024x1 512x50257", "softmax-cuda", (512, 50257), "float32", ("ring1", 1024, 1)),
+    ("cuda-ring-1024x2 512x50257", "softmax-cuda", (512, 50257), "float32", ("ring", 1024, 2)),
+    ("cuda-default 64x262144", "softmax-cuda", (64, 262144), "float32", None),
+    ("cuda-ring1-1024x8 64x262144", "softmax-cuda", (64, 262144), "float32", ("ring1", 1024, 8)),
+    ("cuda-block-256 4096x4096", "softmax-cuda", (4096, 4096), "float32", ("block", 256, 1)),
+    ("triton-tuned 512x50257", "softmax-triton-tuned", (512, 50257), "float32", None),
+]
+SUMMARY_METRICS = {
+    "gpu__time_duration.sum": "time",
+    "dram__throughput.avg.pct_of_peak_sustained_elapsed": "DRAM %",
+    "sm__cycles_active.avg": "SM active cycles",
+    "gpc__cycles_elapsed.max": "elapsed cycles",
+    "sm__warps_active.avg.pct_of_peak_sustained_active": "occupancy %",
+    "lts__t_sector_hit_rate.pct": "L2 hit %",
+    "dram__bytes_read.sum": "DRAM read",
+    "dram__bytes_write.sum": "DRAM write",
+    "launch__grid_size": "grid",
+    "launch__block_size": "block",
+    "launch__registers_per_thread": "regs",
+    "launch__occupancy_limit_shared_mem": "blocks/SM (smem)",
+}
+
+
+def launchable(plan, shape, dtype) -> bool:
+    rows, cols = shape
+    item = T.ITEMSIZE[dtype]
+    p = K.SoftmaxPlan(*plan)
+    if p.strategy in K.SOFTMAX_RING_STAGES:
+        stages = K.SOFTMAX_RING_STAGES[p.strategy]
+        return K.ring_bytes(cols, item, p.threads, p.cluster, stages) <= K.SOFTMAX_RING_MAX_BYTES
+    if p.strategy in ("block", "cluster"):
+        return K.floats_per_thread(cols, item, p.threads, p.cluster) <= K.register_capacity(p.threads)
+    return True
+
+
+def sweep(table: Table) -> None:
+    op = OPS["softmax"]
+    for (shape, dtype), grid in GRID.items():
+        x = op.make_input(shape, dtype, "cuda", 1)
+        out = torch.empty_like(x)
+        size = x.numel() * x.element_size()
+        table.add("copy (read + write)", lambda: out.copy_(x), 2 * size, shape_str(shape), dtype)
+        ref, scale = T.reference(op, x)
+        stress = []
+        for s in op.stress:
+            if s.name in ("masked", "offset", "large-logits"):
+                sx = s.make(shape, dtype, "cuda", 2)
+                stress.append((s.name, sx, torch.empty_like(sx), *T.reference(op, sx)))
+        default = K.device_softmax_plan(*shape, T.ITEMSIZE[dtype])
+        plans = [default] + [K.SoftmaxPlan(*p) for p in grid if launchable(p, shape, dtype) and tuple(p) != default]
+        for i, plan in enumerate(plans):
+            label = T.plan_label(plan) + (" (default)" if i == 0 else "")
+            T.sweep_row(table, op, label, lambda a, b, p=plan: K.softmax(a, b, plan=p), x, out, ref, scale, shape,
+                        dtype, stress)
+        del x, out, ref, stress
+        torch.cuda.empty_cache()
+
+
+def child(index: int) -> None:
+    """One NCU_CASES case: warmed up outside the profiler's window, then one call inside it."""
+    label, variant, shape, dtype, plan = NCU_CASES[index]
+    op = OPS["softmax"]
+    x = op.make_input(shape, dtype, "cuda", 1)
+    out = torch.empty_like(x)
+    if plan is None:
+        from kernelscope.catalog import VARIANTS
+
+        v = VARIANTS[variant]
+        fn = v.function()
+        call = (lambda: fn(x, out)) if v.takes_out else (lambda: fn(x))  # noqa: E731
+    else:
+        call = lambda: K.softmax(x, out, plan=K.SoftmaxPlan(*plan))  # noqa: E731
+    for _ in range(3):
+        result = call()
+    ref, scale = T.reference(op, x)
+    if not T.matches(label, op, result, ref, scale, dtype):
+        sys.exit(1)
+    torch.cuda.synchronize()
+    torch.cuda.cudart().cudaProfilerStart()
+    call()
+    torch.cuda.synchronize()
+    torch.cuda.cudart().cudaProfilerStop()
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
+
+
+def ncu_case(index: int, out_dir: Path) -> dict:
+    label = NCU_CASES[index][0]
+    stem = out_dir / label.replace(" ", "_")
+    report = stem.with_suffix(".ncu-rep")
+    profile = ["ncu", "--profile-from-start", "off", "--clock-control", "none", "--set", "full",
+               "--import-source", "no", "--force-overwrite", "--export", str(report),
+               sys.executable, __file__, "--child", str(index)]
+    proc = subprocess.run(profile, capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        print(f"  {label}: ncu rc={proc.returncode}: {(proc.stderr or proc.stdout)[-800:]}", flush=True)
+        return {"label": label, "error": proc.returncode}
+    details = subprocess.run(["ncu", "--import", str(report), "--page", "details", "--print-details", "all"],
+                             capture_output=True, text=True, timeout=300).stdout
+    stem.with_suffix(".details.txt").write_text(details)
+    raw = subprocess.run(["ncu", "--import", str(report), "--page", "raw", "--csv", "--print-units", "base"],
+                         capture_output=True, text=True, timeout=300).stdout
+    lines = raw.splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith('"ID"')), None)
+    table = list(csv.reader(io.StringIO("\n".join(lines[start:])))) if start is not None else []
+    record: dict = {"label": label, "kernels": []}
+    if len(table) >= 3:
+        header, rows = table[0], table[2:]  # the second row holds the units
+        for row in rows:
+            values = dict(zip(header, row))
+            kernel = {"name": values.get("Kernel Name", "")[:80]}
+            for name, short in SUMMARY_METRICS.items():
+                kernel[short] = _number(values.get(name, "")) if name in values else None
+            kernel["cluster"] = {k: values[k] for k in header if "cluster" in k and values.get(k)}
+            # WarpStateStats: cycles a warp spends stalled for each reason, per instruction it issues
+            stalls = {}
+            for k in header:
+                found = re.fullmatch(r"smsp__average_warps?_issue_stalled_(\w+?)_per_issue_active\.ratio", k)
+                if found and _number(values[k]) is not None:
+                    stalls[found.group(1)] = _number(values[k])
+            kernel["all_stalls"] = stalls
+            kernel["stalls"] = dict(sorted(stalls.items(), key=lambda kv: -kv[1])[:6])
+            record["kernels"].append(kernel)
+    for k in record["kernels"]:
+        active = (k["SM active cycles"] or 0) / (k["elapsed cycles"] or 1) * 100
+        print(f"  {label:<30} {k['name'][:40]:<40} {(k['time'] or 0) / 1e3:8.2f} us  DRAM {k['DRAM %'] or 0:5.1f}%  "
+              f"SM active {active:5.1f}%  occupancy {k['occupancy %'] or 0:5.1f}%  L2 hit {k['L2 hit %'] or 0:5.1f}%  "
+              f"grid {k['grid']} x {k['block']}  regs {k['regs']}", flush=True)
+        print(f"  {'':<30} stalls (cycles a warp): " + ", ".join(f"{n} {v:.1f}" for n, v in k["stalls"].items()),
+              flush=True)
+        if k["cluster"]:
+            print(f"  {'':<30} cluster: " + ", ".join(f"{n}={v}" for n, v in k["cluster"].items()), flush=True)
+    return record
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sweep", action="store_true", help="time the grid of launch shapes")
+    ap.add_argument("--ncu", action="store_true", help="Nsight Compute's full set on NCU_CASES")
+    ap.add_argument("--out", default=".", help="folder for the ncu reports and details pages")
+    ap.add_argument("--json", help="write the rows as JSON records to this file")
+    ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    opts = ap.parse_args()
+    if not torch.cuda.is_available():
+        print("wide_rows_probe.py measures a GPU: none here", file=sys.stderr)
+        return 2
+    if opts.child is not None:
+        child(opts.child)
+        return 0
+    build.extension()
+    records: list[dict] = []
+    if opts.sweep:
+        table = Table("softmax-cuda, issue #15's wide rows")
+        sweep(table)
+        records += table.rows
+    if opts.ncu:
+        out_dir = Path(opts.out)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        print("== Nsight Compute, full set, one call a case", flush=True)
+        for i in range(len(NCU_CASES)):
+            records.append(ncu_case(i, out_dir))
+    if opts.json:
+        Path(opts.json).write_text(json.dumps(records, indent=1))
+    return 1 if T.FAILURES else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
