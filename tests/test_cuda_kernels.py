@@ -214,6 +214,9 @@ def test_softmax_passes_the_plan_as_launch_arguments(ext):
     K.softmax(x, plan=K.SoftmaxPlan("ring", 256, 8))
     K.softmax(x, plan=K.SoftmaxPlan("ring3", 256, 8))
     assert [c[2] for c in ext.calls[-2:]] == [(4, 256, 8), (5, 256, 8)]
+    K.softmax(x, plan=K.SoftmaxPlan("ring1", 1024, 1))
+    K.softmax(x, plan=K.SoftmaxPlan("refill", 512, 4))
+    assert [c[2] for c in ext.calls[-2:]] == [(6, 1024, 1), (7, 512, 4)]
     bf16 = torch.empty(512, 50257, dtype=torch.bfloat16)
     K.softmax(bf16)
     plan = K.softmax_plan(512, 50257, H100_SMS, 2)

@@ -74,8 +74,8 @@ SOFTMAX_LONE_RING_THREADS = 1024  # H200 75e4667, 16384x16384 float32: ring 1024
 # (the ring kernel there 82.5-84.8%; bfloat16 lost at 512 threads, 83.6% against 87.4%)
 SOFTMAX_LONE_EPT_WIDE_DRAM = 16
 SOFTMAX_STRATEGIES = {"warp": 0, "block": 1, "cluster": 1, "loop": 2, "pipe": 3, "ring": 4, "ring3": 5,
-                      "ring1": 6}  # launch codes
-SOFTMAX_RING_STAGES = {"ring1": 1, "ring": 2, "ring3": 3}
+                      "ring1": 6, "refill": 7}  # launch codes
+SOFTMAX_RING_STAGES = {"ring1": 1, "ring": 2, "ring3": 3, "refill": 1}  # stages of shared memory a block keeps
 SOFTMAX_RING_MAX_BYTES = 226 * 1024  # sm_90: 227 KiB a block, less 1 KiB static (softmax.cu: SOFTMAX_RING_MAX_BYTES)
 
 
