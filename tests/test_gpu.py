@@ -160,10 +160,10 @@ def test_a_reference_on_the_cpu_gives_the_error_it_gives_on_the_gpu(monkeypatch)
     (130, 50257, ("pipe", 256, 8)),
     (20, 262144, ("pipe", 512, 16)),  # non-portable clusters of 16, rows beyond the resident clusters
     (300, 5003, ("ring1", 128, 2)),  # one stage: the next row fetched once this one is written
-    (300, 5003, ("refill", 128, 1)),  # one stage refilled vector by vector: ~2 rows a block, groups of 0-1 vectors
-    (1000, 50257, ("refill", 1024, 1)),  # a 50257-wide float32 row in one block's shared memory, ~8 rows a block
-    (40, 50257, ("refill", 512, 4)),  # fewer rows than resident clusters: nothing to refill
-    (70, 262144, ("refill", 1024, 8)),  # clusters of 8, some with a second row
+    (1000, 50257, ("ring1", 512, 4)),  # softmax_plan's float32 512x50257 launch, ~8 rows a cluster
+    (1000, 50257, ("ring1", 512, 1)),  # its bfloat16 launch; in float32 a 50257-wide row in one block's stage
+    (40, 50257, ("ring1", 512, 4)),  # fewer rows than resident clusters: nothing to fetch after the first
+    (70, 262144, ("ring1", 1024, 8)),  # clusters of 8, some with a second row
 ])
 def test_the_persistent_plans_match_the_reference_on_random_and_stress_rows(rows, cols, plan, dtype):
     # softmax_pipe_kernel and softmax_ring_kernel: persistent clusters whose blocks copy their slices of the next

@@ -10,8 +10,9 @@ Two parts, each optional:
   stage (a block's whole slice in shared memory, so a 50257-wide float32 row
   fits one block and needs no cluster), two and three stages, over clusters of
   1 to 16 blocks, beside the register-held cluster and loop plans.
-* ``--ncu``: Nsight Compute's full set on a few of those launches, one ncu
-  process a case.
+* ``--ncu``: Nsight Compute's full set on a few of those launches (and, for
+  reference, the block plan at 4096x4096, which moves 64x262144's bytes at 91%
+  of copy, and softmax-triton-tuned at 512x50257), one ncu process a case.
   Printed: time, DRAM throughput, SM-active share, achieved occupancy, L2 hit
   rate, the cluster metrics and the top warp stall reasons; each case's whole
   details page goes into --out.
@@ -46,28 +47,33 @@ from kernelscope.catalog import OPS  # noqa: E402
 from kernelscope.ops import shape_str  # noqa: E402
 
 # (shape, dtype) -> plans beside the default: (strategy, threads, cluster). The first lease (H100, 33040bb) swept
-# ring1/ring/ring3/loop/cluster over clusters of 1 to 16: ring1 won the float32 512x50257 (83.3% at 512 x 4, 82.1%
-# at 1024 x 1 against the default's 78.4%) and its bfloat16 (77.1% at 512 x 1 against 64.8%); nothing beat the
-# loop kernel at 64x262144 (68.7%). Now: the refill kernel (ring1 with the next row streamed in as this one is
-# written) beside ring1's best.
+# ring1/ring/ring3/loop/cluster over clusters of 1 to 16 (results-proofs/2026-11-26-h100/session12/m1-widerows):
+# ring1 won the float32 512x50257 (83.3% at 512 x 4, 82.1% at 1024 x 1, against the cluster plan's 78.4%) and its
+# bfloat16 (77.1% at 512 x 1 against 64.8%), softmax_plan's choices since; nothing beat the loop kernel at
+# 64x262144 (68.7%). A second kernel tried at f7fa2ec (m2-refill: each slot refilled with the next row's vector
+# as soon as it was written, the row's max and sum taken online as its four groups landed) read no better:
+# 79.4-81.9% at 512x50257 float32, 62.1-67.8% at 64x262144; it is not kept.
 GRID = {
     ((512, 50257), "float32"): [
-        ("refill", 1024, 1), ("refill", 512, 1), ("refill", 512, 2), ("refill", 1024, 2), ("refill", 512, 4),
-        ("refill", 256, 4), ("ring1", 512, 4), ("ring1", 1024, 1)],
+        ("cluster", 256, 4), ("ring1", 1024, 1), ("ring1", 512, 1), ("ring1", 1024, 2), ("ring1", 512, 2),
+        ("ring1", 256, 2), ("ring", 1024, 2), ("ring", 512, 2), ("ring3", 512, 3), ("cluster", 128, 8)],
     ((64, 262144), "float32"): [
-        ("refill", 1024, 8), ("refill", 512, 8), ("refill", 1024, 6), ("refill", 1024, 5), ("refill", 512, 16),
-        ("refill", 1024, 16)],
+        ("ring1", 1024, 5), ("ring1", 1024, 6), ("ring1", 1024, 8), ("ring1", 512, 8), ("ring", 512, 12),
+        ("ring3", 1024, 16), ("loop", 1024, 8), ("loop", 512, 8)],
     ((512, 50257), "bfloat16"): [
-        ("refill", 512, 1), ("refill", 1024, 1), ("refill", 256, 1), ("refill", 512, 2), ("ring1", 512, 1)],
+        ("ring", 256, 4), ("ring1", 1024, 1), ("ring", 1024, 1), ("ring", 512, 1), ("ring1", 512, 2),
+        ("ring", 256, 2), ("block", 1024, 1)],
     ((64, 262144), "bfloat16"): [
-        ("refill", 1024, 4), ("refill", 1024, 3), ("refill", 512, 4), ("refill", 512, 8), ("refill", 1024, 8)],
+        ("ring1", 1024, 4), ("ring1", 1024, 3), ("ring", 1024, 8), ("ring", 512, 8), ("loop", 512, 16)],
 }
 
 # ncu cases: (label, variant, shape, dtype, plan or None for the variant's own call)
 NCU_CASES = [
-    ("cuda-refill-1024x1 512x50257", "softmax-cuda", (512, 50257), "float32", ("refill", 1024, 1)),
-    ("cuda-refill-512x4 512x50257", "softmax-cuda", (512, 50257), "float32", ("refill", 512, 4)),
-    ("cuda-refill-1024x8 64x262144", "softmax-cuda", (64, 262144), "float32", ("refill", 1024, 8)),
+    ("cuda-default 512x50257", "softmax-cuda", (512, 50257), "float32", None),
+    ("cuda-cluster-256x4 512x50257", "softmax-cuda", (512, 50257), "float32", ("cluster", 256, 4)),
+    ("cuda-default 64x262144", "softmax-cuda", (64, 262144), "float32", None),
+    ("cuda-block-256 4096x4096", "softmax-cuda", (4096, 4096), "float32", ("block", 256, 1)),
+    ("triton-tuned 512x50257", "softmax-triton-tuned", (512, 50257), "float32", None),
 ]
 SUMMARY_METRICS = {
     "gpu__time_duration.sum": "time",

@@ -73,15 +73,23 @@ SOFTMAX_LONE_RING_THREADS = 1024  # H200 75e4667, 16384x16384 float32: ring 1024
 # 512): H200 a1dd638, 8192x8192 float32, block of 512 threads x 16 95.6% of its copy against 256 x 32's 88.1%
 # (the ring kernel there 82.5-84.8%; bfloat16 lost at 512 threads, 83.6% against 87.4%)
 SOFTMAX_LONE_EPT_WIDE_DRAM = 16
+# Rows too wide for one block's registers whose slice fits one stage of shared memory (226 KiB) take the ring of
+# one stage, 512 threads a block: float32 over the same cluster (2 to 4 blocks), bfloat16 a block a row when the
+# rows fill the SMs. H100, wide_rows_probe.py at 33040bb and f7fa2ec (two boxes), 512x50257: float32 ring1 x 4
+# 83.5% and 83.5% of copy against the cluster plan's 78.4% (1024 threads x 1: 82.1%, 82.2%); bfloat16 ring1 x 1
+# 77.1% and 77.2% against the ring of 2 stages over 4 blocks' 64.8% and 64.9%. At 64x262144 (a 1 MiB row: clusters
+# of 5 to 16) it read 61.6-63.7% against the loop kernel's 68.7%.
+SOFTMAX_RING1_THREADS = 512
 SOFTMAX_STRATEGIES = {"warp": 0, "block": 1, "cluster": 1, "loop": 2, "pipe": 3, "ring": 4, "ring3": 5,
-                      "ring1": 6, "refill": 7}  # launch codes
-SOFTMAX_RING_STAGES = {"ring1": 1, "ring": 2, "ring3": 3, "refill": 1}  # stages of shared memory a block keeps
+                      "ring1": 6}  # launch codes
+SOFTMAX_RING_STAGES = {"ring1": 1, "ring": 2, "ring3": 3}
 SOFTMAX_RING_MAX_BYTES = 226 * 1024  # sm_90: 227 KiB a block, less 1 KiB static (softmax.cu: SOFTMAX_RING_MAX_BYTES)
 
 
 class SoftmaxPlan(NamedTuple):
     strategy: str  # "warp", "block", "cluster", "loop", "pipe" (persistent clusters, the next row prefetched into
-    #                shared memory) or "ring"/"ring3" (persistent clusters, the next 2 or 3 rows in a ring of stages)
+    #                shared memory) or "ring1"/"ring"/"ring3" (persistent clusters, a block's slices of its next 1,
+    #                2 or 3 rows in a ring of stages of shared memory)
     threads: int  # a block's threads (warp: rows a block = threads / 32)
     cluster: int  # blocks a row is split across (1: no cluster)
 
@@ -124,8 +132,10 @@ def softmax_plan(rows: int, cols: int, sm_count: int, itemsize: int = 4, dram_gb
     float32 thread holds about 64 elements, and float32 slices grow to 32768
     before the cluster goes past 8. Rows wider than 16 blocks hold in registers
     loop over memory instead, and so do float32 rows split over 8 blocks or
-    more; bfloat16 rows split over a cluster of up to 4 take the ring kernel, over larger clusters the pipe
-    kernel. A float32 row that a 512-thread block holds alone takes the ring kernel where the
+    more. A row wider than a block's registers whose slice fits one stage of shared memory takes the ring
+    kernel of one stage (SOFTMAX_RING1_THREADS): float32 over its cluster, bfloat16 a block a row where the
+    rows fill the SMs. Other bfloat16 rows split over a cluster of up to 4 take the ring kernel, over larger
+    clusters the pipe kernel. A float32 row that a 512-thread block holds alone takes the ring kernel where the
     DRAM's peak bandwidth an SM (``dram_gbps_per_sm``) reaches SOFTMAX_RING_FROM_GBPS_PER_SM, and a
     narrower float32 row there a block of SOFTMAX_LONE_EPT_WIDE_DRAM elements a thread. The
     thresholds are H100 and H200 sweeps' (scripts/gpu/tune_cuda.py).
@@ -154,6 +164,12 @@ def softmax_plan(rows: int, cols: int, sm_count: int, itemsize: int = 4, dram_gb
         return SoftmaxPlan("loop", SOFTMAX_LOOP_THREADS, cluster)
     if f32 and cluster >= SOFTMAX_F32_LOOP_FROM_CLUSTER:
         return SoftmaxPlan("loop", *SOFTMAX_F32_LOOP)
+    if cols > SOFTMAX_BLOCK_MAX_COLS:  # too wide for a block's registers: one stage of shared memory, if it holds
+        if f32 and ring_bytes(cols, itemsize, SOFTMAX_RING1_THREADS, cluster, 1) <= SOFTMAX_RING_MAX_BYTES:
+            return SoftmaxPlan("ring1", SOFTMAX_RING1_THREADS, cluster)
+        if (not f32 and rows >= sm_count
+                and ring_bytes(cols, itemsize, SOFTMAX_RING1_THREADS, 1, 1) <= SOFTMAX_RING_MAX_BYTES):
+            return SoftmaxPlan("ring1", SOFTMAX_RING1_THREADS, 1)
     if (not f32 and 1 < cluster <= SOFTMAX_BF16_RING_MAX_CLUSTER
             and ring_bytes(cols, itemsize, SOFTMAX_PIPE_THREADS, cluster, 2) <= SOFTMAX_RING_MAX_BYTES):
         return SoftmaxPlan("ring", SOFTMAX_PIPE_THREADS, cluster)

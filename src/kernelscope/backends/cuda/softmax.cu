@@ -598,141 +598,10 @@ template <typename T, int S> __launch_bounds__(1024) __global__ void softmax_rin
     }
 }
 
-// Refill: the one-stage ring (a block's slice of one row in shared memory, persistent clusters), but each
-// vector's slot is refilled with the next row's vector as soon as the vector is written, so the next row
-// streams in while this one streams out. The ring of one stage read a 50257-wide float32 row at 82% of the
-// copy bandwidth on the H100 (wide_rows_probe.py, 33040bb) where a copy of the same bytes reads 93%: an SM
-// read its row, reduced it, wrote it and only then asked for the next, so each row cost it a DRAM latency and
-// a reduction with nothing in flight. Here the row's (max, sum of exps) is also taken in one online pass as
-// its vectors land, G commit groups a row (a thread waits for the first group only, not the whole slice),
-// and a thread reads its vectors from shared memory twice (stats, write) rather than three times. A thread
-// copies exactly the vectors it reads back, so its own cp.async waits are all the stage needs.
-__device__ __forceinline__ float2 softmax_pair_merge(float2 a, float2 b) {
-    const float m = fmaxf(a.x, b.x);
-    if (m == -INFINITY) return make_float2(m, 0.0f);  // both empty or fully masked
-    return make_float2(m, a.y * __expf(a.x - m) + b.y * __expf(b.x - m));  // exp(-inf) = 0
-}
-
-// The block's (max, sum of exp(x - max)) from each thread's, returned to every thread. `scratch` holds 32
-// pairs; consecutive calls must alternate between two scratches (a barrier lies between a call's reads and
-// the write two calls later).
-__device__ __forceinline__ float2 softmax_block_merge(float2 v, float2* scratch) {
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    for (int offset = 16; offset > 0; offset >>= 1)
-        v = softmax_pair_merge(v, make_float2(__shfl_xor_sync(0xffffffff, v.x, offset),
-                                              __shfl_xor_sync(0xffffffff, v.y, offset)));
-    if (lane == 0) scratch[warp] = v;
-    __syncthreads();
-    v = lane < (int)blockDim.x / 32 ? scratch[lane] : make_float2(-INFINITY, 0.0f);
-    for (int offset = 16; offset > 0; offset >>= 1)
-        v = softmax_pair_merge(v, make_float2(__shfl_xor_sync(0xffffffff, v.x, offset),
-                                              __shfl_xor_sync(0xffffffff, v.y, offset)));
-    return v;
-}
-
-// Waits until at most `pending` of this thread's commit groups are in flight (cp.async.wait_group takes an
-// immediate: pending < 4).
-__device__ __forceinline__ void softmax_cp_async_wait_at_most(int pending) {
-    switch (pending) {
-        case 0: softmax_cp_async_wait_pending<0>(); break;
-        case 1: softmax_cp_async_wait_pending<1>(); break;
-        case 2: softmax_cp_async_wait_pending<2>(); break;
-        default: softmax_cp_async_wait_pending<3>(); break;
-    }
-}
-
-constexpr int SOFTMAX_REFILL_GROUPS = 4;  // commit groups a row: the online pass starts when the first lands
-
-template <typename T> __launch_bounds__(1024) __global__ void softmax_refill_kernel(
-    const T* __restrict__ x, T* __restrict__ y, int rows, int cols, int per_thread) {
-    using P = Pack16<T>;
-    constexpr int G = SOFTMAX_REFILL_GROUPS;
-    extern __shared__ uint4 stage[];  // per_thread x blockDim.x vectors: vector i of thread t at i * step + t
-    __shared__ float2 scratch[2][32];
-    __shared__ float2 partials[2][SOFTMAX_MAX_CLUSTER];
-    const int csize = softmax_cluster_blocks(), rank = softmax_cluster_rank();
-    if (csize > 1) softmax_cluster_arrive();  // waited on before the first row's combine
-    const int64_t clusters = gridDim.x / csize, first_row = blockIdx.x / csize;
-    const int t = threadIdx.x, step = blockDim.x;
-    auto group_end = [&](int g) { return (int)((int64_t)per_thread * (g + 1) / G); };  // group g: [end(g-1), end(g))
-
-    {  // the first row: every group on its way before any is used
-        const T* xr = x + first_row * cols;
-        const RowSlice c = slice_row(xr, cols, rank, csize);
-        for (int g = 0, i = 0; g < G; ++g) {
-            for (; i < group_end(g); ++i)
-                if (first_row < rows && c.first + t + i * step < c.end)
-                    softmax_cp_async16(&stage[i * step + t], xr + c.s.head + (int64_t)(c.first + t + i * step) * P::N);
-            softmax_cp_async_commit();
-        }
-    }
-    int parity = 0;
-    for (int64_t row = first_row; row < rows; row += clusters, parity ^= 1) {
-        const T* xr = x + row * cols;
-        T* yr = y + row * cols;
-        const RowSlice c = slice_row(xr, cols, rank, csize);
-        float hv = rank == 0 && t < c.s.head ? P::to_float(xr[t]) : -INFINITY;  // the unaligned ends, a thread one
-        float tv = rank == 0 && t < c.s.tail ? P::to_float(xr[cols - c.s.tail + t]) : -INFINITY;
-
-        float2 mine = softmax_pair_merge(make_float2(hv, hv == -INFINITY ? 0.0f : 1.0f),
-                                         make_float2(tv, tv == -INFINITY ? 0.0f : 1.0f));
-        for (int g = 0, i = 0; g < G; ++g) {  // online (max, sum): each group as it lands
-            softmax_cp_async_wait_at_most(G - 1 - g);
-            for (; i < group_end(g); ++i) {
-                if (c.first + t + i * step >= c.end) continue;
-                float f[P::N];
-                P::unpack(stage[i * step + t], f);
-                float vm = f[0];
-#pragma unroll
-                for (int j = 1; j < P::N; ++j) vm = fmaxf(vm, f[j]);
-                const float m = fmaxf(mine.x, vm);
-                if (m == -INFINITY) continue;  // nothing finite yet
-                float s = mine.y * __expf(mine.x - m);
-#pragma unroll
-                for (int j = 0; j < P::N; ++j) s += __expf(f[j] - m);
-                mine = make_float2(m, s);
-            }
-        }
-        float2 stats = softmax_block_merge(mine, scratch[parity]);
-        if (csize > 1) stats = cluster_combine(stats, partials, parity, row == first_row);
-        const float shift = stats.x == -INFINITY ? 0.0f : stats.x, scale = 1.0f / stats.y;
-
-        // Write this row, each vector's slot refilled with the next row's as soon as it is read.
-        const int64_t next = row + clusters;
-        const T* xn = x + next * cols;
-        const RowSlice n = slice_row(next < rows ? xn : xr, cols, rank, csize);
-        const bool out_aligned = (((uintptr_t)xr ^ (uintptr_t)yr) & 15) == 0;
-        T* out = yr + c.s.head;
-        for (int g = 0, i = 0; g < G; ++g) {
-            for (; i < group_end(g); ++i) {
-                const int k = c.first + t + i * step;
-                if (k < c.end) {
-                    float f[P::N];
-                    P::unpack(stage[i * step + t], f);
-#pragma unroll
-                    for (int j = 0; j < P::N; ++j) f[j] = __expf(f[j] - shift) * scale;
-                    T* p = out + (int64_t)k * P::N;
-                    if (out_aligned) {
-                        store16(p, P::pack(f));
-                    } else {
-#pragma unroll
-                        for (int j = 0; j < P::N; ++j) p[j] = P::from_float(f[j]);
-                    }
-                }
-                const int kn = n.first + t + i * step;
-                if (next < rows && kn < n.end) softmax_cp_async16(&stage[i * step + t], xn + n.s.head + (int64_t)kn * P::N);
-            }
-            softmax_cp_async_commit();  // empty past the last row: the waits count groups
-        }
-        if (rank == 0 && t < c.s.head) yr[t] = P::from_float(__expf(hv - shift) * scale);
-        if (rank == 0 && t < c.s.tail) yr[cols - c.s.tail + t] = P::from_float(__expf(tv - shift) * scale);
-    }
-}
-
 // ---- host side -------------------------------------------------------------
 
 enum SoftmaxStrategy { SOFTMAX_WARP = 0, SOFTMAX_BLOCK = 1, SOFTMAX_LOOP = 2, SOFTMAX_PIPE = 3, SOFTMAX_RING2 = 4,
-                       SOFTMAX_RING3 = 5, SOFTMAX_RING1 = 6, SOFTMAX_REFILL = 7 };
+                       SOFTMAX_RING3 = 5, SOFTMAX_RING1 = 6 };
 
 // Clusters of 9 to 16 blocks are non-portable: each kernel allows them once.
 template <auto Kernel>
@@ -859,19 +728,11 @@ static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols
             ? launch_persistent<softmax_ring_kernel<T, 2>>(rows, threads, cluster, (int)ring, stream, x, y, rows, cols, per_thread)
             : launch_persistent<softmax_ring_kernel<T, 3>>(rows, threads, cluster, (int)ring, stream, x, y, rows, cols, per_thread);
     }
-    if (strategy == SOFTMAX_REFILL) {
-        const int per_thread = (int)(need / N);
-        const int64_t stage = (int64_t)per_thread * threads * 16;
-        if (stage > SOFTMAX_RING_MAX_BYTES) return cudaErrorInvalidValue;  // a larger cluster: smaller slices
-        return launch_persistent<softmax_refill_kernel<T>>(rows, threads, cluster, (int)stage, stream, x, y, rows, cols,
-                                                           per_thread);
-    }
     return cudaErrorInvalidValue;
 }
 
 // strategy: 0 warp per row, 1 block (cluster == 1) or cluster per row, 2 loop, 3 pipe, 4 and 5 ring of 2 and 3 stages,
-// 6 ring of one stage (a block's slice of one row in shared memory), 7 refill (the same, the next row streamed in
-// as this one is written).
+// 6 ring of one stage (a block's slice of one row in shared memory).
 // threads: a block's threads (warp: rows a block = threads / 32). All three come
 // from kernels.softmax_plan, or a tuning script.
 cudaError_t launch_softmax(const void* x, void* y, int rows, int cols, bool bf16, int strategy, int threads,
