@@ -67,7 +67,15 @@ GRID = {
         ("ring1", 1024, 4), ("ring1", 1024, 3), ("ring", 1024, 8), ("ring", 512, 8), ("loop", 512, 16)],
 }
 
-# ncu cases: (label, variant, shape, dtype, plan or None for the variant's own call)
+# ncu cases: (label, variant, shape, dtype, plan or None for the variant's own call). --ncu-cases lone: the H200's
+# gap at 2^28 (softmax-cuda 92.8% float32, 83.6% bfloat16 of its copy at da0ab9d, where softmax-triton-tuned, in
+# the same launch shape, a block of 512 threads a row, reads 98.3% and 95.3%).
+LONE_CASES = [
+    ("cuda-default 16384x16384 bf16", "softmax-cuda", (16384, 16384), "bfloat16", None),
+    ("triton-tuned 16384x16384 bf16", "softmax-triton-tuned", (16384, 16384), "bfloat16", None),
+    ("cuda-default 16384x16384", "softmax-cuda", (16384, 16384), "float32", None),
+    ("triton-tuned 16384x16384", "softmax-triton-tuned", (16384, 16384), "float32", None),
+]
 NCU_CASES = [
     ("cuda-default 512x50257", "softmax-cuda", (512, 50257), "float32", None),
     ("cuda-cluster-256x4 512x50257", "softmax-cuda", (512, 50257), "float32", ("cluster", 256, 4)),
@@ -75,6 +83,7 @@ NCU_CASES = [
     ("cuda-block-256 4096x4096", "softmax-cuda", (4096, 4096), "float32", ("block", 256, 1)),
     ("triton-tuned 512x50257", "softmax-triton-tuned", (512, 50257), "float32", None),
 ]
+CASE_SET = "wide"  # --ncu-cases, passed on to the ncu child
 SUMMARY_METRICS = {
     "gpu__time_duration.sum": "time",
     "dram__throughput.avg.pct_of_peak_sustained_elapsed": "DRAM %",
@@ -166,7 +175,7 @@ def ncu_case(index: int, out_dir: Path) -> dict:
     report = stem.with_suffix(".ncu-rep")
     profile = ["ncu", "--profile-from-start", "off", "--clock-control", "none", "--set", "full",
                "--import-source", "no", "--force-overwrite", "--export", str(report),
-               sys.executable, __file__, "--child", str(index)]
+               sys.executable, __file__, "--child", str(index), "--ncu-cases", CASE_SET]
     proc = subprocess.run(profile, capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
         print(f"  {label}: ncu rc={proc.returncode}: {(proc.stderr or proc.stdout)[-800:]}", flush=True)
@@ -213,6 +222,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sweep", action="store_true", help="time the grid of launch shapes")
     ap.add_argument("--ncu", action="store_true", help="Nsight Compute's full set on NCU_CASES")
+    ap.add_argument("--ncu-cases", choices=("wide", "lone"), default="wide",
+                    help="wide: #15's wide rows (default); lone: 16384x16384, softmax-cuda beside softmax-triton-tuned")
     ap.add_argument("--out", default=".", help="folder for the ncu reports and details pages")
     ap.add_argument("--json", help="write the rows as JSON records to this file")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
@@ -220,6 +231,10 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("wide_rows_probe.py measures a GPU: none here", file=sys.stderr)
         return 2
+    global CASE_SET
+    CASE_SET = opts.ncu_cases
+    if opts.ncu_cases == "lone":
+        NCU_CASES[:] = LONE_CASES
     if opts.child is not None:
         child(opts.child)
         return 0
