@@ -6,9 +6,16 @@
 // the normalization are three passes over the row; the row stays in registers
 // between them, so the three passes cost one pass over memory. Math in float32
 // for float32 and bfloat16 alike; exps of x - max, so +1000 offsets and x100
-// logits do not overflow, and -inf (masked) entries give 0. __expf (ex2.approx)
-// errs by about 1e-6 relative or less on the exps that matter (x - max in
-// [-20, 0]), far inside the float32 tolerance of 1e-5 of the largest probability.
+// logits do not overflow, and -inf (masked) entries give 0. ex2.approx errs by
+// about 1e-6 relative or less on the exps that matter (x - max in [-20, 0]), far
+// inside the float32 tolerance of 1e-5 of the largest probability. Each exp is
+// one FFMA and one MUFU.EX2 (softmax_exp): __expf(x - max) compiled to a
+// subtract, a multiply and, for ex2.approx without .ftz, three more
+// instructions around the MUFU for subnormal results, 41% more instructions in
+// the bfloat16 block kernel than Triton's row kernel issues for the same work
+// (ncu on the H200, b61f0bc: softmax-cuda read 83.6% of the copy bandwidth at
+// 16384x16384 bfloat16, softmax-triton-tuned 95.3% in the same launch shape).
+// A flushed subnormal exp is below 2^-126 of the row's largest, exp(0) = 1.
 //
 // The host (kernels.softmax_plan in Python) picks one of four launch shapes from
 // the row count and width:
@@ -160,15 +167,31 @@ __device__ __forceinline__ void store_vectors(T* vecs, int first, int step, int 
     }
 }
 
+constexpr float SOFTMAX_LOG2E = 1.4426950408889634f;
+
+// 2^v, a subnormal result flushed to 0: one MUFU.EX2.
+__device__ __forceinline__ float softmax_exp2(float v) {
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(v));
+    return r;
+}
+
+// exp(x - m) given m_log2e = m log2(e): 2^(x log2(e) - m log2(e)), one FFMA. The rounding of m_log2e is the
+// same for every element of a row, a common factor the normalization divides out. x = -inf gives 0; m must be
+// finite (the kernels shift by 0 for a row or slice whose max is -inf).
+__device__ __forceinline__ float softmax_exp(float x, float m_log2e) {
+    return softmax_exp2(fmaf(x, SOFTMAX_LOG2E, -m_log2e));
+}
+
 // exp(v - max) in place; returns their sum. A max of -inf (an empty or fully
 // masked slice) shifts by 0 instead, so the exps are 0, not NaN, and the sum 0.
 template <int E>
 __device__ __forceinline__ float exp_in_place(float* v, float max) {
-    const float shift = max == -INFINITY ? 0.0f : max;
+    const float shift = (max == -INFINITY ? 0.0f : max) * SOFTMAX_LOG2E;
     float sum = 0.0f;
 #pragma unroll
     for (int i = 0; i < E; ++i) {
-        v[i] = __expf(v[i] - shift);
+        v[i] = softmax_exp(v[i], shift);
         sum += v[i];
     }
     return sum;
@@ -235,8 +258,9 @@ template <typename T, int EPT> __launch_bounds__(1024) __global__ void softmax_w
     for (int i = 0; i < EPT; ++i) m = fmaxf(m, v[i]);
     m = softmax_warp_max(m);
     float sum = exp_in_place<EPT>(v, m);
-    hv = __expf(hv - m);
-    tv = __expf(tv - m);
+    const float shift = (m == -INFINITY ? 0.0f : m) * SOFTMAX_LOG2E;
+    hv = softmax_exp(hv, shift);
+    tv = softmax_exp(tv, shift);
     sum = softmax_warp_sum(sum + hv + tv);
     const float scale = 1.0f / sum;
 
@@ -277,9 +301,9 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 1024 : 512) __globa
     for (int i = 0; i < EPT; ++i) m = fmaxf(m, v[i]);
     m = softmax_block_reduce<true>(m, scratch_max);
     float sum = exp_in_place<EPT>(v, m);
-    const float shift = m == -INFINITY ? 0.0f : m;
-    hv = __expf(hv - shift);
-    tv = __expf(tv - shift);
+    const float shift = (m == -INFINITY ? 0.0f : m) * SOFTMAX_LOG2E;
+    hv = softmax_exp(hv, shift);
+    tv = softmax_exp(tv, shift);
     sum = softmax_block_reduce<false>(sum + hv + tv, scratch_sum);
 
     const float scale = row_scale(m, sum, csize, partials, 0, true);
@@ -323,8 +347,9 @@ template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kerne
         float vm = m;
         for (int j = 0; j < n; ++j) vm = fmaxf(vm, v[j]);
         if (vm == -INFINITY) return;  // nothing finite yet
-        sum *= __expf(m - vm);
-        for (int j = 0; j < n; ++j) sum += __expf(v[j] - vm);
+        const float vm_log2e = vm * SOFTMAX_LOG2E;
+        sum *= softmax_exp(m, vm_log2e);  // m = -inf: 0 (sum is 0 too)
+        for (int j = 0; j < n; ++j) sum += softmax_exp(v[j], vm_log2e);
         m = vm;
     };
     float v[U * P::N];
@@ -346,14 +371,14 @@ template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kerne
 
     const float block_m = softmax_block_reduce<true>(m, scratch_max);
     const float shift = block_m == -INFINITY ? 0.0f : block_m;
-    float block_sum = softmax_block_reduce<false>(sum * __expf(m - shift), scratch_sum);  // m = -inf: sum 0, exp 0
+    float block_sum = softmax_block_reduce<false>(sum * softmax_exp(m, shift * SOFTMAX_LOG2E), scratch_sum);  // m = -inf: 0
     float2 row_stats = make_float2(block_m, block_sum);
     if (csize > 1) row_stats = cluster_combine(row_stats, partials, 0, true);
-    const float row_m = row_stats.x, inv = 1.0f / row_stats.y;
+    const float row_shift = (row_stats.x == -INFINITY ? 0.0f : row_stats.x) * SOFTMAX_LOG2E, inv = 1.0f / row_stats.y;
 
     auto write = [&](float* w, int64_t vec) {  // exp(w - max) / sum into vector vec of the slice
 #pragma unroll
-        for (int j = 0; j < P::N; ++j) w[j] = __expf(w[j] - row_m) * inv;
+        for (int j = 0; j < P::N; ++j) w[j] = softmax_exp(w[j], row_shift) * inv;
         T* p = yv + vec * P::N;
         if (out_aligned) {
             store16(p, P::pack(w));
@@ -377,10 +402,10 @@ template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kerne
         P::unpack(load16(xv + (int64_t)k * P::N), v);
         write(v, k);
     }
-    if (rank == 0 && t < s.head) yr[t] = P::from_float(__expf(P::to_float(xr[t]) - row_m) * inv);
+    if (rank == 0 && t < s.head) yr[t] = P::from_float(softmax_exp(P::to_float(xr[t]), row_shift) * inv);
     if (rank == 0 && t < s.tail) {
         const int64_t i = cols - s.tail + t;
-        yr[i] = P::from_float(__expf(P::to_float(xr[i]) - row_m) * inv);
+        yr[i] = P::from_float(softmax_exp(P::to_float(xr[i]), row_shift) * inv);
     }
 }
 
@@ -489,9 +514,9 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 512 : 256) __global
         }
 
         float sum = exp_in_place<EPT>(v, m);
-        const float shift = m == -INFINITY ? 0.0f : m;
-        hv = __expf(hv - shift);
-        tv = __expf(tv - shift);
+        const float shift = (m == -INFINITY ? 0.0f : m) * SOFTMAX_LOG2E;
+        hv = softmax_exp(hv, shift);
+        tv = softmax_exp(tv, shift);
         sum = softmax_block_reduce<false>(sum + hv + tv, scratch_sum);
 
         const float scale = row_scale(m, sum, csize, partials, parity, row == first_row);
@@ -566,14 +591,15 @@ template <typename T, int S> __launch_bounds__(1024) __global__ void softmax_rin
             for (int j = 0; j < P::N; ++j) m = fmaxf(m, f[j]);
         }
         m = softmax_block_reduce<true>(m, scratch_max);
-        const float shift = m == -INFINITY ? 0.0f : m;  // an empty or fully masked slice: exps 0, not NaN
-        hv = __expf(hv - shift);
-        tv = __expf(tv - shift);
+        // an empty or fully masked slice shifts by 0: exps 0, not NaN
+        const float shift = (m == -INFINITY ? 0.0f : m) * SOFTMAX_LOG2E;
+        hv = softmax_exp(hv, shift);
+        tv = softmax_exp(tv, shift);
         float sum = hv + tv;
         for (int k = c.first + t, i = 0; k < c.end; k += step, i += step) {
             P::unpack(mine[i], f);
 #pragma unroll
-            for (int j = 0; j < P::N; ++j) sum += __expf(f[j] - shift);
+            for (int j = 0; j < P::N; ++j) sum += softmax_exp(f[j], shift);
         }
         sum = softmax_block_reduce<false>(sum, scratch_sum);
 
@@ -583,7 +609,7 @@ template <typename T, int S> __launch_bounds__(1024) __global__ void softmax_rin
         for (int k = c.first + t, i = 0; k < c.end; k += step, i += step) {
             P::unpack(mine[i], f);
 #pragma unroll
-            for (int j = 0; j < P::N; ++j) f[j] = __expf(f[j] - shift) * scale;
+            for (int j = 0; j < P::N; ++j) f[j] = softmax_exp(f[j], shift) * scale;
             T* p = out + (int64_t)k * P::N;
             if (out_aligned) {
                 store16(p, P::pack(f));
