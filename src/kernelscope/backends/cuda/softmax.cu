@@ -9,13 +9,13 @@
 // logits do not overflow, and -inf (masked) entries give 0. ex2.approx errs by
 // about 1e-6 relative or less on the exps that matter (x - max in [-20, 0]), far
 // inside the float32 tolerance of 1e-5 of the largest probability. Each exp is
-// one FFMA and one MUFU.EX2 (softmax_exp): __expf(x - max) compiled to a
-// subtract, a multiply and, for ex2.approx without .ftz, three more
-// instructions around the MUFU for subnormal results, 41% more instructions in
-// the bfloat16 block kernel than Triton's row kernel issues for the same work
-// (ncu on the H200, b61f0bc: softmax-cuda read 83.6% of the copy bandwidth at
-// 16384x16384 bfloat16, softmax-triton-tuned 95.3% in the same launch shape).
-// A flushed subnormal exp is below 2^-126 of the row's largest, exp(0) = 1.
+// a subtract, a multiply and MUFU.EX2 with subnormal results flushed to 0
+// (softmax_exp): __expf(x - max), ex2.approx without .ftz, put three more
+// instructions around the MUFU, and the bfloat16 block kernel issued 41% more
+// instructions than Triton's row kernel for the same work (ncu on the H200,
+// b61f0bc: softmax-cuda read 83.6% of the copy bandwidth at 16384x16384
+// bfloat16, softmax-triton-tuned 95.3% in the same launch shape). A flushed
+// exp is below 2^-126 of the row's largest, exp(0) = 1.
 //
 // The host (kernels.softmax_plan in Python) picks one of four launch shapes from
 // the row count and width:
@@ -176,18 +176,19 @@ __device__ __forceinline__ float softmax_exp2(float v) {
     return r;
 }
 
-// exp(x - m) given m_log2e = m log2(e): 2^(x log2(e) - m log2(e)), one FFMA. The rounding of m_log2e is the
-// same for every element of a row, a common factor the normalization divides out. x = -inf gives 0; m must be
-// finite (the kernels shift by 0 for a row or slice whose max is -inf).
-__device__ __forceinline__ float softmax_exp(float x, float m_log2e) {
-    return softmax_exp2(fmaf(x, SOFTMAX_LOG2E, -m_log2e));
+// exp(x - m) as 2^((x - m) log2(e)). x = -inf gives 0; m must be finite (the kernels shift by 0 for a row or
+// slice whose max is -inf). Not one FFMA, x log2(e) - m log2(e): m log2(e) rounds to float, an error of up to
+// 6e-5 in the exponent at m = 1000 that differs between the blocks of a cluster, each with its own max (the
+// offset stress input read 1.5e-5 to 4e-5 relative error at b61f0bc on the H200, over the 1e-5 tolerance).
+__device__ __forceinline__ float softmax_exp(float x, float m) {
+    return softmax_exp2((x - m) * SOFTMAX_LOG2E);
 }
 
 // exp(v - max) in place; returns their sum. A max of -inf (an empty or fully
 // masked slice) shifts by 0 instead, so the exps are 0, not NaN, and the sum 0.
 template <int E>
 __device__ __forceinline__ float exp_in_place(float* v, float max) {
-    const float shift = (max == -INFINITY ? 0.0f : max) * SOFTMAX_LOG2E;
+    const float shift = max == -INFINITY ? 0.0f : max;
     float sum = 0.0f;
 #pragma unroll
     for (int i = 0; i < E; ++i) {
@@ -258,7 +259,7 @@ template <typename T, int EPT> __launch_bounds__(1024) __global__ void softmax_w
     for (int i = 0; i < EPT; ++i) m = fmaxf(m, v[i]);
     m = softmax_warp_max(m);
     float sum = exp_in_place<EPT>(v, m);
-    const float shift = (m == -INFINITY ? 0.0f : m) * SOFTMAX_LOG2E;
+    const float shift = m == -INFINITY ? 0.0f : m;
     hv = softmax_exp(hv, shift);
     tv = softmax_exp(tv, shift);
     sum = softmax_warp_sum(sum + hv + tv);
@@ -301,7 +302,7 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 1024 : 512) __globa
     for (int i = 0; i < EPT; ++i) m = fmaxf(m, v[i]);
     m = softmax_block_reduce<true>(m, scratch_max);
     float sum = exp_in_place<EPT>(v, m);
-    const float shift = (m == -INFINITY ? 0.0f : m) * SOFTMAX_LOG2E;
+    const float shift = m == -INFINITY ? 0.0f : m;
     hv = softmax_exp(hv, shift);
     tv = softmax_exp(tv, shift);
     sum = softmax_block_reduce<false>(sum + hv + tv, scratch_sum);
@@ -347,9 +348,8 @@ template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kerne
         float vm = m;
         for (int j = 0; j < n; ++j) vm = fmaxf(vm, v[j]);
         if (vm == -INFINITY) return;  // nothing finite yet
-        const float vm_log2e = vm * SOFTMAX_LOG2E;
-        sum *= softmax_exp(m, vm_log2e);  // m = -inf: 0 (sum is 0 too)
-        for (int j = 0; j < n; ++j) sum += softmax_exp(v[j], vm_log2e);
+        sum *= softmax_exp(m, vm);  // m = -inf: 0 (sum is 0 too)
+        for (int j = 0; j < n; ++j) sum += softmax_exp(v[j], vm);
         m = vm;
     };
     float v[U * P::N];
@@ -371,10 +371,10 @@ template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kerne
 
     const float block_m = softmax_block_reduce<true>(m, scratch_max);
     const float shift = block_m == -INFINITY ? 0.0f : block_m;
-    float block_sum = softmax_block_reduce<false>(sum * softmax_exp(m, shift * SOFTMAX_LOG2E), scratch_sum);  // m = -inf: 0
+    float block_sum = softmax_block_reduce<false>(sum * softmax_exp(m, shift), scratch_sum);  // m = -inf: 0
     float2 row_stats = make_float2(block_m, block_sum);
     if (csize > 1) row_stats = cluster_combine(row_stats, partials, 0, true);
-    const float row_shift = (row_stats.x == -INFINITY ? 0.0f : row_stats.x) * SOFTMAX_LOG2E, inv = 1.0f / row_stats.y;
+    const float row_shift = row_stats.x == -INFINITY ? 0.0f : row_stats.x, inv = 1.0f / row_stats.y;
 
     auto write = [&](float* w, int64_t vec) {  // exp(w - max) / sum into vector vec of the slice
 #pragma unroll
@@ -514,7 +514,7 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 512 : 256) __global
         }
 
         float sum = exp_in_place<EPT>(v, m);
-        const float shift = (m == -INFINITY ? 0.0f : m) * SOFTMAX_LOG2E;
+        const float shift = m == -INFINITY ? 0.0f : m;
         hv = softmax_exp(hv, shift);
         tv = softmax_exp(tv, shift);
         sum = softmax_block_reduce<false>(sum + hv + tv, scratch_sum);
@@ -592,7 +592,7 @@ template <typename T, int S> __launch_bounds__(1024) __global__ void softmax_rin
         }
         m = softmax_block_reduce<true>(m, scratch_max);
         // an empty or fully masked slice shifts by 0: exps 0, not NaN
-        const float shift = (m == -INFINITY ? 0.0f : m) * SOFTMAX_LOG2E;
+        const float shift = m == -INFINITY ? 0.0f : m;
         hv = softmax_exp(hv, shift);
         tv = softmax_exp(tv, shift);
         float sum = hv + tv;
