@@ -189,7 +189,7 @@ def test_the_persistent_plans_match_the_reference_on_random_and_stress_rows(rows
 
 
 def test_the_dram_peak_the_softmax_plan_reads_sits_above_what_a_copy_moves():
-    # CPU counterpart: test_cuda_kernels.py's ring-kernel choice from a given bandwidth an SM. Here the attributes
+    # CPU counterpart: test_cuda_kernels.py's choice of threads from a given bandwidth an SM. Here the attributes
     # themselves: the H100's peak is about 3.35 TB/s (copy 3.0), the H200's about 4.8 (copy 4.2).
     from kernelscope.backends.cuda import kernels as K
     from kernelscope.timing.cold import copy_bandwidth
@@ -199,4 +199,4 @@ def test_the_dram_peak_the_softmax_plan_reads_sits_above_what_a_copy_moves():
     copy = copy_bandwidth() / 1e9
     assert copy < peak < 1.5 * copy, (peak, copy)
     plan = K.device_softmax_plan(16384, 16384, 4)
-    assert plan.strategy == ("ring" if K.dram_gbps_per_sm(0) >= K.SOFTMAX_RING_FROM_GBPS_PER_SM else "block")
+    assert plan == ("block", 1024 if K.dram_gbps_per_sm(0) >= K.SOFTMAX_WIDE_DRAM_GBPS_PER_SM else 512, 1)

@@ -330,8 +330,9 @@ def main() -> int:
     print(f"extension ready in {time.perf_counter() - start:.1f} s ({torch.cuda.get_device_name()}, "
           f"torch {torch.__version__}, CUDA {torch.version.cuda})", flush=True)
     print(f"DRAM peak {K.dram_gbps_per_sm(0) * torch.cuda.get_device_properties(0).multi_processor_count:.0f} GB/s "
-          f"from the device's attributes, {K.dram_gbps_per_sm(0):.1f} GB/s an SM (softmax_plan's ring kernel from "
-          f"{K.SOFTMAX_RING_FROM_GBPS_PER_SM:g})", flush=True)
+          f"from the device's attributes, {K.dram_gbps_per_sm(0):.1f} GB/s an SM (softmax_plan's float32 rows of a "
+          f"block each get {K.SOFTMAX_LONE_EPT_WIDE_DRAM} elements a thread from {K.SOFTMAX_WIDE_DRAM_GBPS_PER_SM:g})",
+          flush=True)
     start = time.perf_counter()
 
     softmax = Table("softmax-cuda")

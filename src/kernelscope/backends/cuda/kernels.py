@@ -62,16 +62,15 @@ SOFTMAX_PIPE_THREADS = 256  # bfloat16 rows split over a cluster: the pipe kerne
 # slices of a block's next rows in flight. H100 a08c0b0: 512x50257 bfloat16 (cluster 4) ring 64.8% of copy against
 # the pipe's 60.3%; 64x262144 bfloat16 (cluster 16) ring 56.9% against the pipe's 59.2%.
 SOFTMAX_BF16_RING_MAX_CLUSTER = 4
-# A float32 row a 512-thread block holds alone (1 block an SM) takes the ring kernel on a GPU whose DRAM asks each SM
-# for this many GB/s or more (its peak from the device's attributes / SMs): more bytes in flight an SM than one
-# register-held row. The H200 (4.8 TB/s peak, 132 SMs: about 37 GB/s an SM) at f1f901f, 16384x16384 float32: ring
-# 512 threads 90.2% of its copy against the block plan's 84.4%; the H100 (3.35 TB/s: about 25) 92.6% against 98.8%.
-# bfloat16 lost on both (H200: 72.3% against 83.4%). The attributes give the H200 4,814 GB/s, 36.5 an SM (75e4667).
-SOFTMAX_RING_FROM_GBPS_PER_SM = 30.0
-SOFTMAX_LONE_RING_THREADS = 1024  # H200 75e4667, 16384x16384 float32: ring 1024 threads 93.7%, 512 91.0%, ring3 91.7%
-# ... and a narrower float32 row on that GPU gets a block of half the elements a thread, twice the threads (up to
-# 512): H200 a1dd638, 8192x8192 float32, block of 512 threads x 16 95.6% of its copy against 256 x 32's 88.1%
-# (the ring kernel there 82.5-84.8%; bfloat16 lost at 512 threads, 83.6% against 87.4%)
+# A GPU whose DRAM asks each SM for this many GB/s or more (its peak from the device's attributes / SMs) gives a
+# float32 row of a block each half the elements a thread of the block plan, twice the threads, up to 1024: more
+# bytes in flight an SM. The attributes give the H200 4,814 GB/s, 36.5 an SM (75e4667); the H100 3.35 TB/s, about
+# 25. H200 a1dd638, 8192x8192 float32: 512 threads x 16 95.6% of its copy against 256 x 32's 88.1%. At 16384x16384
+# float32 the ring kernel's lone block had won until 3142f0c (93.7% at 75e4667 against 512 x 32's 84.4%); with
+# the exps of 3142f0c (one multiply and MUFU.EX2 each, no subnormal guard), wide_rows_probe.py --sweep-set lone
+# there read 1024 x 16 97.8% and 97.9%, 256 x 64 98.0% and 97.8%, the ring of 1024 90.9% and 89.9%, 512 x 32 82.9%
+# and 81.2% (3142f0c and b61f0bc's FFMA form). bfloat16 keeps the block plan: 256 threads 88.6-89.0%, 512 86.7-87.6%.
+SOFTMAX_WIDE_DRAM_GBPS_PER_SM = 30.0
 SOFTMAX_LONE_EPT_WIDE_DRAM = 16
 # Rows too wide for one block's registers whose slice fits one stage of shared memory (226 KiB) take the ring of
 # one stage, 512 threads a block: float32 over the same cluster (2 to 4 blocks), bfloat16 a block a row when the
@@ -135,10 +134,10 @@ def softmax_plan(rows: int, cols: int, sm_count: int, itemsize: int = 4, dram_gb
     more. A row wider than a block's registers whose slice fits one stage of shared memory takes the ring
     kernel of one stage (SOFTMAX_RING1_THREADS): float32 over its cluster, bfloat16 a block a row where the
     rows fill the SMs. Other bfloat16 rows split over a cluster of up to 4 take the ring kernel, over larger
-    clusters the pipe kernel. A float32 row that a 512-thread block holds alone takes the ring kernel where the
-    DRAM's peak bandwidth an SM (``dram_gbps_per_sm``) reaches SOFTMAX_RING_FROM_GBPS_PER_SM, and a
-    narrower float32 row there a block of SOFTMAX_LONE_EPT_WIDE_DRAM elements a thread. The
-    thresholds are H100 and H200 sweeps' (scripts/gpu/tune_cuda.py).
+    clusters the pipe kernel. Where the DRAM's peak bandwidth an SM (``dram_gbps_per_sm``) reaches
+    SOFTMAX_WIDE_DRAM_GBPS_PER_SM, a float32 row of a block each is held SOFTMAX_LONE_EPT_WIDE_DRAM elements a
+    thread, up to 1024 threads. The thresholds are H100 and H200 sweeps' (scripts/gpu/tune_cuda.py,
+    scripts/gpu/wide_rows_probe.py).
     """
     f32 = itemsize == 4
     if cols <= (SOFTMAX_WARP_MAX_COLS_F32 if f32 else SOFTMAX_WARP_MAX_COLS):
@@ -176,10 +175,8 @@ def softmax_plan(rows: int, cols: int, sm_count: int, itemsize: int = 4, dram_gb
     if not f32 and cluster > 1 and (floats_per_thread(cols, itemsize, SOFTMAX_PIPE_THREADS, cluster)
                                     <= pipe_capacity(SOFTMAX_PIPE_THREADS)):
         return SoftmaxPlan("pipe", SOFTMAX_PIPE_THREADS, cluster)
-    if f32 and cluster == 1 and dram_gbps_per_sm >= SOFTMAX_RING_FROM_GBPS_PER_SM:
-        if threads >= 512 and ring_bytes(cols, itemsize, SOFTMAX_LONE_RING_THREADS, 1, 2) <= SOFTMAX_RING_MAX_BYTES:
-            return SoftmaxPlan("ring", SOFTMAX_LONE_RING_THREADS, 1)
-        threads = min(512, max(threads, _next_pow2(-(-cols // SOFTMAX_LONE_EPT_WIDE_DRAM))))
+    if f32 and cluster == 1 and dram_gbps_per_sm >= SOFTMAX_WIDE_DRAM_GBPS_PER_SM:
+        threads = min(1024, max(threads, _next_pow2(-(-cols // SOFTMAX_LONE_EPT_WIDE_DRAM))))
     return SoftmaxPlan("cluster" if cluster > 1 else "block", threads, cluster)
 
 
