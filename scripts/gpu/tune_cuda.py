@@ -56,11 +56,11 @@ SOFTMAX_CANDIDATES = {
     # issue #15's H200 shape: the block plan read 100% of copy on the H100 and 84.5% on the H200 (6c7faa1), whose
     # HBM3e asks each SM for 1.4x the bytes in flight; the ring kernel keeps 2 or 3 rows a block in flight
     # (the ring kernel's lone block on the H200: 512 threads 90.2% against the block plan's 84.4% at f1f901f, 1024
-    # threads 93.7% at 75e4667; the default there since, by the DRAM's bandwidth an SM: the other is timed beside it)
+    # threads 93.7% at 75e4667; the default there from then until d0eaee0, whose blocks of 1024 x 16 read 97.8%)
     # bfloat16 (a 32 KiB row): its ring of 1024 threads read 55.5%, 512 threads 71.9%, against the block plan's 83.6%
     # (eaec9dd); at 256 threads (2 stages in 64 KiB: 3 blocks an SM) 80.1%, ring3 74.6% (a1dd638)
-    (16384, 16384): [("block", 512, 1), ("ring", 1024, 1), ("ring", 512, 1), ("ring3", 1024, 1), ("ring3", 512, 1),
-                     ("block", 1024, 1), ("ring", 256, 1), ("ring3", 256, 1)],
+    (16384, 16384): [("block", 512, 1), ("block", 1024, 1), ("block", 256, 1), ("ring", 1024, 1), ("ring", 512, 1),
+                     ("ring3", 1024, 1), ("ring", 256, 1), ("ring3", 512, 1), ("ring3", 256, 1)],
     (16384, 1000): [("warp", 128, 1), ("block", 128, 1)],
     (1024, 1024): [("warp", 128, 1), ("block", 128, 1)],
     # issue #15, first so that --quick runs them: the ring kernel (persistent clusters, a block's slices of its next
