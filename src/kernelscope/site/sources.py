@@ -86,13 +86,14 @@ def _defines(node: ast.stmt, name: str) -> bool:
 
 
 def cuda_kernel(path: Path, name: str) -> SourceRef:
-    """The lines of ``__global__ void name(...) { ... }`` in a .cu file, its leading comment included."""
+    """The lines of ``__global__ void name(...) { ... }`` (or a ``__device__`` function's) in a .cu file, its
+    ``template`` line and leading comment included."""
     if not path.exists():
         raise SourceNotFound(f"{path} does not exist")
     text = path.read_text()
-    match = re.search(rf"__global__\s+void\s+{re.escape(name)}\s*\(", text)
+    match = re.search(rf"__(?:global|device)__[^;{{}}()]*?\b{re.escape(name)}\s*\(", text)
     if match is None:
-        raise SourceNotFound(f"no __global__ function {name} in {path.relative_to(ROOT)}")
+        raise SourceNotFound(f"no __global__ or __device__ function {name} in {path.relative_to(ROOT)}")
     depth, end = 0, None
     for i in range(text.index("{", match.end()), len(text)):
         depth += {"{": 1, "}": -1}.get(text[i], 0)
@@ -101,6 +102,8 @@ def cuda_kernel(path: Path, name: str) -> SourceRef:
             break
     lines = text.splitlines()
     start = text.count("\n", 0, match.start()) + 1
+    if start > 1 and lines[start - 2].lstrip().startswith("template"):
+        start -= 1
     while start > 1 and lines[start - 2].lstrip().startswith("//"):
         start -= 1
     return SourceRef(path, start, text.count("\n", 0, end) + 1)
