@@ -153,28 +153,43 @@ def plan_label(plan) -> str:
     return f"{plan[0]} threads={plan[1]} cluster={plan[2]}"
 
 
-def softmax_candidates(shape, dtype: str, quick: bool) -> list[K.SoftmaxPlan]:
-    rows, cols = shape
+def launchable(p: K.SoftmaxPlan, cols: int, dtype: str) -> bool:
+    """Whether launch_softmax takes plan ``p`` for rows of ``cols`` (registers, shared memory)."""
     item = ITEMSIZE[dtype]
-    plans = [K.SoftmaxPlan(*p) for p in SOFTMAX_CANDIDATES[shape]]
+    if p.strategy == "warp":
+        return K.floats_per_thread(cols, item, 32) <= 32
+    if p.strategy == "loop":
+        return True
+    if p.strategy == "pipe":
+        return K.floats_per_thread(cols, item, p.threads, p.cluster) <= K.pipe_capacity(p.threads)
+    if p.strategy in K.SOFTMAX_RING_STAGES:
+        stages = K.SOFTMAX_RING_STAGES[p.strategy]
+        return K.ring_bytes(cols, item, p.threads, p.cluster, stages) <= K.SOFTMAX_RING_MAX_BYTES
+    return K.floats_per_thread(cols, item, p.threads, p.cluster) <= K.register_capacity(p.threads)
 
-    def launchable(p: K.SoftmaxPlan) -> bool:
-        if p.strategy == "warp":
-            return K.floats_per_thread(cols, item, 32) <= 32
-        if p.strategy == "loop":
-            return True
-        if p.strategy == "pipe":
-            return K.floats_per_thread(cols, item, p.threads, p.cluster) <= K.pipe_capacity(p.threads)
-        if p.strategy in K.SOFTMAX_RING_STAGES:
-            stages = K.SOFTMAX_RING_STAGES[p.strategy]
-            return K.ring_bytes(cols, item, p.threads, p.cluster, stages) <= K.SOFTMAX_RING_MAX_BYTES
-        return K.floats_per_thread(cols, item, p.threads, p.cluster) <= K.register_capacity(p.threads)
 
-    plans = [p for p in plans if launchable(p)]
-    if quick:
-        plans = plans[:SOFTMAX_QUICK_CANDIDATES]
-    default = K.device_softmax_plan(rows, cols, item)
-    return [default] + [p for p in plans if p != default]
+def with_default(shape, dtype: str, candidates) -> list[K.SoftmaxPlan]:
+    """softmax_plan's choice on this GPU first, then the launchable candidates that differ from it."""
+    default = K.device_softmax_plan(*shape, ITEMSIZE[dtype])
+    plans = [K.SoftmaxPlan(*p) for p in candidates]
+    return [default] + [p for p in plans if launchable(p, shape[1], dtype) and p != default]
+
+
+def softmax_candidates(shape, dtype: str, quick: bool) -> list[K.SoftmaxPlan]:
+    plans = [K.SoftmaxPlan(*p) for p in SOFTMAX_CANDIDATES[shape] if launchable(K.SoftmaxPlan(*p), shape[1], dtype)]
+    return with_default(shape, dtype, plans[:SOFTMAX_QUICK_CANDIDATES] if quick else plans)
+
+
+def softmax_stress(op, shape, dtype: str) -> list[tuple]:
+    """The masked, offset and large-logit inputs for rows under 2048 (the cluster and loop kernels' shapes), each
+    as (name, x, out, reference, scale); none for many rows (their memory)."""
+    stress = []
+    if shape[0] < 2048:
+        for s in op.stress:
+            if s.name in ("masked", "offset", "large-logits"):
+                sx = s.make(shape, dtype, "cuda", 2)
+                stress.append((s.name, sx, torch.empty_like(sx), *reference(op, sx)))
+    return stress
 
 
 def tune_softmax(table: Table, quick: bool) -> None:
@@ -190,12 +205,7 @@ def tune_softmax(table: Table, quick: bool) -> None:
             x = op.make_input(shape, dtype, "cuda", 1)
             out = torch.empty_like(x)
             ref, scale = reference(op, x)
-            stress = []
-            if shape[0] < 2048:  # the cluster and loop kernels: masked, offset and large-logit rows too
-                for s in op.stress:
-                    if s.name in ("masked", "offset", "large-logits"):
-                        sx = s.make(shape, dtype, "cuda", 2)
-                        stress.append((s.name, sx, torch.empty_like(sx), *reference(op, sx)))
+            stress = softmax_stress(op, shape, dtype)
             for i, plan in enumerate(softmax_candidates(shape, dtype, quick)):
                 label = plan_label(plan) + (" (default)" if i == 0 else "")
                 sweep_row(table, op, label, lambda a, b, p=plan: K.softmax(a, b, plan=p), x, out, ref, scale,

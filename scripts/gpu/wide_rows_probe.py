@@ -93,7 +93,7 @@ NCU_CASES = [
     ("cuda-block-256 4096x4096", "softmax-cuda", (4096, 4096), "float32", ("block", 256, 1)),
     ("triton-tuned 512x50257", "softmax-triton-tuned", (512, 50257), "float32", None),
 ]
-CASE_SET = "wide"  # --ncu-cases, passed on to the ncu child
+CASE_SETS = {"wide": NCU_CASES, "lone": LONE_CASES}  # --ncu-cases
 SUMMARY_METRICS = {
     "gpu__time_duration.sum": "time",
     "dram__throughput.avg.pct_of_peak_sustained_elapsed": "DRAM %",
@@ -111,18 +111,6 @@ SUMMARY_METRICS = {
 }
 
 
-def launchable(plan, shape, dtype) -> bool:
-    rows, cols = shape
-    item = T.ITEMSIZE[dtype]
-    p = K.SoftmaxPlan(*plan)
-    if p.strategy in K.SOFTMAX_RING_STAGES:
-        stages = K.SOFTMAX_RING_STAGES[p.strategy]
-        return K.ring_bytes(cols, item, p.threads, p.cluster, stages) <= K.SOFTMAX_RING_MAX_BYTES
-    if p.strategy in ("block", "cluster"):
-        return K.floats_per_thread(cols, item, p.threads, p.cluster) <= K.register_capacity(p.threads)
-    return True
-
-
 def sweep(table: Table, grids: dict) -> None:
     op = OPS["softmax"]
     for (shape, dtype), grid in grids.items():
@@ -131,14 +119,8 @@ def sweep(table: Table, grids: dict) -> None:
         size = x.numel() * x.element_size()
         table.add("copy (read + write)", lambda: out.copy_(x), 2 * size, shape_str(shape), dtype)
         ref, scale = T.reference(op, x)
-        stress = []
-        for s in op.stress if shape[0] < 2048 else ():  # many rows: the random input only (its memory)
-            if s.name in ("masked", "offset", "large-logits"):
-                sx = s.make(shape, dtype, "cuda", 2)
-                stress.append((s.name, sx, torch.empty_like(sx), *T.reference(op, sx)))
-        default = K.device_softmax_plan(*shape, T.ITEMSIZE[dtype])
-        plans = [default] + [K.SoftmaxPlan(*p) for p in grid if launchable(p, shape, dtype) and tuple(p) != default]
-        for i, plan in enumerate(plans):
+        stress = T.softmax_stress(op, shape, dtype)
+        for i, plan in enumerate(T.with_default(shape, dtype, grid)):
             label = T.plan_label(plan) + (" (default)" if i == 0 else "")
             T.sweep_row(table, op, label, lambda a, b, p=plan: K.softmax(a, b, plan=p), x, out, ref, scale, shape,
                         dtype, stress)
@@ -146,9 +128,9 @@ def sweep(table: Table, grids: dict) -> None:
         torch.cuda.empty_cache()
 
 
-def child(index: int) -> None:
-    """One NCU_CASES case: warmed up outside the profiler's window, then one call inside it."""
-    label, variant, shape, dtype, plan = NCU_CASES[index]
+def child(case_set: str, index: int) -> None:
+    """One case of a set: warmed up outside the profiler's window, then one call inside it."""
+    label, variant, shape, dtype, plan = CASE_SETS[case_set][index]
     op = OPS["softmax"]
     x = op.make_input(shape, dtype, "cuda", 1)
     out = torch.empty_like(x)
@@ -179,13 +161,13 @@ def _number(text: str) -> float | None:
         return None
 
 
-def ncu_case(index: int, out_dir: Path) -> dict:
-    label = NCU_CASES[index][0]
+def ncu_case(case_set: str, index: int, out_dir: Path) -> dict:
+    label = CASE_SETS[case_set][index][0]
     stem = out_dir / label.replace(" ", "_")
     report = stem.with_suffix(".ncu-rep")
     profile = ["ncu", "--profile-from-start", "off", "--clock-control", "none", "--set", "full",
                "--import-source", "no", "--force-overwrite", "--export", str(report),
-               sys.executable, __file__, "--child", str(index), "--ncu-cases", CASE_SET]
+               sys.executable, __file__, "--child", str(index), "--ncu-cases", case_set]
     proc = subprocess.run(profile, capture_output=True, text=True, timeout=300)
     if proc.returncode != 0:
         print(f"  {label}: ncu rc={proc.returncode}: {(proc.stderr or proc.stdout)[-800:]}", flush=True)
@@ -233,7 +215,7 @@ def main() -> int:
     ap.add_argument("--sweep", action="store_true", help="time the grid of launch shapes")
     ap.add_argument("--sweep-set", choices=("wide", "lone", "both"), default="wide",
                     help="wide: #15's wide rows (default); lone: 8192x8192 and 16384x16384; both")
-    ap.add_argument("--ncu", action="store_true", help="Nsight Compute's full set on NCU_CASES")
+    ap.add_argument("--ncu", action="store_true", help="Nsight Compute's full set on the --ncu-cases set")
     ap.add_argument("--ncu-cases", choices=("wide", "lone"), default="wide",
                     help="wide: #15's wide rows (default); lone: 16384x16384, softmax-cuda beside softmax-triton-tuned")
     ap.add_argument("--out", default=".", help="folder for the ncu reports and details pages")
@@ -243,12 +225,8 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("wide_rows_probe.py measures a GPU: none here", file=sys.stderr)
         return 2
-    global CASE_SET
-    CASE_SET = opts.ncu_cases
-    if opts.ncu_cases == "lone":
-        NCU_CASES[:] = LONE_CASES
     if opts.child is not None:
-        child(opts.child)
+        child(opts.ncu_cases, opts.child)
         return 0
     build.extension()
     records: list[dict] = []
@@ -260,8 +238,8 @@ def main() -> int:
         out_dir = Path(opts.out)
         out_dir.mkdir(parents=True, exist_ok=True)
         print("== Nsight Compute, full set, one call a case", flush=True)
-        for i in range(len(NCU_CASES)):
-            records.append(ncu_case(i, out_dir))
+        for i in range(len(CASE_SETS[opts.ncu_cases])):
+            records.append(ncu_case(opts.ncu_cases, i, out_dir))
     if opts.json:
         Path(opts.json).write_text(json.dumps(records, indent=1))
     return 1 if T.FAILURES else 0

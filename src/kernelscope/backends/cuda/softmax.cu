@@ -184,11 +184,14 @@ __device__ __forceinline__ float softmax_exp(float x, float m) {
     return softmax_exp2((x - m) * SOFTMAX_LOG2E);
 }
 
-// exp(v - max) in place; returns their sum. A max of -inf (an empty or fully
-// masked slice) shifts by 0 instead, so the exps are 0, not NaN, and the sum 0.
+// What a row's or slice's exps subtract: its max, or 0 where the max is -inf (empty or fully masked), so the exps
+// are 0, not NaN (-inf - -inf).
+__device__ __forceinline__ float softmax_shift(float max) { return max == -INFINITY ? 0.0f : max; }
+
+// exp(v - max) in place; returns their sum (0 for a max of -inf: softmax_shift).
 template <int E>
 __device__ __forceinline__ float exp_in_place(float* v, float max) {
-    const float shift = max == -INFINITY ? 0.0f : max;
+    const float shift = softmax_shift(max);
     float sum = 0.0f;
 #pragma unroll
     for (int i = 0; i < E; ++i) {
@@ -259,7 +262,7 @@ template <typename T, int EPT> __launch_bounds__(1024) __global__ void softmax_w
     for (int i = 0; i < EPT; ++i) m = fmaxf(m, v[i]);
     m = softmax_warp_max(m);
     float sum = exp_in_place<EPT>(v, m);
-    const float shift = m == -INFINITY ? 0.0f : m;
+    const float shift = softmax_shift(m);
     hv = softmax_exp(hv, shift);
     tv = softmax_exp(tv, shift);
     sum = softmax_warp_sum(sum + hv + tv);
@@ -302,7 +305,7 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 1024 : 512) __globa
     for (int i = 0; i < EPT; ++i) m = fmaxf(m, v[i]);
     m = softmax_block_reduce<true>(m, scratch_max);
     float sum = exp_in_place<EPT>(v, m);
-    const float shift = m == -INFINITY ? 0.0f : m;
+    const float shift = softmax_shift(m);
     hv = softmax_exp(hv, shift);
     tv = softmax_exp(tv, shift);
     sum = softmax_block_reduce<false>(sum + hv + tv, scratch_sum);
@@ -370,11 +373,11 @@ template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kerne
     if (rank == 0 && t < s.tail) { v[0] = P::to_float(xr[cols - s.tail + t]); add(v, 1); }
 
     const float block_m = softmax_block_reduce<true>(m, scratch_max);
-    const float shift = block_m == -INFINITY ? 0.0f : block_m;
+    const float shift = softmax_shift(block_m);
     float block_sum = softmax_block_reduce<false>(sum * softmax_exp(m, shift), scratch_sum);  // m = -inf: 0
     float2 row_stats = make_float2(block_m, block_sum);
     if (csize > 1) row_stats = cluster_combine(row_stats, partials, 0, true);
-    const float row_shift = row_stats.x == -INFINITY ? 0.0f : row_stats.x, inv = 1.0f / row_stats.y;
+    const float row_shift = softmax_shift(row_stats.x), inv = 1.0f / row_stats.y;
 
     auto write = [&](float* w, int64_t vec) {  // exp(w - max) / sum into vector vec of the slice
 #pragma unroll
@@ -514,7 +517,7 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 512 : 256) __global
         }
 
         float sum = exp_in_place<EPT>(v, m);
-        const float shift = m == -INFINITY ? 0.0f : m;
+        const float shift = softmax_shift(m);
         hv = softmax_exp(hv, shift);
         tv = softmax_exp(tv, shift);
         sum = softmax_block_reduce<false>(sum + hv + tv, scratch_sum);
@@ -591,8 +594,7 @@ template <typename T, int S> __launch_bounds__(1024) __global__ void softmax_rin
             for (int j = 0; j < P::N; ++j) m = fmaxf(m, f[j]);
         }
         m = softmax_block_reduce<true>(m, scratch_max);
-        // an empty or fully masked slice shifts by 0: exps 0, not NaN
-        const float shift = m == -INFINITY ? 0.0f : m;
+        const float shift = softmax_shift(m);
         hv = softmax_exp(hv, shift);
         tv = softmax_exp(tv, shift);
         float sum = hv + tv;
@@ -748,11 +750,11 @@ static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols
         const int stages = strategy == SOFTMAX_RING1 ? 1 : strategy == SOFTMAX_RING2 ? 2 : 3;
         const int64_t ring = (int64_t)stages * per_thread * threads * 16;
         if (ring > SOFTMAX_RING_MAX_BYTES) return cudaErrorInvalidValue;  // a larger cluster: smaller slices
-        if (stages == 1)
-            return launch_persistent<softmax_ring_kernel<T, 1>>(rows, threads, cluster, (int)ring, stream, x, y, rows, cols, per_thread);
-        return stages == 2
-            ? launch_persistent<softmax_ring_kernel<T, 2>>(rows, threads, cluster, (int)ring, stream, x, y, rows, cols, per_thread)
-            : launch_persistent<softmax_ring_kernel<T, 3>>(rows, threads, cluster, (int)ring, stream, x, y, rows, cols, per_thread);
+        switch (stages) {
+            case 1: return launch_persistent<softmax_ring_kernel<T, 1>>(rows, threads, cluster, (int)ring, stream, x, y, rows, cols, per_thread);
+            case 2: return launch_persistent<softmax_ring_kernel<T, 2>>(rows, threads, cluster, (int)ring, stream, x, y, rows, cols, per_thread);
+            default: return launch_persistent<softmax_ring_kernel<T, 3>>(rows, threads, cluster, (int)ring, stream, x, y, rows, cols, per_thread);
+        }
     }
     return cudaErrorInvalidValue;
 }
