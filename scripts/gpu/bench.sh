@@ -19,6 +19,9 @@
 #             CHECK_ARGS="--op square" narrows it)
 #   crosscheck  kernelscope crosscheck: the suite's three modes beside Timer, do_bench, do_bench_cudagraph
 #             and ncu on the same callables, every variant and size: evidence/<machine>/peers.json (#13 item 2)
+#             (CROSSCHECK_ARGS="--op softmax --out $STATE/peers-softmax.json" narrows it and keeps evidence/ whole)
+#   compilechoice scripts/gpu/compile_choice_probe.py: a torch.compile variant (softmax-compile 64x64) compiled in
+#             fresh caches several times: the launch config Inductor's autotuning kept each time, and its time
 #   tune      scripts/gpu/tune_{triton,cuda,numba}.py: launch-shape sweeps of the tuned kernels (issue #9);
 #             TUNE_ARGS=--quick: the first candidates only, which are issue #15's (loop, pipe, regs plans);
 #             TUNE_BACKENDS="numba": one script
@@ -123,7 +126,8 @@ steps() {
     python3 -m pytest -m gpu -q -p no:cacheprovider > $STATE/pytest-gpu.txt 2>&1; tail -n 3 $STATE/check.txt $STATE/pytest-gpu.txt"
   step pytestgpu sh -c "python3 -m pytest -m gpu -q -p no:cacheprovider ${PYTEST_ARGS:-} > $STATE/pytest-gpu.txt 2>&1; tail -n 3 $STATE/pytest-gpu.txt"
   step check sh -c "kernelscope check -q ${CHECK_ARGS:-} --json-file $STATE/check.json > $STATE/check.txt 2>&1; tail -n 2 $STATE/check.txt"
-  step crosscheck sh -c "kernelscope crosscheck > $STATE/peers.txt 2> $STATE/peers.log; echo rc=\$?; tail -n 25 $STATE/peers.txt"
+  step crosscheck sh -c "kernelscope crosscheck ${CROSSCHECK_ARGS:-} > $STATE/peers.txt 2> $STATE/peers.log; echo rc=\$?; tail -n 25 $STATE/peers.txt"
+  step compilechoice sh -c "python3 scripts/gpu/compile_choice_probe.py ${COMPILECHOICE_ARGS:-} --json $STATE/compile-choice.json > $STATE/compile-choice.txt 2>&1; echo rc=\$?; cat $STATE/compile-choice.txt"
   step tune sh -c "for b in ${TUNE_BACKENDS:-triton cuda numba}; do echo \"--- \$b\"; timeout 300 python3 scripts/gpu/tune_\$b.py ${TUNE_ARGS:-} --json $STATE/tune_\$b.json > $STATE/tune_\$b.txt 2>&1; echo \"rc=\$?\"; tail -n 4 $STATE/tune_\$b.txt; done"
   step profile sh -c "kernelscope profile --ncu ${PROFILE_ARGS:---demos} --out $STATE/profiles/$M --json > $STATE/profile.jsonl 2> $STATE/profile.log;
     echo rc=\$?; tail -n 5 $STATE/profile.log; kernelscope profile --cross-check --profiles-dir $STATE/profiles > $STATE/crosscheck.txt 2>&1; tail -n 40 $STATE/crosscheck.txt"
