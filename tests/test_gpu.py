@@ -188,6 +188,33 @@ def test_the_persistent_plans_match_the_reference_on_random_and_stress_rows(rows
         assert err <= op.tolerance[dtype], (name, plan, err)
 
 
+@pytest.mark.parametrize("dtype, threads", [("float32", 1024), ("bfloat16", 512)])
+@pytest.mark.parametrize("layout", ["exact", "one column short", "x off by one element", "y off by one element"])
+def test_the_block_kernels_exact_rows_and_their_near_misses_match_the_reference(dtype, threads, layout):
+    # softmax_block_kernel compiles a row of exactly NV x threads aligned vectors, y aligned like x, without bounds,
+    # unaligned ends or cluster (16384 columns at these launches, the suite's 16384x16384 plan); a row one column
+    # short, or x or y one element off 16 bytes, must take the general path and still be right.
+    from kernelscope.backends.cuda import kernels as K
+    from kernelscope.check import error_against_reference
+
+    op = OPS["softmax"]
+    rows, cols = 96, 16384 - (layout == "one column short")
+
+    def placed(t, off):  # t's values at an address `off` elements past a 16-byte boundary
+        flat = torch.empty(t.numel() + 8, dtype=t.dtype, device="cuda")
+        return flat[off:off + t.numel()].view_as(t).copy_(t)
+
+    inputs = [("random", op.make_input((rows, cols), dtype, "cuda", 11))]
+    inputs += [(s.name, s.make((rows, cols), dtype, "cuda", 12)) for s in op.stress
+               if s.name in ("masked", "offset", "large-logits")]
+    for name, x in inputs:
+        x = placed(x, 1 if layout == "x off by one element" else 0)
+        out = placed(torch.full_like(x, float("nan")), 1 if layout == "y off by one element" else 0)
+        K.softmax(x, out, plan=K.SoftmaxPlan("block", threads, 1))
+        err = error_against_reference(op, x, out)
+        assert err <= op.tolerance[dtype], (name, layout, err)
+
+
 def test_the_dram_peak_the_softmax_plan_reads_sits_above_what_a_copy_moves():
     # CPU counterpart: test_cuda_kernels.py's choice of threads from a given bandwidth an SM. Here the attributes
     # themselves: the H100's peak is about 3.35 TB/s (copy 3.0), the H200's about 4.8 (copy 4.2).
