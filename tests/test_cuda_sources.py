@@ -164,11 +164,31 @@ def test_register_counts_allow_the_launch_shapes_kernels_py_assumes(compiled):
         tuned = {name: regs for name, (regs, _) in kernels.items()
                  if ("vec4_kernel" in name or "tiled_kernel" in name) and f"Li{K.ELEMENTWISE_UNROLL}E" in name}
         assert len(tuned) == 4 and all(r <= regs_per_thread for r in tuned.values()), tuned
-    # softmax_block_kernel at <= 32 elements a thread: 64 registers, so 1024 threads (or 2 x 512) fit an SM
+    # softmax_block_kernel and softmax_exact_kernel at <= 32 elements a thread: 64 registers, so 1024 threads (or
+    # 2 x 512) fit an SM; at <= 16, 32 registers, so two blocks of 1024 do (at 36-40, with one, the H200's float32
+    # 16384x16384 read 85.7% of copy against 97.8%)
     _, kernels = compiled("softmax.cu")
-    for name, (regs, _) in kernels.items():
-        if m := re.search(r"softmax_block_kernel\w*?Li(\d+)E", name):
-            assert regs <= (64 if int(m.group(1)) <= 32 else 128), (name, regs)
+    sized = {name: (int(m.group(1)), regs) for name, (regs, _) in kernels.items()
+             if (m := re.search(r"softmax_(?:block|exact)_kernel\w*?Li(\d+)E", name))}
+    assert len(sized) == 16, sorted(sized)  # 8, 16, 32 and 64 elements a thread, two dtypes, two kernels
+    for name, (ept, regs) in sized.items():
+        assert regs <= (32 if ept <= 16 else 64 if ept <= 32 else 128), (name, regs)
+
+
+@needs_nvcc
+def test_softmax_exact_rows_compile_to_loads_exps_and_stores_alone(compiled):
+    # softmax_exact_kernel: no slice bounds (64-bit divisions), no cluster, no unaligned ends; each thread's
+    # EPT / N 16-byte loads and stores, unpredicated
+    ptx, _ = compiled("softmax.cu")
+    exact = {name: body for name, body in entries(ptx).items() if "softmax_exact_kernel" in name}
+    assert len(exact) == 8
+    for name, body in exact.items():
+        ept = int(re.search(r"Li(\d+)E", name).group(1))
+        vectors = ept // (4 if "IfLi" in name else 8)
+        assert "div." not in body and "rem." not in body and "cluster" not in body, name
+        assert len(re.findall(r"\n\s*ld\.global\.nc\.v4", body)) == vectors, name
+        assert len(re.findall(r"\n\s*st\.global\.wb\.v4", body)) == vectors, name
+        assert "ld.global.nc.u16" not in body and "ld.global.nc.f32" not in body, name  # no scalar ends
 
 
 @needs_nvcc
@@ -211,7 +231,7 @@ def test_softmax_instantiates_the_register_sizes_kernels_py_plans_for():
     pipe = {int(n) for n in re.findall(r"softmax_pipe_kernel<T, (\d+)>", text)}
     assert max(pipe) == K.pipe_capacity(256) == 64 and K.pipe_capacity(512) == 32 in pipe
     assert K.pipe_capacity(1024) == 0 and "threads <= 256" in text and "threads <= 512" in text
-    block = {int(n) for n in re.findall(r"softmax_block_kernel<T, (\d+)>", text)}
+    block = {int(n) for n in re.findall(r"launch_block_rows<T, (\d+)>", text)}  # the block and exact kernels
     warp = {int(n) for n in re.findall(r"softmax_warp_kernel<T, (\d+)>", text)}
     assert max(block) == K.register_capacity(512) and 32 in block and K.register_capacity(1024) == 32
     assert max(warp) == 32  # the warp strategy's 1024 columns: 32 lanes x 32

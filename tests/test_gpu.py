@@ -191,9 +191,9 @@ def test_the_persistent_plans_match_the_reference_on_random_and_stress_rows(rows
 @pytest.mark.parametrize("dtype, threads", [("float32", 1024), ("bfloat16", 512)])
 @pytest.mark.parametrize("layout", ["exact", "one column short", "x off by one element", "y off by one element"])
 def test_the_block_kernels_exact_rows_and_their_near_misses_match_the_reference(dtype, threads, layout):
-    # softmax_block_kernel compiles a row of exactly NV x threads aligned vectors, y aligned like x, without bounds,
-    # unaligned ends or cluster (16384 columns at these launches, the suite's 16384x16384 plan); a row one column
-    # short, or x or y one element off 16 bytes, must take the general path and still be right.
+    # launch_block_rows sends rows of exactly EPT x threads elements, x and y 16-byte aligned, to softmax_exact_kernel
+    # (no bounds, unaligned ends or cluster: 16384 columns at these launches, the suite's 16384x16384 plans); a row
+    # one column short, or x or y one element off 16 bytes, goes to softmax_block_kernel and must be right too.
     from kernelscope.backends.cuda import kernels as K
     from kernelscope.check import error_against_reference
 

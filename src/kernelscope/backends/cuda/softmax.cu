@@ -22,7 +22,9 @@
 //   warp per row     narrow rows (<= ~1024): 32 lanes hold a row, reductions are
 //                    warp shuffles, no shared memory, a few rows a block.
 //   block per row    many wide rows: reductions through shuffles and 32 floats
-//                    of shared memory, two blocks or more resident an SM.
+//                    of shared memory, two blocks or more resident an SM. Rows of
+//                    exactly EPT x threads aligned elements (the square shapes in
+//                    the suite's plans) run softmax_exact_kernel: no bounds, no ends.
 //   cluster per row  few rows, or rows too wide for one block's registers: the
 //                    row is split across the C blocks of a thread-block cluster,
 //                    so rows x C blocks fill the 132 SMs. Each block reduces its
@@ -278,14 +280,8 @@ template <typename T, int EPT> __launch_bounds__(1024) __global__ void softmax_w
 // block rank r of a cluster takes vectors [nvec r / C, nvec (r + 1) / C) of the
 // row, rank 0 also the unaligned ends). Thread t holds vectors t, t + blockDim.x,
 // ... of the slice: EPT floats in registers, at most 32 with 1024 threads (64
-// registers a thread) and 64 with 512.
-//
-// EXACT: a block a row of exactly NV x blockDim.x aligned vectors, y aligned
-// like x (16384 columns at 512 threads in bfloat16, 1024 in float32: most of the
-// suite's square shapes). It compiles to the row's loads, exps and stores with no
-// bounds, unaligned ends, cluster or division: on the H200 at 16384x16384
-// bfloat16 the general path issued about 20% more instructions than Triton's
-// kernel of the same shape, and read DRAM 8 points slower (issue #15).
+// registers a thread) and 64 with 512. EXACT: softmax_exact_kernel's rows, with
+// no bounds, unaligned ends or cluster.
 template <typename T, int EPT, bool EXACT>
 __device__ __forceinline__ void softmax_block_row(const T* __restrict__ xr, T* __restrict__ yr, int cols, RowSplit s,
                                                   int first, int end, int csize, int rank, bool out_aligned,
@@ -296,8 +292,8 @@ __device__ __forceinline__ void softmax_block_row(const T* __restrict__ xr, T* _
     const int t = threadIdx.x;
     float v[EPT];
     load_vectors<T, NV, !EXACT>(xr + s.head, first + t, blockDim.x, end, v);
-    float hv = -INFINITY, tv = -INFINITY;
-    if (!EXACT) {
+    float hv = -INFINITY, tv = -INFINITY;  // the unaligned ends, < N elements each (none in an exact row)
+    if constexpr (!EXACT) {
         hv = rank == 0 && t < s.head ? P::to_float(xr[t]) : -INFINITY;
         tv = rank == 0 && t < s.tail ? P::to_float(xr[cols - s.tail + t]) : -INFINITY;
     }
@@ -307,17 +303,19 @@ __device__ __forceinline__ void softmax_block_row(const T* __restrict__ xr, T* _
     for (int i = 0; i < EPT; ++i) m = fmaxf(m, v[i]);
     m = softmax_block_reduce<true>(m, scratch_max);
     float sum = exp_in_place<EPT>(v, m);
-    if (!EXACT) {
+    if constexpr (!EXACT) {
         const float shift = softmax_shift(m);
         hv = softmax_exp(hv, shift);
         tv = softmax_exp(tv, shift);
-        sum += hv + tv;
+        sum = sum + hv + tv;
     }
     sum = softmax_block_reduce<false>(sum, scratch_sum);
 
-    const float scale = EXACT ? 1.0f / sum : row_scale(m, sum, csize, partials, 0, true);
-    store_vectors<T, NV, !EXACT>(yr + s.head, first + t, blockDim.x, end, v, scale, EXACT || out_aligned);
-    if (!EXACT) {
+    if constexpr (EXACT) {
+        store_vectors<T, NV, false>(yr, t, blockDim.x, end, v, 1.0f / sum, true);
+    } else {
+        const float scale = row_scale(m, sum, csize, partials, 0, true);
+        store_vectors<T, NV>(yr + s.head, first + t, blockDim.x, end, v, scale, out_aligned);
         if (rank == 0 && t < s.head) yr[t] = P::from_float(hv * scale);
         if (rank == 0 && t < s.tail) yr[cols - s.tail + t] = P::from_float(tv * scale);
     }
@@ -325,24 +323,39 @@ __device__ __forceinline__ void softmax_block_row(const T* __restrict__ xr, T* _
 
 template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 1024 : 512) __global__ void softmax_block_kernel(
     const T* __restrict__ x, T* __restrict__ y, int cols) {
-    constexpr int NV = EPT / Pack16<T>::N;
     __shared__ float scratch_max[32], scratch_sum[32];
     __shared__ float2 partials[2][SOFTMAX_MAX_CLUSTER];  // a row a block: one half used
     const int csize = softmax_cluster_blocks(), rank = softmax_cluster_rank();
     if (csize > 1) softmax_cluster_arrive();  // waited on in cluster_combine: the row's loads in between
 
-    const int64_t row = csize == 1 ? (int64_t)blockIdx.x : (int64_t)(blockIdx.x / csize);
+    const int64_t row = blockIdx.x / csize;
     const T* xr = x + row * cols;
     T* yr = y + row * cols;
     const RowSplit s = split_row(xr, cols);
     const bool out_aligned = (((uintptr_t)xr ^ (uintptr_t)yr) & 15) == 0;
-    if (csize == 1 && s.head == 0 && s.tail == 0 && out_aligned && s.nvec == NV * (int)blockDim.x) {
-        softmax_block_row<T, EPT, true>(xr, yr, cols, s, 0, s.nvec, 1, 0, true, scratch_max, scratch_sum, partials);
-    } else {
-        const int first = (int)((int64_t)s.nvec * rank / csize), end = (int)((int64_t)s.nvec * (rank + 1) / csize);
-        softmax_block_row<T, EPT, false>(xr, yr, cols, s, first, end, csize, rank, out_aligned, scratch_max, scratch_sum,
-                                         partials);
-    }
+    const int first = (int)((int64_t)s.nvec * rank / csize), end = (int)((int64_t)s.nvec * (rank + 1) / csize);
+    softmax_block_row<T, EPT, false>(xr, yr, cols, s, first, end, csize, rank, out_aligned, scratch_max, scratch_sum,
+                                     partials);
+}
+
+// A block a row of exactly EPT x blockDim.x elements, x and y 16-byte aligned
+// (launch_block_rows decides): the suite's square shapes from 4096x4096 to
+// 16384x16384 in both dtypes, as the H100's and the H200's plans launch them.
+// Loads, exps and stores alone: the general kernel's slice bounds (two 64-bit
+// divisions), -inf fills and bounds checks made a warp's path about 660
+// instructions at 16384 bfloat16 columns against about 370 here and 480 in
+// Triton's kernel of the same shape (sm_90a SASS), and on the H200, where DRAM
+// asks more of each SM, it read 86.7% of copy against Triton's 95.4% (issue #15).
+// A kernel of its own, not a branch in the general one: sharing one register
+// allocation, the two paths took 36-40 registers at 16 floats a thread, one
+// block of 1024 an SM, and float32 16384x16384 read 85.7%.
+template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 1024 : 512) __global__ void softmax_exact_kernel(
+    const T* __restrict__ x, T* __restrict__ y, int cols) {
+    __shared__ float scratch_max[32], scratch_sum[32];
+    const int64_t row = blockIdx.x;
+    const int nvec = cols / Pack16<T>::N;
+    softmax_block_row<T, EPT, true>(x + row * cols, y + row * cols, cols, RowSplit{0, nvec, 0}, 0, nvec, 1, 0, true,
+                                    scratch_max, scratch_sum, nullptr);
 }
 
 // Any width: the cluster split of softmax_block_kernel, but each block loops
@@ -733,6 +746,16 @@ static cudaError_t launch_persistent(int rows, int threads, int cluster, int sta
     return cudaLaunchKernelEx(&config, Kernel, args...);
 }
 
+// softmax_exact_kernel where every row is exactly EPT x threads aligned elements (cols = EPT x threads and both
+// tensors 16-byte aligned: then so is every row), else softmax_block_kernel.
+template <typename T, int EPT>
+static cudaError_t launch_block_rows(int grid, int threads, int cluster, cudaStream_t stream, const T* x, T* y,
+                                     int cols) {
+    if (cluster == 1 && cols == EPT * threads && aligned16(x, y))
+        return launch_clustered<softmax_exact_kernel<T, EPT>>(grid, threads, 1, stream, x, y, cols);
+    return launch_clustered<softmax_block_kernel<T, EPT>>(grid, threads, cluster, stream, x, y, cols);
+}
+
 // The register-held kernels come in a few sizes: the smallest EPT (floats a
 // thread holds) that covers the slice is launched.
 template <typename T>
@@ -757,11 +780,11 @@ static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols
     }
     if (grid > 0x7fffffff) return cudaErrorInvalidValue;
     if (strategy == SOFTMAX_BLOCK) {
-        if (need <= 8) return launch_clustered<softmax_block_kernel<T, 8>>((int)grid, threads, cluster, stream, x, y, cols);
-        if (need <= 16) return launch_clustered<softmax_block_kernel<T, 16>>((int)grid, threads, cluster, stream, x, y, cols);
-        if (need <= 32) return launch_clustered<softmax_block_kernel<T, 32>>((int)grid, threads, cluster, stream, x, y, cols);
+        if (need <= 8) return launch_block_rows<T, 8>((int)grid, threads, cluster, stream, x, y, cols);
+        if (need <= 16) return launch_block_rows<T, 16>((int)grid, threads, cluster, stream, x, y, cols);
+        if (need <= 32) return launch_block_rows<T, 32>((int)grid, threads, cluster, stream, x, y, cols);
         if (need <= 64 && threads <= 512)
-            return launch_clustered<softmax_block_kernel<T, 64>>((int)grid, threads, cluster, stream, x, y, cols);
+            return launch_block_rows<T, 64>((int)grid, threads, cluster, stream, x, y, cols);
         return cudaErrorInvalidValue;  // slice too wide for the block's registers: more threads, a larger cluster, or LOOP
     }
     if (strategy == SOFTMAX_LOOP) return launch_clustered<softmax_loop_kernel<T>>((int)grid, threads, cluster, stream, x, y, cols);
