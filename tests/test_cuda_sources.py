@@ -9,6 +9,8 @@ register counts the launch shapes in kernels.py assume.
 import re
 import shutil
 import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -268,3 +270,16 @@ def test_every_file_the_extension_build_reads_ships_with_the_package():
     for path in needed:
         rel = f"backends/cuda/{path.name}"
         assert any(fnmatch.fnmatch(rel, pattern) for pattern in patterns), f"{rel} is not in package-data"
+
+
+@needs_nvcc
+def test_sass_counts_shows_the_exact_rows_with_triton_s_row_kernel_beside_them():
+    # scripts/sass_counts.py, the command behind softmax.cu's instruction counts: the exact kernel's SASS is one
+    # path of NV loads and NV stores, and Triton's row kernel of the same launch compiles here too, without a GPU
+    script = Path(__file__).resolve().parents[1] / "scripts" / "sass_counts.py"
+    out = subprocess.run([sys.executable, str(script), "--kernel", r"softmax_exact_kernel.*bfloat16.*Li32",
+                          "--triton-softmax", "bfloat16,16384,16"], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    counts = re.findall(r"(\d+) instructions, (\d+) global loads, (\d+) global stores", out.stdout)
+    assert len(counts) == 2, out.stdout  # the exact kernel, then Triton's
+    assert [c[1:] for c in counts] == [("4", "4"), ("4", "4")], out.stdout  # 16-byte loads and stores, both
