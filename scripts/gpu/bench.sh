@@ -22,6 +22,7 @@
 #             (CROSSCHECK_ARGS="--op softmax --out $STATE/peers-softmax.json" narrows it and keeps evidence/ whole)
 #   compilechoice scripts/gpu/compile_choice_probe.py: a torch.compile variant (softmax-compile 64x64) compiled in
 #             fresh caches several times: the launch config Inductor's autotuning kept each time, and its time
+#             (COMPILECHOICE_ARGS="--variant mean-compile --size 4096 --rounds 4" picks another case)
 #   tune      scripts/gpu/tune_{triton,cuda,numba}.py: launch-shape sweeps of the tuned kernels (issue #9);
 #             TUNE_ARGS=--quick: the first candidates only, which are issue #15's (loop, pipe, regs plans);
 #             TUNE_BACKENDS="numba": one script

@@ -346,10 +346,10 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 1024 : 512) __globa
 // instructions at 16384 bfloat16 columns against about 370 here and 480 in
 // Triton's kernel of the same shape (sm_90a SASS, scripts/sass_counts.py), and
 // on the H200, where DRAM asks more of each SM, it read 86.7% of copy against
-// Triton's 95.4% (issue #15).
+// Triton's 95.4% (d456f66's suite run; issue #15).
 // A kernel of its own, not a branch in the general one: sharing one register
 // allocation, the two paths took 36-40 registers at 16 floats a thread, one
-// block of 1024 an SM, and float32 16384x16384 read 85.7%.
+// block of 1024 an SM, and float32 16384x16384 read 85.7% (H200, d9135b0).
 template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 1024 : 512) __global__ void softmax_exact_kernel(
     const T* __restrict__ x, T* __restrict__ y, int cols) {
     __shared__ float scratch_max[32], scratch_sum[32];
