@@ -115,6 +115,30 @@ def test_mean_partials_and_finish(n, threads, unroll, one_launch):
 
 
 @simulated
+@pytest.mark.parametrize("one_launch", [True, False])
+@pytest.mark.parametrize("n, threads, unroll", [(1000, 32, 2), (1003, 64, 3), (3, 32, 4)])
+def test_mean_with_16_byte_loads_covers_every_element(n, threads, unroll, one_launch):
+    # vector.load_f32x4's walk: whole laps of unroll vectors, the vectors left, then the n % 4 elements left
+    # (under the simulator four plain loads, the same indices); n = 3 has no vector at all
+    x = OPS["mean"].make_input((n,), "float32", DEVICE, 6)
+    out = torch.full((), float("nan"))
+    launch_mean(x, out, threads, 8, unroll, one_launch, vector_loads=True)
+    within_tolerance("mean", x, out)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [2**24, 2**24 + 3, 1000, 5])
+@pytest.mark.parametrize("offset", [0, 1])
+def test_mean_with_16_byte_loads_on_the_gpu(n, offset):
+    # ld.global.v4.f32 from Numba (an @intrinsic); x one element past a 16-byte boundary takes the 4-byte loads
+    x = OPS["mean"].make_input((n + offset,), "float32", "cuda", 7)[offset:]
+    for one_launch in (True, False):
+        out = torch.full((), float("nan"), device="cuda")
+        launch_mean(x, out, None, None, None, one_launch, vector_loads=True)
+        within_tolerance("mean", x, out)
+
+
+@simulated
 def test_a_one_block_mean_writes_the_mean_without_a_ticket():
     # A small input is one block's: its sum is the total. The ticket counter is not touched: set to 5 (as if
     # other blocks had arrived), the multi-block path would wait for a ticket it never draws and write nothing.

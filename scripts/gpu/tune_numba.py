@@ -45,8 +45,11 @@ DEVICE = "cuda"
 ELEMENTWISE_CONFIGS = [(256, 8, 4, True), (256, 8, 2, True), (256, 8, 4, False), (256, 8, 1, True),
                        (256, 8, 8, True), (512, 4, 4, True), (128, 16, 4, True), (256, 8, 2, False)]
 ELEMENTWISE_SHAPES = [(8192, 8192), (16384, 16384)]  # --quick: the last
-# (threads, blocks per SM, unroll, one launch): one launch = the last block to finish sums the partials.
-MEAN_CONFIGS = [(512, 4, 8, True), (512, 4, 8, False), (1024, 2, 8, True), (256, 8, 8, True), (512, 4, 4, True)]
+# (threads, blocks per SM, unroll, one launch, 16-byte loads): one launch = the last block to finish sums the
+# partials. The second: issue #15's candidate for mean at 2^24, four elements a load (vector.load_f32x4); --quick
+# runs the first two.
+MEAN_CONFIGS = [(512, 4, 8, True, False), (512, 4, 8, True, True), (512, 4, 4, True, True), (512, 4, 8, False, False),
+                (1024, 2, 8, True, False), (256, 8, 8, True, False), (512, 4, 4, True, False)]
 MEAN_SHAPES = [(2**24,), (2**26,), (2**28,)]  # --quick: the first and the last
 
 
@@ -107,10 +110,11 @@ def sweep_mean(copy_gbps: float, quick: bool) -> Table:
         y = torch.empty((), device=DEVICE)
         references(table, "mean", "mean-numba", "torch.mean", torch.mean, x, y)
         nbytes = OPS["mean"].bytes_for(shape, DTYPE)
-        for threads, blocks_per_sm, unroll, one in configs:
-            label = f"{'1 launch' if one else '2 launches'} threads={threads} blocks/SM={blocks_per_sm} unroll={unroll}"
-            fn = checked("mean", x, lambda t=threads, b=blocks_per_sm, u=unroll, o=one:
-                         nb_mean.launch_mean(x, y, t, b, u, o), label)
+        for threads, blocks_per_sm, unroll, one, vector in configs:
+            label = (f"{'1 launch' if one else '2 launches'} threads={threads} blocks/SM={blocks_per_sm} "
+                     f"unroll={unroll}{' 16-byte loads' if vector else ''}")
+            fn = checked("mean", x, lambda t=threads, b=blocks_per_sm, u=unroll, o=one, v=vector:
+                         nb_mean.launch_mean(x, y, t, b, u, o, v), label)
             table.add(label, fn, nbytes, shape_str(shape))
         del x
     return table
@@ -186,11 +190,12 @@ def main() -> None:
         print(f"-- {time.perf_counter() - start:.0f} s so far", flush=True)
     summarize([row for table in tables for row in table.rows])
     print("defaults: square threads={} blocks/SM={} unroll={} tiled={}; gelu {} {} {} tiled={}; "
-          "mean {} {} {} one_launch={}; softmax max_threads={} lone={} cols/thread={} row_unroll={} "
+          "mean {} {} {} one_launch={} vector_loads={}; softmax max_threads={} lone={} cols/thread={} row_unroll={} "
           "recompute={} unroll={} chunk={} split_threads={}".format(
               nb_square.FLAT_THREADS, nb_square.FLAT_BLOCKS_PER_SM, nb_square.FLAT_UNROLL, nb_square.FLAT_TILED,
               nb_gelu.THREADS, nb_gelu.BLOCKS_PER_SM, nb_gelu.UNROLL, nb_gelu.TILED,
-              nb_mean.THREADS, nb_mean.BLOCKS_PER_SM, nb_mean.UNROLL, nb_mean.ONE_LAUNCH, nb_softmax.MAX_THREADS,
+              nb_mean.THREADS, nb_mean.BLOCKS_PER_SM, nb_mean.UNROLL, nb_mean.ONE_LAUNCH, nb_mean.VECTOR_LOADS,
+              nb_softmax.MAX_THREADS,
               nb_softmax.LONE_BLOCK_THREADS, nb_softmax.COLS_PER_THREAD, nb_softmax.ROW_UNROLL,
               nb_softmax.RECOMPUTE, nb_softmax.UNROLL, nb_softmax.CHUNK, nb_softmax.SPLIT_THREADS))
 

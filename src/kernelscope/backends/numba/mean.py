@@ -36,6 +36,7 @@ from kernelscope.backends.numba import as_array, stream
 from kernelscope.backends.numba.common import (SIM_THREADS, SIMULATED, ZERO, block_sum, check_threads,
                                                 grid_stride_blocks, jit_bounded, quick_barriers,
                                                 resident_blocks_per_sm)
+from kernelscope.backends.numba.vector import load_f32x4
 
 # Launch defaults: 4 blocks of 512 threads fill an SM's 2048 thread slots; 8
 # loads a thread in flight (32 KiB an SM) cover DRAM latency. Fewer blocks
@@ -45,12 +46,18 @@ BLOCKS_PER_SM = 4
 UNROLL = 8
 FINISH_THREADS = 256
 ONE_LAUNCH = True
+# 16-byte loads (vector.load_f32x4) where x is 16-byte aligned: four elements a load, a quarter of the load
+# instructions and their address arithmetic. A candidate of issue #15 for mean at 2^24 (tune_numba.py's second
+# mean config), not yet measured on a GPU: off until a sweep says it is faster.
+VECTOR_LOADS = False
 
 
 @cache
-def thread_sum(unroll: int):
+def thread_sum(unroll: int, vector: bool = False):
     """This thread's share of x: a grid-stride walk, ``unroll`` loads in flight, each
-    into its own float32 accumulator (independent adds, shorter sums, less rounding)."""
+    into its own float32 accumulator (independent adds, shorter sums, less rounding).
+    ``vector``: the walk is over 16-byte vectors (x 16-byte aligned), then the
+    last x.size % 4 elements one at a time."""
 
     @cuda.jit(device=True)
     def thread_sum_of(x):
@@ -60,6 +67,18 @@ def thread_sum(unroll: int):
         acc = cuda.local.array(unroll, float32)  # registers: unroll is a compile-time constant
         for u in range(unroll):
             acc[u] = ZERO
+        if vector:
+            n4 = n // 4
+            while i + (unroll - 1) * stride < n4:
+                for u in range(unroll):
+                    a, b, c, d = load_f32x4(x, uint64(i + u * stride))
+                    acc[u] += (a + b) + (c + d)
+                i += unroll * stride
+            while i < n4:
+                a, b, c, d = load_f32x4(x, uint64(i))
+                acc[0] += (a + b) + (c + d)
+                i += stride
+            i = n4 * 4 + cuda.grid(1)  # fewer than 4 elements left, for the first threads
         while i + (unroll - 1) * stride < n:
             for u in range(unroll):  # unsigned: no wraparound of a negative index to work out (softmax.py)
                 acc[u] += x[uint64(i + u * stride)]
@@ -76,10 +95,10 @@ def thread_sum(unroll: int):
 
 
 @cache
-def partial_sums_kernel(threads: int, blocks_per_sm: int, unroll: int):
+def partial_sums_kernel(threads: int, blocks_per_sm: int, unroll: int, vector: bool = False):
     """Launch 1 for one launch shape (each shape compiles once)."""
 
-    sum_of = thread_sum(unroll)
+    sum_of = thread_sum(unroll, vector)
 
     @jit_bounded(threads, blocks_per_sm)
     def partial_sums(x, partials):
@@ -93,10 +112,10 @@ def partial_sums_kernel(threads: int, blocks_per_sm: int, unroll: int):
 
 
 @cache
-def mean_one_launch_kernel(threads: int, blocks_per_sm: int, unroll: int):
+def mean_one_launch_kernel(threads: int, blocks_per_sm: int, unroll: int, vector: bool = False):
     """Partial sums, and the last block to finish sums them (each shape compiles once)."""
 
-    sum_of = thread_sum(unroll)
+    sum_of = thread_sum(unroll, vector)
 
     @jit_bounded(threads, blocks_per_sm)
     def mean_one_launch(x, partials, counter, out, n_elements):
@@ -159,25 +178,27 @@ def finish_mean(partials, out, n):
 
 def launch_mean(x: torch.Tensor, out: torch.Tensor | None = None, threads: int | None = None,
                 blocks_per_sm: int | None = None, unroll: int | None = None,
-                one_launch: bool | None = None) -> torch.Tensor:
-    """mean with an explicit launch shape for the partial sums, one launch or two (None: the module defaults)."""
+                one_launch: bool | None = None, vector_loads: bool | None = None) -> torch.Tensor:
+    """mean with an explicit launch shape for the partial sums, one launch or two, 16-byte loads or 4-byte ones
+    (None: the module defaults). 16-byte loads only where x's data is 16-byte aligned (a sliced view may not be)."""
     threads = threads or (SIM_THREADS if SIMULATED else THREADS)
     blocks_per_sm = resident_blocks_per_sm(threads, blocks_per_sm or BLOCKS_PER_SM)
     unroll = unroll or (2 if SIMULATED else UNROLL)
     check_threads(threads)
+    vector = (VECTOR_LOADS if vector_loads is None else vector_loads) and x.data_ptr() % 16 == 0
     y = torch.empty((), device=x.device, dtype=x.dtype) if out is None else out
     n = x.numel()
-    blocks = grid_stride_blocks(x.device, n, threads * unroll, blocks_per_sm)
+    blocks = grid_stride_blocks(x.device, n, threads * unroll * (4 if vector else 1), blocks_per_sm)
     partials = torch.empty(blocks, device=x.device, dtype=torch.float32)
     s = stream()
     finish = SIM_THREADS if SIMULATED else FINISH_THREADS
     with quick_barriers():
         if ONE_LAUNCH if one_launch is None else one_launch:
             counter = ticket_counter(x.device)
-            mean_one_launch_kernel(threads, blocks_per_sm, unroll)[blocks, threads, s](
+            mean_one_launch_kernel(threads, blocks_per_sm, unroll, vector)[blocks, threads, s](
                 as_array(x.view(-1)), as_array(partials), as_array(counter), as_array(y.view(1)), np.int64(n))
             return y
-        partial_sums_kernel(threads, blocks_per_sm, unroll)[blocks, threads, s](as_array(x.view(-1)),
+        partial_sums_kernel(threads, blocks_per_sm, unroll, vector)[blocks, threads, s](as_array(x.view(-1)),
                                                                                 as_array(partials))
         finish_mean[1, finish, s](as_array(partials), as_array(y.view(1)), np.int64(n))
     return y
