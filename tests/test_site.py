@@ -527,6 +527,24 @@ def test_regressions_mark_flags_whose_samples_mostly_read_a_low_clock(data, buil
     assert (f"{pages.LOW_CLOCK_MARK} {marked} of these flags" in page) == bool(marked)
 
 
+def test_regressions_mark_the_flags_of_torch_compile_variants(data, built_site):
+    # Inductor's compile-time autotuning may choose another launch configuration in another run (softmax-compile
+    # at 64x64: XBLOCK 8 or 32): each flag of a torch.compile variant carries the mark, and the note says why
+    page = html_lib.unescape(re.sub("<[^>]+>", "", (built_site / "results" / "regressions" / "index.html").read_text()))
+    section = page.partition(data.reference_machine)[2]
+    machine = data.reference_machine
+    a, b = history.last_two(data.rows, data.order, machine=machine)
+    rows = compare.compare(compare.Run(RESULTS, a, machine), compare.Run(RESULTS, b, machine), measured_only=False)
+    marked = 0
+    for r in (r for r in rows if r["mark"] in "+-"):
+        params = compare.parse_benchmark(r["benchmark"])["params"]
+        compiled = bool(params) and params[0] in VARIANTS and VARIANTS[params[0]].backend == "torch-compile"
+        row = next(line for line in section.splitlines() if line.strip().startswith(", ".join(params)))
+        assert row.rstrip().endswith(pages.COMPILE_MARK) == compiled, (r["benchmark"], row)
+        marked += compiled
+    assert (f"{pages.COMPILE_MARK} {marked} of these flags are of a torch.compile variant" in section) == bool(marked)
+
+
 def test_mostly_low_clock_needs_more_than_half_the_samples():
     from kernelscope.results.export import mostly_low_clock
 

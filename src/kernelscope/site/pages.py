@@ -78,6 +78,7 @@ def fmt_interval(row: dict) -> str:
 
 LAUNCH_BOUND_MARK = "◦"
 LOW_CLOCK_MARK = "‡"  # most of a result's samples read the SM clock low: the GPU waited for the host, or throttled
+COMPILE_MARK = "†"  # a torch.compile variant: Inductor's compile-time autotuning may choose differently run to run
 LAUNCH_BOUND_WORDS = (
     f"Hollow points and {LAUNCH_BOUND_MARK} are launch-bound results (under {LAUNCH_BOUND_S * 1e6:.0f} µs a call "
     "warm, and the same cases cold and, since its version 2, host mode; in host mode since its version 3 also the "
@@ -452,7 +453,7 @@ def regressions(data: SiteData) -> list[str]:
         if not flagged:
             parts.append("Nothing flagged.")
             continue
-        table_rows, commands, one_process_before, low_clock = [], [], 0, 0
+        table_rows, commands, one_process_before, low_clock, compiled = [], [], 0, 0, 0
         samples_before = {(r["benchmark"], r["variant"], r["size"], r["dtype"]): r["samples"]
                           for r in data.rows if r["machine"] == machine and r["commit"] == a}
         mostly_low = {(r["commit"], r["benchmark"], r["variant"], r["size"], r["dtype"]) for r in data.rows
@@ -467,9 +468,12 @@ def regressions(data: SiteData) -> list[str]:
                 one_process_before += bool(n) and not sampled_per_process(n)
             low = any((c, r["benchmark"].partition("(")[0], *info["params"]) in mostly_low for c in (a, b))
             low_clock += low
+            variant = VARIANTS.get(info["params"][0]) if info["params"] else None
+            inductor = variant is not None and variant.backend == "torch-compile"
+            compiled += inductor
             table_rows.append([r["mark"], f"`{info['class']}.{info['method']}`",
                                ", ".join(info["params"]) + (f" {LAUNCH_BOUND_MARK}" if bound else "")
-                               + (f" {LOW_CLOCK_MARK}" if low else ""),
+                               + (f" {LOW_CLOCK_MARK}" if low else "") + (f" {COMPILE_MARK}" if inductor else ""),
                                fmt_time(r["a"]), fmt_time(r["b"]), ratio])
             regex = r["benchmark"].removeprefix("benchmarks.").replace(".", r"\.").replace("(", r"\(").replace(")", r"\)")
             commands += [f"# {r['mark']} {info['class']}.{info['method']}({', '.join(info['params'])}): {ratio}",
@@ -487,6 +491,13 @@ def regressions(data: SiteData) -> list[str]:
                          "the GPU waited for the host there, or throttled, and such samples read slow: such a flag "
                          "is not evidence of a change. Graph mode takes them again since its version 8. "
                          "[Why](../concepts/timing.md#graph-launch-costs-removed).")
+        if compiled:
+            parts.append(f"{COMPILE_MARK} {compiled} of these flags are of a torch.compile variant. Inductor chose "
+                         "its kernel's launch configuration by timing the candidates once, when the run's first "
+                         "process compiled it, and two runs may choose differently: such a flag may be that choice, "
+                         "not a change of code. `python3 scripts/gpu/compile_choice_probe.py --variant VARIANT "
+                         "--size SIZE` compiles it several times in fresh caches and prints each choice beside its "
+                         "time. [Why](../concepts/kernels-into-pytorch.md#the-four-roads).")
         parts.append("Each row again, measured afresh on both commits (`asv continuous` runs them and reports "
                      "the change by the same rule):\n\n```sh\n" + "\n".join(commands) + "\n```")
     return parts
