@@ -168,15 +168,19 @@ def launchable(p: K.SoftmaxPlan, cols: int, dtype: str) -> bool:
     return K.floats_per_thread(cols, item, p.threads, p.cluster) <= K.register_capacity(p.threads)
 
 
+def launchable_plans(shape, dtype: str, candidates) -> list[K.SoftmaxPlan]:
+    """The candidates, as plans, that launch_softmax takes for this shape, in their order."""
+    return [p for p in map(K.SoftmaxPlan._make, candidates) if launchable(p, shape[1], dtype)]
+
+
 def with_default(shape, dtype: str, candidates) -> list[K.SoftmaxPlan]:
     """softmax_plan's choice on this GPU first, then the launchable candidates that differ from it."""
     default = K.device_softmax_plan(*shape, ITEMSIZE[dtype])
-    plans = [K.SoftmaxPlan(*p) for p in candidates]
-    return [default] + [p for p in plans if launchable(p, shape[1], dtype) and p != default]
+    return [default] + [p for p in launchable_plans(shape, dtype, candidates) if p != default]
 
 
 def softmax_candidates(shape, dtype: str, quick: bool) -> list[K.SoftmaxPlan]:
-    plans = [K.SoftmaxPlan(*p) for p in SOFTMAX_CANDIDATES[shape] if launchable(K.SoftmaxPlan(*p), shape[1], dtype)]
+    plans = launchable_plans(shape, dtype, SOFTMAX_CANDIDATES[shape])
     return with_default(shape, dtype, plans[:SOFTMAX_QUICK_CANDIDATES] if quick else plans)
 
 
