@@ -216,6 +216,34 @@ def test_the_ring_kernels_take_few_registers_so_several_blocks_share_an_sm(compi
     assert len(rings) == 6 and all(regs <= 64 for regs in rings.values()), rings  # 1, 2 and 3 stages, two dtypes
 
 
+@needs_nvcc
+def test_the_grid_kernel_publishes_with_release_and_waits_with_acquire(compiled):
+    # softmax_grid_kernel's blocks meet through global memory: a release add after a block's pair is written, an
+    # acquire load in the wait, the other blocks' pairs read at GPU scope (not from a stale L1 line); at 16 or
+    # fewer elements a thread 64 registers, so 2 blocks of 512 (or 4 of 256) share an SM beside the next piece's loads
+    ptx, kernels = compiled("softmax.cu")
+    grids = {name: body for name, body in entries(ptx).items() if "softmax_grid_kernel" in name}
+    assert len(grids) == 6, sorted(grids)  # 8, 16 and 32 elements a thread, two dtypes
+    for name, body in grids.items():
+        assert "ld.acquire.gpu.global.u32" in body and "atom.release.gpu.global.add.u32" in body, name
+        assert "ld.relaxed.gpu.global.v2.f32" in body, name
+        assert "barrier.cluster" not in body and "mapa" not in body, name  # no thread-block cluster
+        ept = int(re.search(r"Li(\d+)E", name).group(1))
+        regs = kernels[name][0]
+        assert regs <= (64 if ept <= 16 else 128), (name, regs)
+
+
+def test_the_grid_limits_are_the_kernels():
+    from kernelscope.backends.cuda import kernels as K
+
+    text = (build.HERE / "softmax.cu").read_text()
+    assert f"SOFTMAX_GRID_MAX_PIECES = {K.SOFTMAX_GRID_MAX_PIECES};" in text
+    assert f"SOFTMAX_GRID = {K.SOFTMAX_STRATEGIES['grid']} }}" in text
+    sizes = {int(n) for n in re.findall(r"softmax_grid_kernel<T, (\d+)>", text)}
+    assert sizes == {8, 16, 32} and K.grid_capacity(512) == 32 and K.grid_capacity(1024) == 16
+    assert "need <= 32 && threads <= 512" in text.split("strategy == SOFTMAX_GRID) {", 1)[1].split("}", 1)[0]
+
+
 def test_the_ring_limit_is_the_kernels():
     from kernelscope.backends.cuda import kernels as K
 
@@ -242,8 +270,8 @@ def test_softmax_instantiates_the_register_sizes_kernels_py_plans_for():
 
 def test_bindings_declare_exactly_the_launchers_the_cu_files_define():
     cpp, cuda = build.sources()
-    declared = set(re.findall(r"^(?:cudaError_t|int) (\w+)\(", cpp, re.M))
-    defined = set(re.findall(r"^(?:cudaError_t|int) (\w+)\(", cuda, re.M))
+    declared = set(re.findall(r"^(?:cudaError_t|int|int64_t) (\w+)\(", cpp, re.M))
+    defined = set(re.findall(r"^(?:cudaError_t|int|int64_t) (\w+)\(", cuda, re.M))
     assert declared and declared == defined
     for fn in build.FUNCTIONS:  # the kernels' entry points, and one query of the device
         assert re.search(rf"^(?:torch::Tensor|double) {fn}\(", cpp, re.M), fn

@@ -164,6 +164,14 @@ def test_a_reference_on_the_cpu_gives_the_error_it_gives_on_the_gpu(monkeypatch)
     (1000, 50257, ("ring1", 512, 1)),  # its bfloat16 launch; in float32 a 50257-wide row in one block's stage
     (40, 50257, ("ring1", 512, 4)),  # fewer rows than resident clusters: nothing to fetch after the first
     (70, 262144, ("ring1", 1024, 8)),  # clusters of 8, some with a second row
+    (300, 5003, ("grid", 128, 3)),  # the grid kernel: odd columns, each row's alignment its own, 3 pieces a row
+    (1000, 50257, ("grid", 512, 7)),  # 16 floats a thread, 2 blocks an SM: ~13 rounds of items
+    (1000, 50257, ("grid", 256, 13)),
+    (40, 50257, ("grid", 512, 4)),  # 32 a thread (one block an SM)
+    (70, 262144, ("grid", 512, 33)),  # rows x pieces not a multiple of the grid: a row's pieces in two rounds
+    (64, 262144, ("grid", 512, 66)),  # 8 a thread
+    (3, 262144, ("grid", 1024, 33)),  # fewer items than resident blocks: one round
+    (2, 100003, ("grid", 128, 128)),  # the most pieces a row: warp 0 reads 4 pairs a lane
 ])
 def test_the_persistent_plans_match_the_reference_on_random_and_stress_rows(rows, cols, plan, dtype):
     # softmax_pipe_kernel and softmax_ring_kernel: persistent clusters whose blocks copy their slices of the next
@@ -177,6 +185,9 @@ def test_the_persistent_plans_match_the_reference_on_random_and_stress_rows(rows
     item = 4 if dtype == "float32" else 2
     if p.strategy == "pipe":
         assert K.floats_per_thread(cols, item, p.threads, p.cluster) <= K.pipe_capacity(p.threads)
+    elif p.strategy == "grid":
+        assert K.floats_per_thread(cols, item, p.threads, p.cluster) <= K.grid_capacity(p.threads)
+        assert p.cluster <= K.SOFTMAX_GRID_MAX_PIECES
     else:
         assert K.ring_bytes(cols, item, p.threads, p.cluster, K.SOFTMAX_RING_STAGES[p.strategy]) <= K.SOFTMAX_RING_MAX_BYTES
     inputs = [("random", op.make_input((rows, cols), dtype, "cuda", 7))]
@@ -213,6 +224,46 @@ def test_the_block_kernels_exact_rows_and_their_near_misses_match_the_reference(
         K.softmax(x, out, plan=K.SoftmaxPlan("block", threads, 1))
         err = error_against_reference(op, x, out)
         assert err <= op.tolerance[dtype], (name, layout, err)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_the_grid_kernel_replays_in_a_graph_and_leaves_its_workspace_ready(dtype):
+    # softmax_grid_kernel counts each row's pieces in a workspace it leaves as zeros: a captured graph replays it
+    # on new inputs, eager calls go on beside it, and a wider call (a larger workspace) keeps the graph's valid.
+    # y one element off x's alignment: the scalar stores.
+    from kernelscope.backends.cuda import kernels as K
+    from kernelscope.check import error_against_reference
+
+    op = OPS["softmax"]
+    plan = K.SoftmaxPlan("grid", 512, 7)
+    x = op.make_input((300, 50257), dtype, "cuda", 21)
+    flat = torch.empty(x.numel() + 8, dtype=x.dtype, device="cuda")
+    out = flat[1:1 + x.numel()].view_as(x)
+    K.softmax(x, out, plan=plan)  # warm-up outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        K.softmax(x, out, plan=plan)
+    for seed in (22, 23, 24):
+        x.copy_(op.make_input(x.shape, dtype, "cuda", seed))
+        out.fill_(float("nan"))
+        graph.replay()
+        assert error_against_reference(op, x, out) <= op.tolerance[dtype], ("replay", seed)
+        eager = K.softmax(x, plan=plan)
+        assert error_against_reference(op, x, eager) <= op.tolerance[dtype], ("eager", seed)
+    wide = op.make_input((2000, 50257), dtype, "cuda", 25)  # 14,000 pairs: the workspace grows
+    assert error_against_reference(op, wide, K.softmax(wide, plan=K.SoftmaxPlan("grid", 512, 7))) <= op.tolerance[dtype]
+    del wide
+    x.copy_(op.make_input(x.shape, dtype, "cuda", 26))
+    graph.replay()
+    assert error_against_reference(op, x, out) <= op.tolerance[dtype], "replay after the workspace grew"
+
+
+def test_the_grid_kernel_refuses_more_pieces_than_it_combines():
+    from kernelscope.backends.cuda import kernels as K
+
+    x = OPS["softmax"].make_input((4, 100003), "float32", "cuda", 27)
+    with pytest.raises(RuntimeError, match=r"strategy 7, threads 128, cluster 129"):
+        K.softmax(x, plan=K.SoftmaxPlan("grid", 128, K.SOFTMAX_GRID_MAX_PIECES + 1))
 
 
 def test_the_dram_peak_the_softmax_plan_reads_sits_above_what_a_copy_moves():

@@ -67,6 +67,21 @@ GRID = {
         ("ring1", 1024, 4), ("ring1", 1024, 3), ("ring", 1024, 8), ("ring", 512, 8), ("loop", 512, 16)],
 }
 
+# --sweep-set grid: the grid kernel (a row's pieces dealt to a cooperative grid of resident blocks, no cluster; its
+# next piece loading while a block waits on its row), beside the default. (threads, pieces) chosen so the items fill
+# whole rounds of resident blocks: 64 x 33 = 8 x 264 (2 blocks of 512 an SM on 132 SMs), 64 x 66 = 8 x 528 (4 of
+# 256); 512x50257 in 7 to 14 pieces (13.6 to 27 rounds).
+GRID_PIECES = {
+    ((512, 50257), "float32"): [
+        ("grid", 512, 7), ("grid", 512, 8), ("grid", 256, 13), ("grid", 1024, 4), ("grid", 512, 4), ("grid", 512, 14)],
+    ((64, 262144), "float32"): [
+        ("grid", 512, 33), ("grid", 512, 32), ("grid", 256, 66), ("grid", 1024, 33), ("grid", 512, 66)],
+    ((512, 50257), "bfloat16"): [
+        ("grid", 512, 7), ("grid", 512, 4), ("grid", 256, 13), ("grid", 1024, 4), ("grid", 512, 13)],
+    ((64, 262144), "bfloat16"): [
+        ("grid", 512, 33), ("grid", 256, 66), ("grid", 512, 66), ("grid", 1024, 33)],
+}
+
 # --sweep-set lone: the rows one block holds, at 2^26 and 2^28 elements (the H200's gap: softmax-cuda 92.8% and
 # 83.6% of its copy at 16384x16384 float32 and bfloat16, da0ab9d), the block plan beside the lone-row ring.
 GRID_LONE = {
@@ -93,7 +108,14 @@ NCU_CASES = [
     ("cuda-block-256 4096x4096", "softmax-cuda", (4096, 4096), "float32", ("block", 256, 1)),
     ("triton-tuned 512x50257", "softmax-triton-tuned", (512, 50257), "float32", None),
 ]
-CASE_SETS = {"wide": NCU_CASES, "lone": LONE_CASES}  # --ncu-cases
+GRID_CASES = [
+    ("cuda-grid-512x33 64x262144", "softmax-cuda", (64, 262144), "float32", ("grid", 512, 33)),
+    ("cuda-default 64x262144", "softmax-cuda", (64, 262144), "float32", None),
+    ("cuda-grid-512x7 512x50257", "softmax-cuda", (512, 50257), "float32", ("grid", 512, 7)),
+    ("cuda-grid-512x33 64x262144 bf16", "softmax-cuda", (64, 262144), "bfloat16", ("grid", 512, 33)),
+]
+CASE_SETS = {"wide": NCU_CASES, "lone": LONE_CASES, "grid": GRID_CASES}  # --ncu-cases
+SWEEP_SETS = {"wide": GRID, "lone": GRID_LONE, "grid": GRID_PIECES}  # --sweep-set
 SUMMARY_METRICS = {
     "gpu__time_duration.sum": "time",
     "dram__throughput.avg.pct_of_peak_sustained_elapsed": "DRAM %",
@@ -213,15 +235,21 @@ def ncu_case(case_set: str, index: int, out_dir: Path) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sweep", action="store_true", help="time the grid of launch shapes")
-    ap.add_argument("--sweep-set", choices=("wide", "lone", "both"), default="wide",
-                    help="wide: #15's wide rows (default); lone: 8192x8192 and 16384x16384; both")
+    ap.add_argument("--sweep-set", default="wide",
+                    help="comma-separated: wide (#15's wide rows, the default), lone (8192x8192 and 16384x16384), "
+                         "grid (the grid kernel's pieces at the wide rows); both = wide,lone")
     ap.add_argument("--ncu", action="store_true", help="Nsight Compute's full set on the --ncu-cases set")
-    ap.add_argument("--ncu-cases", choices=("wide", "lone"), default="wide",
-                    help="wide: #15's wide rows (default); lone: 16384x16384, softmax-cuda beside softmax-triton-tuned")
+    ap.add_argument("--ncu-cases", choices=tuple(CASE_SETS), default="wide",
+                    help="wide: #15's wide rows (default); lone: 16384x16384, softmax-cuda beside softmax-triton-tuned; "
+                         "grid: the grid kernel beside the default at the wide rows")
     ap.add_argument("--out", default=".", help="folder for the ncu reports and details pages")
     ap.add_argument("--json", help="write the rows as JSON records to this file")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
     opts = ap.parse_args()
+    names = ["wide", "lone"] if opts.sweep_set == "both" else opts.sweep_set.split(",")
+    unknown = [n for n in names if n not in SWEEP_SETS]
+    if unknown:
+        ap.error(f"--sweep-set: unknown set(s) {', '.join(unknown)}; choose from {', '.join(SWEEP_SETS)} or both")
     if not torch.cuda.is_available():
         print("wide_rows_probe.py measures a GPU: none here", file=sys.stderr)
         return 2
@@ -232,7 +260,11 @@ def main() -> int:
     records: list[dict] = []
     if opts.sweep:
         table = Table("softmax-cuda, issue #15's wide rows")
-        sweep(table, {"wide": GRID, "lone": GRID_LONE, "both": {**GRID, **GRID_LONE}}[opts.sweep_set])
+        grids: dict = {}
+        for name in names:  # a shape in two sets: its candidates from both, in order, once each
+            for key, plans in SWEEP_SETS[name].items():
+                grids[key] = list(dict.fromkeys([*grids.get(key, []), *plans]))
+        sweep(table, grids)
         records += table.rows
     if opts.ncu:
         out_dir = Path(opts.out)

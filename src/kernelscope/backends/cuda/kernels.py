@@ -79,18 +79,23 @@ SOFTMAX_LONE_EPT_WIDE_DRAM = 16
 # 77.1% and 77.2% against the ring of 2 stages over 4 blocks' 64.8% and 64.9%. At 64x262144 (a 1 MiB row: clusters
 # of 5 to 16) it read 61.6-63.7% against the loop kernel's 68.7%.
 SOFTMAX_RING1_THREADS = 512
+# The grid kernel (softmax.cu's softmax_grid_kernel): a row cut into `cluster` pieces, each a block's item, dealt to
+# a cooperative grid of resident blocks that combine a row's (max, sum) pairs through global memory: no thread-block
+# cluster, so no SM is left out of the cluster shapes, and each block's next item is loading while it waits.
+SOFTMAX_GRID_MAX_PIECES = 128  # softmax.cu's: warp 0 reads a row's pairs, 4 a lane
 SOFTMAX_STRATEGIES = {"warp": 0, "block": 1, "cluster": 1, "loop": 2, "pipe": 3, "ring": 4, "ring3": 5,
-                      "ring1": 6}  # launch codes
+                      "ring1": 6, "grid": 7}  # launch codes
 SOFTMAX_RING_STAGES = {"ring1": 1, "ring": 2, "ring3": 3}
 SOFTMAX_RING_MAX_BYTES = 226 * 1024  # sm_90: 227 KiB a block, less 1 KiB static (softmax.cu: SOFTMAX_RING_MAX_BYTES)
 
 
 class SoftmaxPlan(NamedTuple):
     strategy: str  # "warp", "block", "cluster", "loop", "pipe" (persistent clusters, the next row prefetched into
-    #                shared memory) or "ring1"/"ring"/"ring3" (persistent clusters, a block's slices of its next 1,
-    #                2 or 3 rows in a ring of stages of shared memory)
+    #                shared memory), "ring1"/"ring"/"ring3" (persistent clusters, a block's slices of its next 1,
+    #                2 or 3 rows in a ring of stages of shared memory) or "grid" (a row's pieces dealt to a
+    #                cooperative grid, combined through global memory)
     threads: int  # a block's threads (warp: rows a block = threads / 32)
-    cluster: int  # blocks a row is split across (1: no cluster)
+    cluster: int  # blocks a row is split across (1: no cluster; grid: the pieces a row is cut into, no cluster)
 
 
 def _next_pow2(n: int) -> int:
@@ -112,6 +117,12 @@ def register_capacity(threads: int) -> int:
 def ring_bytes(cols: int, itemsize: int, threads: int, cluster: int, stages: int) -> int:
     """Shared memory a block of the ring kernel takes: ``stages`` slices of its rows, 16 bytes a vector."""
     return stages * floats_per_thread(cols, itemsize, threads, cluster) // (16 // itemsize) * threads * 16
+
+
+def grid_capacity(threads: int) -> int:
+    """The most elements a thread of softmax_grid_kernel holds: 16 at 1024 threads, 32 up to 512 (its current
+    piece in registers, its next piece's loads beside them)."""
+    return 16 if threads > 512 else 32
 
 
 def pipe_capacity(threads: int) -> int:

@@ -669,10 +669,161 @@ template <typename T, int S> __launch_bounds__(1024) __global__ void softmax_rin
     }
 }
 
+// Grid: a row cut into `pieces` slices of `per` vectors, and the (row, piece)
+// items dealt round-robin to a persistent grid of blocks that are all resident
+// at once (a cooperative launch), with no thread-block cluster. A block reduces
+// its slice to (max, sum of exp), publishes the pair to global memory and counts
+// itself in on the row (a release add); warp 0 then waits until every piece of
+// the row has (an acquire spin), combines the pairs, and the block writes its
+// slice. Its next item's loads are issued before any of this, so DRAM keeps
+// reading through the reductions, the wait and the stores. Issue #15: the
+// cluster kernels stall on the cluster barrier with SMs left idle (clusters of 16
+// fit 14 at once on the H100, of 8 use 120 of its 132 SMs); the loop kernel read
+// 69% of the copy bandwidth at 64x262144 and ring1 83% at 512x50257.
+//
+// It cannot deadlock: block b takes items b, b + G, b + 2G, ... (G blocks, all
+// resident, pieces <= G) and publishes each before it waits. The unfinished item
+// i with the least index waits only on its row's other pieces, items within
+// `pieces` of i; one of them not yet published would be a block's later item,
+// whose earlier item, at least G before it, would be unfinished and less than i.
+//
+// `arrived[row]` counts the row's `pieces` publishes, then as many reads of the
+// pairs; the last read sets it back to 0. The workspace is all zeros between
+// launches, so a captured graph replays the kernel as it is.
+constexpr int SOFTMAX_GRID_MAX_PIECES = 128;  // warp 0 reads a row's pairs, 4 a lane at most
+
+__device__ __forceinline__ unsigned softmax_load_acquire(const unsigned* p) {
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ unsigned softmax_add_release(unsigned* p, unsigned v) {
+    unsigned old;
+    asm volatile("atom.release.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+    return old;
+}
+
+// A pair another block published: from L2 (relaxed at GPU scope), not a stale L1 line.
+__device__ __forceinline__ float2 softmax_load_pair(const float2* p) {
+    float2 v;
+    asm volatile("ld.relaxed.gpu.global.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "l"(p) : "memory");
+    return v;
+}
+
+// The row's (max, sum of exp(x - max)) from the `pieces` pairs its blocks publish into `pairs`; every thread
+// of the block gets it (through `shared`).
+__device__ __forceinline__ float2 grid_combine(float2 mine, float2* pairs, unsigned* arrived, int piece, int pieces,
+                                              float2* shared) {
+    if (threadIdx.x == 0) {
+        pairs[piece] = mine;
+        softmax_add_release(arrived, 1u);
+    }
+    if (threadIdx.x < 32) {
+        const int lane = threadIdx.x;
+        while ((int)softmax_load_acquire(arrived) < pieces) {
+        }
+        constexpr int K = SOFTMAX_GRID_MAX_PIECES / 32;
+        float2 q[K];
+#pragma unroll
+        for (int k = 0; k < K; ++k)
+            q[k] = lane + 32 * k < pieces ? softmax_load_pair(pairs + lane + 32 * k) : make_float2(-INFINITY, 0.0f);
+        float m = -INFINITY, s = 0.0f;
+#pragma unroll
+        for (int k = 0; k < K; ++k) m = fmaxf(m, q[k].x);
+        m = softmax_warp_max(m);
+#pragma unroll
+        for (int k = 0; k < K; ++k) s += q[k].y * __expf(q[k].x - m);  // exp(-inf) = 0
+        s = softmax_warp_sum(s);
+        if (lane == 0) {
+            *shared = make_float2(m, s);
+            if (atomicAdd(arrived, 1u) == 2u * pieces - 1u) *arrived = 0u;  // the row's last read
+        }
+    }
+    __syncthreads();
+    return *shared;
+}
+
+template <typename T, int EPT> __launch_bounds__(EPT <= 16 ? 1024 : 512) __global__ void softmax_grid_kernel(
+    const T* __restrict__ x, T* __restrict__ y, int rows, int cols, int pieces, int per, float2* __restrict__ pairs,
+    unsigned* __restrict__ arrived) {
+    using P = Pack16<T>;
+    constexpr int NV = EPT / P::N;
+    __shared__ float scratch_max[32], scratch_sum[32];
+    __shared__ float2 row_stats;
+    const int t = threadIdx.x, step = blockDim.x;
+    const int row_step = gridDim.x / pieces, piece_step = gridDim.x % pieces;  // an item index + G, as (row, piece)
+    int row = blockIdx.x / pieces, piece = blockIdx.x % pieces;                // rows x pieces < 2^31 (the host)
+
+    // Item (r, p)'s vectors of this thread and, for piece 0, the row's unaligned ends, on their way.
+    uint4 raw[NV];
+    T head_raw = T(), tail_raw = T();
+    auto fetch = [&](int r, int p) {
+        const T* xr = x + (int64_t)r * cols;
+        const RowSplit s = split_row(xr, cols);
+        const int first = p * per, end = min(first + per, s.nvec);
+        const T* vecs = xr + s.head;
+#pragma unroll
+        for (int i = 0; i < NV; ++i)
+            if (first + t + i * step < end) raw[i] = load16(vecs + (int64_t)(first + t + i * step) * P::N);
+        if (p == 0 && t < s.head) head_raw = xr[t];
+        if (p == 0 && t < s.tail) tail_raw = xr[cols - s.tail + t];
+    };
+    if (row >= rows) return;
+    fetch(row, piece);
+    for (;;) {
+        const T* xr = x + (int64_t)row * cols;
+        T* yr = y + (int64_t)row * cols;
+        const RowSplit s = split_row(xr, cols);
+        const int first = piece * per, end = min(first + per, s.nvec);
+        float v[EPT];
+#pragma unroll
+        for (int i = 0; i < NV; ++i) {
+            if (first + t + i * step < end) {
+                P::unpack(raw[i], v + i * P::N);
+            } else {
+#pragma unroll
+                for (int j = 0; j < P::N; ++j) v[i * P::N + j] = -INFINITY;
+            }
+        }
+        const bool has_head = piece == 0 && t < s.head, has_tail = piece == 0 && t < s.tail;
+        float hv = has_head ? P::to_float(head_raw) : -INFINITY;
+        float tv = has_tail ? P::to_float(tail_raw) : -INFINITY;
+
+        int next_row = row + row_step, next_piece = piece + piece_step;
+        if (next_piece >= pieces) {
+            next_piece -= pieces;
+            ++next_row;
+        }
+        if (next_row < rows) fetch(next_row, next_piece);  // in flight through everything below
+
+        float m = fmaxf(hv, tv);
+#pragma unroll
+        for (int i = 0; i < EPT; ++i) m = fmaxf(m, v[i]);
+        m = softmax_block_reduce<true>(m, scratch_max);
+        float sum = exp_in_place<EPT>(v, m);
+        const float shift = softmax_shift(m);
+        hv = softmax_exp(hv, shift);
+        tv = softmax_exp(tv, shift);
+        sum = softmax_block_reduce<false>(sum + hv + tv, scratch_sum);
+
+        const float2 stats = grid_combine(make_float2(m, sum), pairs + (int64_t)row * pieces, arrived + row, piece,
+                                          pieces, &row_stats);
+        const float scale = __expf(m - stats.x) / stats.y;
+        const bool out_aligned = (((uintptr_t)xr ^ (uintptr_t)yr) & 15) == 0;
+        store_vectors<T, NV>(yr + s.head, first + t, step, end, v, scale, out_aligned);
+        if (has_head) yr[t] = P::from_float(hv * scale);
+        if (has_tail) yr[cols - s.tail + t] = P::from_float(tv * scale);
+        if (next_row >= rows) break;
+        row = next_row;
+        piece = next_piece;
+    }
+}
+
 // ---- host side -------------------------------------------------------------
 
 enum SoftmaxStrategy { SOFTMAX_WARP = 0, SOFTMAX_BLOCK = 1, SOFTMAX_LOOP = 2, SOFTMAX_PIPE = 3, SOFTMAX_RING2 = 4,
-                       SOFTMAX_RING3 = 5, SOFTMAX_RING1 = 6 };
+                       SOFTMAX_RING3 = 5, SOFTMAX_RING1 = 6, SOFTMAX_GRID = 7 };
 
 // Clusters of 9 to 16 blocks are non-portable: each kernel allows them once.
 template <auto Kernel>
@@ -757,15 +908,65 @@ static cudaError_t launch_block_rows(int grid, int threads, int cluster, cudaStr
     return launch_clustered<softmax_block_kernel<T, EPT>>(grid, threads, cluster, stream, x, y, cols);
 }
 
+// The grid kernel's workspace: a (max, sum) pair a piece of every row, then a counter a row (zeros between
+// launches: the kernel leaves it so). 0 for the other strategies, which need none.
+int64_t softmax_workspace_bytes(int rows, int strategy, int pieces) {
+    if (strategy != SOFTMAX_GRID) return 0;
+    return (int64_t)rows * pieces * (int64_t)sizeof(float2) + (int64_t)rows * (int64_t)sizeof(unsigned);
+}
+
+// softmax_grid_kernel over as many blocks as are resident at once (the occupancy query, once per block size), at
+// most one an item, launched cooperatively: the driver refuses a grid that could not all be resident rather than
+// let its blocks wait on ones that never start.
+template <auto Kernel, typename T>
+static cudaError_t launch_grid(int rows, int cols, int threads, int pieces, int per, void* workspace,
+                               cudaStream_t stream, const T* x, T* y) {
+    static int resident_per_sm[11] = {};  // by log2(threads)
+    int log_threads = 0;
+    while ((1 << log_threads) < threads) ++log_threads;
+    int device = 0, sms = 0;
+    cudaError_t err = cudaGetDevice(&device);
+    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+    if (err == cudaSuccess && resident_per_sm[log_threads] == 0)
+        err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident_per_sm[log_threads], Kernel, threads, 0);
+    if (err != cudaSuccess) return err;
+    const int64_t items = (int64_t)rows * pieces, resident = (int64_t)resident_per_sm[log_threads] * sms;
+    const int64_t grid = items < resident ? items : resident;
+    if (pieces > grid) return cudaErrorCooperativeLaunchTooLarge;  // a row's pieces could not all run at once
+    float2* pairs = static_cast<float2*>(workspace);
+    unsigned* arrived = reinterpret_cast<unsigned*>(pairs + (int64_t)rows * pieces);
+    cudaLaunchConfig_t config = {};
+    cudaLaunchAttribute attribute;
+    attribute.id = cudaLaunchAttributeCooperative;
+    attribute.val.cooperative = 1;
+    config.gridDim = dim3((unsigned)grid);
+    config.blockDim = dim3(threads);
+    config.stream = stream;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    return cudaLaunchKernelEx(&config, Kernel, x, y, rows, cols, pieces, per, pairs, arrived);
+}
+
 // The register-held kernels come in a few sizes: the smallest EPT (floats a
 // thread holds) that covers the slice is launched.
 template <typename T>
 static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols, int strategy, int threads,
-                                    int cluster, cudaStream_t stream) {
+                                    int cluster, void* workspace, cudaStream_t stream) {
     const T* x = static_cast<const T*>(xv);
     T* y = static_cast<T*>(yv);
     constexpr int N = Pack16<T>::N;
     if (threads < 32 || threads > 1024 || threads % 32 != 0) return cudaErrorInvalidValue;
+    if (strategy == SOFTMAX_GRID) {  // `cluster`: the pieces a row is cut into, each a block's item
+        if (cluster < 1 || cluster > SOFTMAX_GRID_MAX_PIECES || (int64_t)rows * cluster > 0x7fffffff || !workspace)
+            return cudaErrorInvalidValue;
+        const int per = (cols / N + cluster - 1) / cluster;  // vectors a piece (a row's vectors: cols / N at most)
+        const int need = (per + threads - 1) / threads * N;   // elements a thread holds
+        if (need <= 8) return launch_grid<softmax_grid_kernel<T, 8>>(rows, cols, threads, cluster, per, workspace, stream, x, y);
+        if (need <= 16) return launch_grid<softmax_grid_kernel<T, 16>>(rows, cols, threads, cluster, per, workspace, stream, x, y);
+        if (need <= 32 && threads <= 512)
+            return launch_grid<softmax_grid_kernel<T, 32>>(rows, cols, threads, cluster, per, workspace, stream, x, y);
+        return cudaErrorInvalidValue;  // pieces too wide: more threads or more pieces
+    }
     if (cluster < 1 || cluster > SOFTMAX_MAX_CLUSTER) return cudaErrorInvalidValue;
     const int64_t grid = (int64_t)rows * cluster;
     const int lanes = strategy == SOFTMAX_WARP ? 32 : threads;
@@ -813,12 +1014,12 @@ static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols
 }
 
 // strategy: 0 warp per row, 1 block (cluster == 1) or cluster per row, 2 loop, 3 pipe, 4 and 5 ring of 2 and 3 stages,
-// 6 ring of one stage (a block's slice of one row in shared memory).
+// 6 ring of one stage (a block's slice of one row in shared memory), 7 grid (cluster: the pieces a row is cut into).
 // threads: a block's threads (warp: rows a block = threads / 32). All three come
-// from kernels.softmax_plan, or a tuning script.
+// from kernels.softmax_plan, or a tuning script. workspace: softmax_workspace_bytes of zeros (grid only).
 cudaError_t launch_softmax(const void* x, void* y, int rows, int cols, bool bf16, int strategy, int threads,
-                           int cluster, cudaStream_t stream) {
+                           int cluster, void* workspace, cudaStream_t stream) {
     if (rows == 0 || cols == 0) return cudaSuccess;
-    return bf16 ? launch_softmax_t<__nv_bfloat16>(x, y, rows, cols, strategy, threads, cluster, stream)
-                : launch_softmax_t<float>(x, y, rows, cols, strategy, threads, cluster, stream);
+    return bf16 ? launch_softmax_t<__nv_bfloat16>(x, y, rows, cols, strategy, threads, cluster, workspace, stream)
+                : launch_softmax_t<float>(x, y, rows, cols, strategy, threads, cluster, workspace, stream);
 }
