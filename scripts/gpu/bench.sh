@@ -14,7 +14,8 @@
 # then, after committing results/, STEPS="machine slowdown ncu smoke history"):
 #   machine   name the machine for asv, record GPU/versions/copy bandwidth
 #   gputests  kernelscope check and pytest -m gpu (also builds the CUDA extension into the cache)
-#   pytestgpu pytest -m gpu alone (gputests without the check; PYTEST_ARGS="tests/test_x.py" narrows it)
+#   pytestgpu pytest -m gpu alone (gputests without the check; PYTEST_ARGS="tests/test_x.py" narrows it; ended
+#             after PYTEST_TIMEOUT seconds, 1200: a kernel that never returns must not hold the lease)
 #   check     kernelscope check alone (gputests without pytest: validates, and warms every compile cache;
 #             CHECK_ARGS="--op square" narrows it)
 #   crosscheck  kernelscope crosscheck: the suite's three modes beside Timer, do_bench, do_bench_cudagraph
@@ -125,7 +126,7 @@ steps() {
   }
   step gputests sh -c "kernelscope check -q --json-file $STATE/check.json > $STATE/check.txt 2>&1;
     python3 -m pytest -m gpu -q -p no:cacheprovider > $STATE/pytest-gpu.txt 2>&1; tail -n 3 $STATE/check.txt $STATE/pytest-gpu.txt"
-  step pytestgpu sh -c "python3 -m pytest -m gpu -q -p no:cacheprovider ${PYTEST_ARGS:-} > $STATE/pytest-gpu.txt 2>&1; tail -n 3 $STATE/pytest-gpu.txt"
+  step pytestgpu sh -c "timeout ${PYTEST_TIMEOUT:-1200} python3 -m pytest -m gpu -q -p no:cacheprovider ${PYTEST_ARGS:-} > $STATE/pytest-gpu.txt 2>&1; tail -n 3 $STATE/pytest-gpu.txt"
   step check sh -c "kernelscope check -q ${CHECK_ARGS:-} --json-file $STATE/check.json > $STATE/check.txt 2>&1; tail -n 2 $STATE/check.txt"
   step crosscheck sh -c "kernelscope crosscheck ${CROSSCHECK_ARGS:-} > $STATE/peers.txt 2> $STATE/peers.log; echo rc=\$?; tail -n 25 $STATE/peers.txt"
   step compilechoice sh -c "python3 scripts/gpu/compile_choice_probe.py ${COMPILECHOICE_ARGS:-} --json $STATE/compile-choice.json > $STATE/compile-choice.txt 2>&1; echo rc=\$?; cat $STATE/compile-choice.txt"
@@ -146,7 +147,7 @@ steps() {
     echo asv rc=\$?; grep -E '(16384x16384|268435456|64x262144|512x50257) ' $STATE/asv-graphcheck.log"
   step timerprobe sh -c "python3 scripts/gpu/timer_probe.py --json $STATE/timer-probe.json > $STATE/timer-probe.txt 2>&1; cat $STATE/timer-probe.txt"
   step floors sh -c "python3 scripts/gpu/floor_probe.py --json $STATE/floors.json > $STATE/floors.txt 2>&1; echo rc=\$?; cat $STATE/floors.txt"
-  step widerows sh -c "mkdir -p $STATE/wide-rows; python3 scripts/gpu/wide_rows_probe.py ${WIDEROWS_ARGS:---sweep --ncu} \
+  step widerows sh -c "mkdir -p $STATE/wide-rows; timeout ${WIDEROWS_TIMEOUT:-600} python3 scripts/gpu/wide_rows_probe.py ${WIDEROWS_ARGS:---sweep --ncu} \
     --out $STATE/wide-rows --json $STATE/wide-rows.json > $STATE/wide-rows.txt 2>&1; echo rc=\$?; cat $STATE/wide-rows.txt"
   step graphsmall sh -c "python3 scripts/gpu/graph_small_probe.py --json $STATE/graph-small.json > $STATE/graph-small.txt 2>&1;
     echo rc=\$?; cat $STATE/graph-small.txt"
