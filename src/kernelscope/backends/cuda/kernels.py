@@ -82,7 +82,7 @@ SOFTMAX_RING1_THREADS = 512
 # The grid kernel (softmax.cu's softmax_grid_kernel): a row cut into `cluster` pieces, each a block's item, dealt to
 # a cooperative grid of resident blocks that combine a row's (max, sum) pairs through global memory: no thread-block
 # cluster, so no SM is left out of the cluster shapes, and each block's next item is loading while it waits.
-SOFTMAX_GRID_MAX_PIECES = 128  # softmax.cu's: warp 0 reads a row's pairs, 4 a lane
+SOFTMAX_GRID_MAX_PIECES = 64  # softmax.cu's: warp 0 reads a row's pairs, 2 a lane
 SOFTMAX_STRATEGIES = {"warp": 0, "block": 1, "cluster": 1, "loop": 2, "pipe": 3, "ring": 4, "ring3": 5,
                       "ring1": 6, "grid": 7}  # launch codes
 SOFTMAX_RING_STAGES = {"ring1": 1, "ring": 2, "ring3": 3}
@@ -120,9 +120,9 @@ def ring_bytes(cols: int, itemsize: int, threads: int, cluster: int, stages: int
 
 
 def grid_capacity(threads: int) -> int:
-    """The most elements a thread of softmax_grid_kernel holds: 16 at 1024 threads, 32 up to 512 (its current
-    piece in registers, its next piece's loads beside them)."""
-    return 16 if threads > 512 else 32
+    """The most elements a thread of softmax_grid_kernel holds: 8 at 1024 threads, 16 up to 512, 32 up to 256 (its
+    current piece, its previous piece's exps and its next piece's loads, all in registers)."""
+    return 8 if threads > 512 else 16 if threads > 256 else 32
 
 
 def pipe_capacity(threads: int) -> int:

@@ -672,88 +672,73 @@ template <typename T, int S> __launch_bounds__(1024) __global__ void softmax_rin
 // Grid: a row cut into `pieces` slices of `per` vectors, and the (row, piece)
 // items dealt round-robin to a persistent grid of blocks that are all resident
 // at once (a cooperative launch), with no thread-block cluster. A block reduces
-// its slice to (max, sum of exp), publishes the pair to global memory and counts
-// itself in on the row (a release add); warp 0 then waits until every piece of
-// the row has (an acquire spin), combines the pairs, and the block writes its
-// slice. Its next item's loads are issued before any of this, so DRAM keeps
-// reading through the reductions, the wait and the stores. Issue #15: the
-// cluster kernels stall on the cluster barrier with SMs left idle (clusters of 16
-// fit 14 at once on the H100, of 8 use 120 of its 132 SMs); the loop kernel read
-// 69% of the copy bandwidth at 64x262144 and ring1 83% at 512x50257.
+// its item to (max, sum of exp) and publishes the pair to global memory; it
+// writes the item one lap later, once every piece of the row has published:
+// while warp 0 reads the row's pairs, the block's next item is loading and the
+// current one is being reduced, so no block waits on a row in step with the
+// others, and DRAM keeps reading through the waits and the stores. Issue #15:
+// the cluster kernels stall on the cluster barrier with SMs left idle (clusters
+// of 16 fit 14 at once on the H100, of 8 use 120 of its 132 SMs); the loop kernel
+// read 69% of the copy bandwidth at 64x262144 and ring1 83% at 512x50257. A
+// first form that waited on each item's own row at once read 75% at 512x50257
+// (H100, its warps stalled on the barrier behind warp 0's wait).
 //
 // It cannot deadlock: block b takes items b, b + G, b + 2G, ... (G blocks, all
-// resident, pieces <= G) and publishes each before it waits. The unfinished item
-// i with the least index waits only on its row's other pieces, items within
-// `pieces` of i; one of them not yet published would be a block's later item,
-// whose earlier item, at least G before it, would be unfinished and less than i.
+// resident, pieces <= G) and publishes item i before it waits on row(i)'s pairs,
+// which it does a lap later. Of the blocks that wait, take the one whose awaited
+// item i is least: a piece i' of row(i) not yet published (|i' - i| < pieces) has
+// a block that waits on an item before i', at most i' - G < i.
 //
-// `arrived[row]` counts the row's `pieces` publishes, then as many reads of the
-// pairs; the last read sets it back to 0. The workspace is all zeros between
-// launches, so a captured graph replays the kernel as it is.
-constexpr int SOFTMAX_GRID_MAX_PIECES = 128;  // warp 0 reads a row's pairs, 4 a lane at most
+// The workspace is zeros between launches. A slot holds a piece's pair as one
+// 64-bit word (a release store), 0 until then (a pair is never 0: a finite max
+// comes with a sum of at least 1, -inf is not 0 bits); `reads[row]` counts the
+// blocks that have read the row, and the last one sets the row's slots and its
+// count back to 0. A captured graph replays the kernel as it is.
+constexpr int SOFTMAX_GRID_MAX_PIECES = 64;  // warp 0 reads a row's pairs, 2 a lane at most (registers)
 
-__device__ __forceinline__ unsigned softmax_load_acquire(const unsigned* p) {
-    unsigned v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+__device__ __forceinline__ unsigned long long softmax_load_acquire(const unsigned long long* p) {
+    unsigned long long v;
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
     return v;
 }
 
-__device__ __forceinline__ unsigned softmax_add_release(unsigned* p, unsigned v) {
-    unsigned old;
-    asm volatile("atom.release.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
-    return old;
+__device__ __forceinline__ void softmax_store_release(unsigned long long* p, unsigned long long v) {
+    asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 
-// A pair another block published: from L2 (relaxed at GPU scope), not a stale L1 line.
-__device__ __forceinline__ float2 softmax_load_pair(const float2* p) {
-    float2 v;
-    asm volatile("ld.relaxed.gpu.global.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "l"(p) : "memory");
-    return v;
+__device__ __forceinline__ unsigned long long softmax_pack_pair(float2 p) {
+    return (unsigned long long)__float_as_uint(p.y) << 32 | __float_as_uint(p.x);
 }
 
-// The row's (max, sum of exp(x - max)) from the `pieces` pairs its blocks publish into `pairs`; every thread
-// of the block gets it (through `shared`).
-__device__ __forceinline__ float2 grid_combine(float2 mine, float2* pairs, unsigned* arrived, int piece, int pieces,
-                                              float2* shared) {
-    if (threadIdx.x == 0) {
-        pairs[piece] = mine;
-        softmax_add_release(arrived, 1u);
-    }
-    if (threadIdx.x < 32) {
-        const int lane = threadIdx.x;
-        while ((int)softmax_load_acquire(arrived) < pieces) {
-        }
-        constexpr int K = SOFTMAX_GRID_MAX_PIECES / 32;
-        float2 q[K];
-#pragma unroll
-        for (int k = 0; k < K; ++k)
-            q[k] = lane + 32 * k < pieces ? softmax_load_pair(pairs + lane + 32 * k) : make_float2(-INFINITY, 0.0f);
-        float m = -INFINITY, s = 0.0f;
-#pragma unroll
-        for (int k = 0; k < K; ++k) m = fmaxf(m, q[k].x);
-        m = softmax_warp_max(m);
-#pragma unroll
-        for (int k = 0; k < K; ++k) s += q[k].y * __expf(q[k].x - m);  // exp(-inf) = 0
-        s = softmax_warp_sum(s);
-        if (lane == 0) {
-            *shared = make_float2(m, s);
-            if (atomicAdd(arrived, 1u) == 2u * pieces - 1u) *arrived = 0u;  // the row's last read
-        }
-    }
-    __syncthreads();
-    return *shared;
+__device__ __forceinline__ float2 softmax_unpack_pair(unsigned long long w) {
+    return make_float2(__uint_as_float((unsigned)w), __uint_as_float((unsigned)(w >> 32)));
 }
 
-template <typename T, int EPT> __launch_bounds__(EPT <= 16 ? 1024 : 512) __global__ void softmax_grid_kernel(
-    const T* __restrict__ x, T* __restrict__ y, int rows, int cols, int pieces, int per, float2* __restrict__ pairs,
-    unsigned* __restrict__ arrived) {
+// Two (max, sum of exp(x - max)) pairs as one; a max of -inf carries a sum of 0.
+__device__ __forceinline__ float2 softmax_merge(float2 a, float2 b) {
+    const float m = fmaxf(a.x, b.x), shift = softmax_shift(m);
+    return make_float2(m, a.y * softmax_exp(a.x, shift) + b.y * softmax_exp(b.x, shift));
+}
+
+__device__ __forceinline__ float2 softmax_warp_merge(float2 p) {
+    for (int offset = 16; offset > 0; offset >>= 1)
+        p = softmax_merge(p, make_float2(__shfl_xor_sync(0xffffffff, p.x, offset),
+                                         __shfl_xor_sync(0xffffffff, p.y, offset)));
+    return p;
+}
+
+template <typename T, int EPT>
+__launch_bounds__(EPT <= 8 ? 1024 : EPT <= 16 ? 512 : 256) __global__ void softmax_grid_kernel(
+    const T* __restrict__ x, T* __restrict__ y, int rows, int cols, int pieces, int per,
+    unsigned long long* __restrict__ slots, unsigned* __restrict__ reads) {
     using P = Pack16<T>;
-    constexpr int NV = EPT / P::N;
-    __shared__ float scratch_max[32], scratch_sum[32];
-    __shared__ float2 row_stats;
-    const int t = threadIdx.x, step = blockDim.x;
+    constexpr int NV = EPT / P::N, K = SOFTMAX_GRID_MAX_PIECES / 32;
+    __shared__ float2 warp_pairs[2][32];  // by lap parity: a lap's barrier is the only one
+    __shared__ float2 row_pair[2];
+    const int t = threadIdx.x, lane = t % 32, warp = t / 32, step = blockDim.x, warps = step / 32;
     const int row_step = gridDim.x / pieces, piece_step = gridDim.x % pieces;  // an item index + G, as (row, piece)
     int row = blockIdx.x / pieces, piece = blockIdx.x % pieces;                // rows x pieces < 2^31 (the host)
+    if (row >= rows) return;
 
     // Item (r, p)'s vectors of this thread and, for piece 0, the row's unaligned ends, on their way.
     uint4 raw[NV];
@@ -769,54 +754,111 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 16 ? 1024 : 512) __globa
         if (p == 0 && t < s.head) head_raw = xr[t];
         if (p == 0 && t < s.tail) tail_raw = xr[cols - s.tail + t];
     };
-    if (row >= rows) return;
     fetch(row, piece);
-    for (;;) {
-        const T* xr = x + (int64_t)row * cols;
-        T* yr = y + (int64_t)row * cols;
-        const RowSplit s = split_row(xr, cols);
-        const int first = piece * per, end = min(first + per, s.nvec);
-        float v[EPT];
+
+    // The previous lap's item: its exps against this thread's own max, waiting for its row's (max, sum).
+    float prev[EPT], prev_m = -INFINITY, prev_h = 0.0f, prev_t = 0.0f;
+    int prev_row = -1, prev_piece = 0, parity = 0;
+    for (;;) {  // a lap: this item (row < rows) reduced and published, the previous one written
+        const bool have = row < rows;
+        int next_row = row, next_piece = piece;
+        float v[EPT], hv = -INFINITY, tv = -INFINITY;
+        if (have) {
+            const T* xr = x + (int64_t)row * cols;
+            const RowSplit s = split_row(xr, cols);
+            const int first = piece * per, end = min(first + per, s.nvec);
 #pragma unroll
-        for (int i = 0; i < NV; ++i) {
-            if (first + t + i * step < end) {
-                P::unpack(raw[i], v + i * P::N);
-            } else {
+            for (int i = 0; i < NV; ++i) {
+                if (first + t + i * step < end) {
+                    P::unpack(raw[i], v + i * P::N);
+                } else {
 #pragma unroll
-                for (int j = 0; j < P::N; ++j) v[i * P::N + j] = -INFINITY;
+                    for (int j = 0; j < P::N; ++j) v[i * P::N + j] = -INFINITY;
+                }
             }
+            if (piece == 0 && t < s.head) hv = P::to_float(head_raw);
+            if (piece == 0 && t < s.tail) tv = P::to_float(tail_raw);
+            next_row = row + row_step;
+            next_piece = piece + piece_step;
+            if (next_piece >= pieces) {
+                next_piece -= pieces;
+                ++next_row;
+            }
+            if (next_row < rows) fetch(next_row, next_piece);  // in flight through the rest of the lap
+        } else {  // the last lap: only the previous item to write
+#pragma unroll
+            for (int i = 0; i < EPT; ++i) v[i] = -INFINITY;
         }
-        const bool has_head = piece == 0 && t < s.head, has_tail = piece == 0 && t < s.tail;
-        float hv = has_head ? P::to_float(head_raw) : -INFINITY;
-        float tv = has_tail ? P::to_float(tail_raw) : -INFINITY;
-
-        int next_row = row + row_step, next_piece = piece + piece_step;
-        if (next_piece >= pieces) {
-            next_piece -= pieces;
-            ++next_row;
-        }
-        if (next_row < rows) fetch(next_row, next_piece);  // in flight through everything below
-
+        // This item's pair: this thread's (max, sum of exps against it), the exps kept in v.
         float m = fmaxf(hv, tv);
 #pragma unroll
         for (int i = 0; i < EPT; ++i) m = fmaxf(m, v[i]);
-        m = softmax_block_reduce<true>(m, scratch_max);
-        float sum = exp_in_place<EPT>(v, m);
+        const float sum = exp_in_place<EPT>(v, m);
         const float shift = softmax_shift(m);
         hv = softmax_exp(hv, shift);
         tv = softmax_exp(tv, shift);
-        sum = softmax_block_reduce<false>(sum + hv + tv, scratch_sum);
+        const float2 mine = softmax_warp_merge(make_float2(m, sum + hv + tv));
+        if (lane == 0) warp_pairs[parity][warp] = mine;
+        unsigned long long* row_slots = slots + (int64_t)(prev_row < 0 ? 0 : prev_row) * pieces;
+        if (warp == 0 && prev_row >= 0) {  // wait for every piece of the previous item's row, then merge them
+            unsigned long long q[K];
+#pragma unroll
+            for (int k = 0; k < K; ++k) q[k] = lane + 32 * k < pieces ? softmax_load_acquire(row_slots + lane + 32 * k) : 1ull;
+            for (;;) {
+                bool ready = true;
+#pragma unroll
+                for (int k = 0; k < K; ++k) ready &= q[k] != 0ull;
+                if (__all_sync(0xffffffff, ready)) break;
+#pragma unroll
+                for (int k = 0; k < K; ++k)
+                    if (q[k] == 0ull) q[k] = softmax_load_acquire(row_slots + lane + 32 * k);
+            }
+            float2 r = make_float2(-INFINITY, 0.0f);
+#pragma unroll
+            for (int k = 0; k < K; ++k)
+                if (lane + 32 * k < pieces) r = softmax_merge(r, softmax_unpack_pair(q[k]));
+            r = softmax_warp_merge(r);
+            if (lane == 0) row_pair[parity] = r;
+        }
+        __syncthreads();
 
-        const float2 stats = grid_combine(make_float2(m, sum), pairs + (int64_t)row * pieces, arrived + row, piece,
-                                          pieces, &row_stats);
-        const float scale = __expf(m - stats.x) / stats.y;
-        const bool out_aligned = (((uintptr_t)xr ^ (uintptr_t)yr) & 15) == 0;
-        store_vectors<T, NV>(yr + s.head, first + t, step, end, v, scale, out_aligned);
-        if (has_head) yr[t] = P::from_float(hv * scale);
-        if (has_tail) yr[cols - s.tail + t] = P::from_float(tv * scale);
-        if (next_row >= rows) break;
+        if (prev_row >= 0) {  // the previous item, written
+            const T* xr = x + (int64_t)prev_row * cols;
+            T* yr = y + (int64_t)prev_row * cols;
+            const RowSplit s = split_row(xr, cols);
+            const int first = prev_piece * per, end = min(first + per, s.nvec);
+            const float2 r = row_pair[parity];
+            const float scale = __expf(prev_m - r.x) / r.y;  // prev_m = -inf: its exps are 0, and so is this
+            const bool out_aligned = (((uintptr_t)xr ^ (uintptr_t)yr) & 15) == 0;
+            store_vectors<T, NV>(yr + s.head, first + t, step, end, prev, scale, out_aligned);
+            if (prev_piece == 0 && t < s.head) yr[t] = P::from_float(prev_h * scale);
+            if (prev_piece == 0 && t < s.tail) yr[cols - s.tail + t] = P::from_float(prev_t * scale);
+        }
+        if (warp == 0) {
+            if (have) {  // this item's pair, for the blocks of its row
+                float2 b = softmax_warp_merge(lane < warps ? warp_pairs[parity][lane] : make_float2(-INFINITY, 0.0f));
+                if (lane == 0) softmax_store_release(slots + (int64_t)row * pieces + piece, softmax_pack_pair(b));
+            }
+            if (prev_row >= 0) {  // this block has read the previous row's pairs; the last to read clears them
+                unsigned read = 0;
+                if (lane == 0) read = atomicAdd(reads + prev_row, 1u);
+                if (__shfl_sync(0xffffffff, read, 0) == (unsigned)pieces - 1u) {
+                    for (int p = lane; p < pieces; p += 32) row_slots[p] = 0ull;
+                    if (lane == 0) reads[prev_row] = 0u;
+                }
+            }
+        }
+        if (!have) break;
+#pragma unroll
+        for (int i = 0; i < EPT; ++i) prev[i] = v[i];
+        prev_m = m;
+        prev_h = hv;
+        prev_t = tv;
+        prev_row = row;
+        prev_piece = piece;
         row = next_row;
         piece = next_piece;
+        parity ^= 1;
     }
 }
 
@@ -908,11 +950,11 @@ static cudaError_t launch_block_rows(int grid, int threads, int cluster, cudaStr
     return launch_clustered<softmax_block_kernel<T, EPT>>(grid, threads, cluster, stream, x, y, cols);
 }
 
-// The grid kernel's workspace: a (max, sum) pair a piece of every row, then a counter a row (zeros between
-// launches: the kernel leaves it so). 0 for the other strategies, which need none.
+// The grid kernel's workspace: a 64-bit slot a piece of every row, then a count of reads a row; zeros between
+// launches (the kernel leaves every word it used as 0, whatever the shape). 0 for the other strategies.
 int64_t softmax_workspace_bytes(int rows, int strategy, int pieces) {
     if (strategy != SOFTMAX_GRID) return 0;
-    return (int64_t)rows * pieces * (int64_t)sizeof(float2) + (int64_t)rows * (int64_t)sizeof(unsigned);
+    return (int64_t)rows * pieces * (int64_t)sizeof(unsigned long long) + (int64_t)rows * (int64_t)sizeof(unsigned);
 }
 
 // softmax_grid_kernel over as many blocks as are resident at once (the occupancy query, once per block size), at
@@ -933,8 +975,8 @@ static cudaError_t launch_grid(int rows, int cols, int threads, int pieces, int 
     const int64_t items = (int64_t)rows * pieces, resident = (int64_t)resident_per_sm[log_threads] * sms;
     const int64_t grid = items < resident ? items : resident;
     if (pieces > grid) return cudaErrorCooperativeLaunchTooLarge;  // a row's pieces could not all run at once
-    float2* pairs = static_cast<float2*>(workspace);
-    unsigned* arrived = reinterpret_cast<unsigned*>(pairs + (int64_t)rows * pieces);
+    unsigned long long* slots = static_cast<unsigned long long*>(workspace);
+    unsigned* reads = reinterpret_cast<unsigned*>(slots + (int64_t)rows * pieces);
     cudaLaunchConfig_t config = {};
     cudaLaunchAttribute attribute;
     attribute.id = cudaLaunchAttributeCooperative;
@@ -944,7 +986,7 @@ static cudaError_t launch_grid(int rows, int cols, int threads, int pieces, int 
     config.stream = stream;
     config.attrs = &attribute;
     config.numAttrs = 1;
-    return cudaLaunchKernelEx(&config, Kernel, x, y, rows, cols, pieces, per, pairs, arrived);
+    return cudaLaunchKernelEx(&config, Kernel, x, y, rows, cols, pieces, per, slots, reads);
 }
 
 // The register-held kernels come in a few sizes: the smallest EPT (floats a
@@ -962,8 +1004,9 @@ static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols
         const int per = (cols / N + cluster - 1) / cluster;  // vectors a piece (a row's vectors: cols / N at most)
         const int need = (per + threads - 1) / threads * N;   // elements a thread holds
         if (need <= 8) return launch_grid<softmax_grid_kernel<T, 8>>(rows, cols, threads, cluster, per, workspace, stream, x, y);
-        if (need <= 16) return launch_grid<softmax_grid_kernel<T, 16>>(rows, cols, threads, cluster, per, workspace, stream, x, y);
-        if (need <= 32 && threads <= 512)
+        if (need <= 16 && threads <= 512)
+            return launch_grid<softmax_grid_kernel<T, 16>>(rows, cols, threads, cluster, per, workspace, stream, x, y);
+        if (need <= 32 && threads <= 256)
             return launch_grid<softmax_grid_kernel<T, 32>>(rows, cols, threads, cluster, per, workspace, stream, x, y);
         return cudaErrorInvalidValue;  // pieces too wide: more threads or more pieces
     }
