@@ -258,12 +258,15 @@ def test_the_grid_kernel_replays_in_a_graph_and_leaves_its_workspace_ready(dtype
     assert error_against_reference(op, x, out) <= op.tolerance[dtype], "replay after the workspace grew"
 
 
-def test_the_grid_kernel_refuses_more_pieces_than_it_combines():
-    from kernelscope.backends.cuda import kernels as K
+def test_a_softmax_launch_the_kernels_refuse_raises_with_the_plan_in_its_message():
+    # launch_softmax's own refusals (here a row wider than a block's registers) reach Python as a RuntimeError
+    from kernelscope.backends.cuda import build
 
     x = OPS["softmax"].make_input((4, 100003), "float32", "cuda", 27)
+    with pytest.raises(RuntimeError, match=r"strategy 1, threads 128, cluster 1"):
+        build.extension().softmax(x, torch.empty_like(x), 1, 128, 1)
     with pytest.raises(RuntimeError, match=r"strategy 7, threads 128, cluster 65"):
-        K.softmax(x, plan=K.SoftmaxPlan("grid", 128, K.SOFTMAX_GRID_MAX_PIECES + 1))
+        build.extension().softmax(x, torch.empty_like(x), 7, 128, 65)
 
 
 def test_the_dram_peak_the_softmax_plan_reads_sits_above_what_a_copy_moves():

@@ -271,6 +271,9 @@ def softmax(x, out=None, plan: SoftmaxPlan | None = None):
     if plan is None:
         strategy, threads, cluster = _softmax_launch(rows, cols, x.element_size(), x.device.index)
     else:
+        if plan[0] == "grid" and not 1 <= plan[2] <= SOFTMAX_GRID_MAX_PIECES:
+            raise ValueError(f"softmax-cuda: a grid plan cuts a row into 1 to {SOFTMAX_GRID_MAX_PIECES} pieces, "
+                             f"not {plan[2]}")
         strategy, threads, cluster = SOFTMAX_STRATEGIES[plan[0]], plan[1], plan[2]
     return extension().softmax(x, _out(x, out), strategy, threads, cluster)
 

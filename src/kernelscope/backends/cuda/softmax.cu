@@ -733,8 +733,12 @@ __launch_bounds__(EPT <= 8 ? 1024 : EPT <= 16 ? 512 : 256) __global__ void softm
     unsigned long long* __restrict__ slots, unsigned* __restrict__ reads) {
     using P = Pack16<T>;
     constexpr int NV = EPT / P::N, K = SOFTMAX_GRID_MAX_PIECES / 32;
-    __shared__ float2 warp_pairs[2][32];  // by lap parity: a lap's barrier is the only one
-    __shared__ float2 row_pair[2];
+    // Each warp's pair of this lap's item, and how many warps have put theirs (by lap parity: a warp cannot be two
+    // laps ahead of another of its block, since that would need the row of the other's item complete).
+    __shared__ float2 warp_pairs[2][32];
+    __shared__ unsigned arrivals[2];
+    if (threadIdx.x < 2) arrivals[threadIdx.x] = 0u;
+    __syncthreads();
     const int t = threadIdx.x, lane = t % 32, warp = t / 32, step = blockDim.x, warps = step / 32;
     const int row_step = gridDim.x / pieces, piece_step = gridDim.x % pieces;  // an item index + G, as (row, piece)
     int row = blockIdx.x / pieces, piece = blockIdx.x % pieces;                // rows x pieces < 2^31 (the host)
@@ -789,7 +793,8 @@ __launch_bounds__(EPT <= 8 ? 1024 : EPT <= 16 ? 512 : 256) __global__ void softm
 #pragma unroll
             for (int i = 0; i < EPT; ++i) v[i] = -INFINITY;
         }
-        // This item's pair: this thread's (max, sum of exps against it), the exps kept in v.
+        // This item's pair: this thread's (max, sum of exps against it), the exps kept in v. Each warp's pair into
+        // shared memory; the warp that arrives last merges them and publishes the block's pair for its row.
         float m = fmaxf(hv, tv);
 #pragma unroll
         for (int i = 0; i < EPT; ++i) m = fmaxf(m, v[i]);
@@ -798,9 +803,24 @@ __launch_bounds__(EPT <= 8 ? 1024 : EPT <= 16 ? 512 : 256) __global__ void softm
         hv = softmax_exp(hv, shift);
         tv = softmax_exp(tv, shift);
         const float2 mine = softmax_warp_merge(make_float2(m, sum + hv + tv));
-        if (lane == 0) warp_pairs[parity][warp] = mine;
-        unsigned long long* row_slots = slots + (int64_t)(prev_row < 0 ? 0 : prev_row) * pieces;
-        if (warp == 0 && prev_row >= 0) {  // wait for every piece of the previous item's row, then merge them
+        if (have) {
+            unsigned arrived = 0;
+            if (lane == 0) {
+                warp_pairs[parity][warp] = mine;
+                __threadfence_block();
+                arrived = atomicAdd(&arrivals[parity], 1u);
+            }
+            if (__shfl_sync(0xffffffff, arrived, 0) == (unsigned)warps - 1u) {  // the last warp of the block
+                __threadfence_block();
+                float2 b = softmax_warp_merge(lane < warps ? warp_pairs[parity][lane] : make_float2(-INFINITY, 0.0f));
+                if (lane == 0) {
+                    arrivals[parity] = 0u;
+                    softmax_store_release(slots + (int64_t)row * pieces + piece, softmax_pack_pair(b));
+                }
+            }
+        }
+        if (prev_row >= 0) {  // the previous item: this warp waits for every piece of its row, merges them, writes
+            unsigned long long* row_slots = slots + (int64_t)prev_row * pieces;
             unsigned long long q[K];
 #pragma unroll
             for (int k = 0; k < K; ++k) q[k] = lane + 32 * k < pieces ? softmax_load_acquire(row_slots + lane + 32 * k) : 1ull;
@@ -818,35 +838,22 @@ __launch_bounds__(EPT <= 8 ? 1024 : EPT <= 16 ? 512 : 256) __global__ void softm
             for (int k = 0; k < K; ++k)
                 if (lane + 32 * k < pieces) r = softmax_merge(r, softmax_unpack_pair(q[k]));
             r = softmax_warp_merge(r);
-            if (lane == 0) row_pair[parity] = r;
-        }
-        __syncthreads();
+            unsigned read = 0;  // this warp has read the row's pairs; the row's last reader clears them
+            if (lane == 0) read = atomicAdd(reads + prev_row, 1u);
+            if (__shfl_sync(0xffffffff, read, 0) == (unsigned)(pieces * warps) - 1u) {
+                for (int p = lane; p < pieces; p += 32) row_slots[p] = 0ull;
+                if (lane == 0) reads[prev_row] = 0u;
+            }
 
-        if (prev_row >= 0) {  // the previous item, written
             const T* xr = x + (int64_t)prev_row * cols;
             T* yr = y + (int64_t)prev_row * cols;
             const RowSplit s = split_row(xr, cols);
             const int first = prev_piece * per, end = min(first + per, s.nvec);
-            const float2 r = row_pair[parity];
             const float scale = __expf(prev_m - r.x) / r.y;  // prev_m = -inf: its exps are 0, and so is this
             const bool out_aligned = (((uintptr_t)xr ^ (uintptr_t)yr) & 15) == 0;
             store_vectors<T, NV>(yr + s.head, first + t, step, end, prev, scale, out_aligned);
             if (prev_piece == 0 && t < s.head) yr[t] = P::from_float(prev_h * scale);
             if (prev_piece == 0 && t < s.tail) yr[cols - s.tail + t] = P::from_float(prev_t * scale);
-        }
-        if (warp == 0) {
-            if (have) {  // this item's pair, for the blocks of its row
-                float2 b = softmax_warp_merge(lane < warps ? warp_pairs[parity][lane] : make_float2(-INFINITY, 0.0f));
-                if (lane == 0) softmax_store_release(slots + (int64_t)row * pieces + piece, softmax_pack_pair(b));
-            }
-            if (prev_row >= 0) {  // this block has read the previous row's pairs; the last to read clears them
-                unsigned read = 0;
-                if (lane == 0) read = atomicAdd(reads + prev_row, 1u);
-                if (__shfl_sync(0xffffffff, read, 0) == (unsigned)pieces - 1u) {
-                    for (int p = lane; p < pieces; p += 32) row_slots[p] = 0ull;
-                    if (lane == 0) reads[prev_row] = 0u;
-                }
-            }
         }
         if (!have) break;
 #pragma unroll
