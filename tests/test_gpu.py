@@ -165,13 +165,13 @@ def test_a_reference_on_the_cpu_gives_the_error_it_gives_on_the_gpu(monkeypatch)
     (40, 50257, ("ring1", 512, 4)),  # fewer rows than resident clusters: nothing to fetch after the first
     (70, 262144, ("ring1", 1024, 8)),  # clusters of 8, some with a second row
     (300, 5003, ("grid", 128, 3)),  # the grid kernel: odd columns, each row's alignment its own, 3 pieces a row
-    (1000, 50257, ("grid", 512, 13)),  # 8 floats a thread, 2 blocks of 512 an SM: ~25 rounds of items
-    (1000, 50257, ("grid", 512, 7)),  # 16 a thread
-    (40, 50257, ("grid", 256, 4)),  # 32 a thread
-    (70, 262144, ("grid", 512, 64)),  # rows x pieces not a multiple of the grid: a row's pieces in two rounds
-    (64, 262144, ("grid", 256, 64)),
-    (3, 262144, ("grid", 1024, 33)),  # fewer items than resident blocks: one round, then the last lap's writes
-    (2, 100003, ("grid", 128, 64)),  # the most pieces a row: warp 0 reads 2 pairs a lane
+    (300, 5003, ("grid4", 128, 1)),  # a piece a row: a block waits on its own pair
+    (1000, 50257, ("grid4", 512, 13)),  # 3 blocks of 512 an SM: ~17 rounds of items
+    (1000, 50257, ("grid", 512, 7)),
+    (40, 50257, ("grid", 1024, 4)),  # one block an SM, fewer items than blocks: stages left empty
+    (70, 262144, ("grid", 512, 33)),  # rows x pieces not a multiple of the grid: a row's pieces in two rounds
+    (64, 262144, ("grid4", 1024, 33)),
+    (2, 100003, ("grid", 128, 64)),  # the most pieces a row: a warp reads 2 pairs a lane
 ])
 def test_the_persistent_plans_match_the_reference_on_random_and_stress_rows(rows, cols, plan, dtype):
     # softmax_pipe_kernel and softmax_ring_kernel: persistent clusters whose blocks copy their slices of the next
@@ -185,8 +185,9 @@ def test_the_persistent_plans_match_the_reference_on_random_and_stress_rows(rows
     item = 4 if dtype == "float32" else 2
     if p.strategy == "pipe":
         assert K.floats_per_thread(cols, item, p.threads, p.cluster) <= K.pipe_capacity(p.threads)
-    elif p.strategy == "grid":
-        assert K.floats_per_thread(cols, item, p.threads, p.cluster) <= K.grid_capacity(p.threads)
+    elif p.strategy in K.SOFTMAX_GRID_STAGES:
+        stages = K.SOFTMAX_GRID_STAGES[p.strategy]
+        assert K.ring_bytes(cols, item, p.threads, p.cluster, stages) <= K.SOFTMAX_RING_MAX_BYTES
         assert p.cluster <= K.SOFTMAX_GRID_MAX_PIECES
     else:
         assert K.ring_bytes(cols, item, p.threads, p.cluster, K.SOFTMAX_RING_STAGES[p.strategy]) <= K.SOFTMAX_RING_MAX_BYTES
@@ -228,7 +229,7 @@ def test_the_block_kernels_exact_rows_and_their_near_misses_match_the_reference(
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_the_grid_kernel_replays_in_a_graph_and_leaves_its_workspace_ready(dtype):
-    # softmax_grid_kernel counts each row's pieces in a workspace it leaves as zeros: a captured graph replays it
+    # softmax_grid_kernel publishes each row's pairs in a workspace it leaves as zeros: a captured graph replays it
     # on new inputs, eager calls go on beside it, and a wider call (a larger workspace) keeps the graph's valid.
     # y one element off x's alignment: the scalar stores.
     from kernelscope.backends.cuda import kernels as K

@@ -67,19 +67,19 @@ GRID = {
         ("ring1", 1024, 4), ("ring1", 1024, 3), ("ring", 1024, 8), ("ring", 512, 8), ("loop", 512, 16)],
 }
 
-# --sweep-set grid: the grid kernel (a row's pieces dealt to a cooperative grid of resident blocks, no cluster; a
-# block writes an item a lap after publishing its pair, while its next item loads), beside the default. Pieces chosen
-# so the items fill whole rounds of resident blocks or nearly (132 SMs; 8 floats a thread take 64 registers: 2
-# blocks of 512 an SM, 1 of 1024, 4 of 256; 16 a thread 82-96: 2-3 blocks of 256).
+# --sweep-set grid: the grid kernel (a row's pieces dealt to a cooperative grid of resident blocks, no cluster; items
+# in a ring of 3 ("grid") or 4 ("grid4") stages of shared memory, each written a lap after its pair is published),
+# beside the default. Pieces chosen so the items fill whole rounds of resident blocks or nearly (132 SMs, blocks an
+# SM by shared memory: 228 KiB).
 GRID_PIECES = {
     ((512, 50257), "float32"): [
-        ("grid", 512, 13), ("grid", 512, 16), ("grid", 1024, 7), ("grid", 256, 13), ("grid", 256, 25), ("grid", 512, 7)],
+        ("grid", 512, 7), ("grid4", 512, 13), ("grid", 512, 13), ("grid", 1024, 7), ("grid", 1024, 4)],
     ((64, 262144), "float32"): [
-        ("grid", 512, 64), ("grid", 1024, 33), ("grid", 1024, 32), ("grid", 256, 64)],
+        ("grid", 512, 33), ("grid4", 512, 64), ("grid4", 1024, 33), ("grid", 1024, 33), ("grid", 512, 64)],
     ((512, 50257), "bfloat16"): [
-        ("grid", 512, 13), ("grid", 1024, 7), ("grid", 256, 13), ("grid", 512, 7)],
+        ("grid", 512, 7), ("grid", 512, 4), ("grid4", 1024, 4), ("grid4", 512, 7)],
     ((64, 262144), "bfloat16"): [
-        ("grid", 512, 64), ("grid", 1024, 33), ("grid", 256, 64), ("grid", 256, 33)],
+        ("grid", 512, 33), ("grid", 1024, 33), ("grid", 512, 16), ("grid4", 512, 16)],
 }
 
 # --sweep-set lone: the rows one block holds, at 2^26 and 2^28 elements (the H200's gap: softmax-cuda 92.8% and
@@ -109,10 +109,9 @@ NCU_CASES = [
     ("triton-tuned 512x50257", "softmax-triton-tuned", (512, 50257), "float32", None),
 ]
 GRID_CASES = [
-    ("cuda-grid-512x64 64x262144", "softmax-cuda", (64, 262144), "float32", ("grid", 512, 64)),
-    ("cuda-grid-512x13 512x50257", "softmax-cuda", (512, 50257), "float32", ("grid", 512, 13)),
-    ("cuda-default 512x50257", "softmax-cuda", (512, 50257), "float32", None),
-    ("cuda-grid-512x64 64x262144 bf16", "softmax-cuda", (64, 262144), "bfloat16", ("grid", 512, 64)),
+    ("cuda-grid-512x33 64x262144", "softmax-cuda", (64, 262144), "float32", ("grid", 512, 33)),
+    ("cuda-grid-512x7 512x50257", "softmax-cuda", (512, 50257), "float32", ("grid", 512, 7)),
+    ("cuda-grid-512x33 64x262144 bf16", "softmax-cuda", (64, 262144), "bfloat16", ("grid", 512, 33)),
 ]
 CASE_SETS = {"wide": NCU_CASES, "lone": LONE_CASES, "grid": GRID_CASES}  # --ncu-cases
 SWEEP_SETS = {"wide": GRID, "lone": GRID_LONE, "grid": GRID_PIECES}  # --sweep-set
