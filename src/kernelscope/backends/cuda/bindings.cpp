@@ -145,8 +145,10 @@ torch::Tensor softmax(torch::Tensor x, torch::Tensor out, int64_t strategy, int6
     void* workspace = softmax_workspace(x, softmax_workspace_bytes((int)x.size(0), (int)strategy, (int)cluster), stream);
     cudaError_t err = launch_softmax(x.data_ptr(), out.data_ptr(), (int)x.size(0), (int)x.size(1), bf16, (int)strategy,
                                      (int)threads, (int)cluster, workspace, stream);
+    // The shape as two numbers: streaming x.sizes() into this message crashed the process on the GPU boxes (torch
+    // 2.11, a segmentation fault where the same check of another kernel raised).
     TORCH_CHECK(err == cudaSuccess, "softmax launch failed (strategy ", strategy, ", threads ", threads, ", cluster ",
-                cluster, ", shape ", x.sizes(), "): ", cudaGetErrorString(err));
+                cluster, ", rows ", x.size(0), ", cols ", x.size(1), "): ", cudaGetErrorString(err));
     return out;
 }
 

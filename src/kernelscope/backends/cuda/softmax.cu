@@ -692,21 +692,28 @@ template <typename T, int S> __launch_bounds__(1024) __global__ void softmax_rin
 // Warps go their own way: each reads its own vectors of a stage, and the warp
 // that puts the block's last warp pair into shared memory publishes the block's.
 // The workspace is zeros between launches. A slot holds a piece's pair as one
-// 64-bit word (a release store), 0 until then (a pair is never 0: a finite max
+// 64-bit word, 0 until then (a pair is never 0: a finite max
 // comes with a sum of at least 1, -inf is not 0 bits); `reads[row]` counts the
 // warps that have read the row, and the last one sets the row's slots and its
 // count back to 0. A captured graph replays the kernel as it is.
 constexpr int SOFTMAX_GRID_MAX_PIECES = 64;  // a warp reads a row's pairs, 2 a lane at most
 
-__device__ __forceinline__ unsigned long long softmax_load_acquire(const unsigned long long* p) {
+// A slot is the whole message (the pair), so its loads and stores need no ordering with anything else: relaxed at
+// GPU scope (strong, from L2). A release store would wait for the warp's earlier stores of output first
+// (MEMBAR.ALL.GPU in the SASS), an acquire load invalidate L1 (CCTL.IVALL): the grid kernel read 58-65% of copy
+// on the H100 with them (38f8173).
+__device__ __forceinline__ unsigned long long softmax_load_slot(const unsigned long long* p) {
     unsigned long long v;
-    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
     return v;
 }
 
-__device__ __forceinline__ void softmax_store_release(unsigned long long* p, unsigned long long v) {
-    asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+__device__ __forceinline__ void softmax_store_slot(unsigned long long* p, unsigned long long v) {
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
+
+// Orders a warp's shared-memory pair before its count of arrivals, and the last warp's count before its reads.
+__device__ __forceinline__ void softmax_fence_block() { asm volatile("fence.acq_rel.cta;" ::: "memory"); }
 
 __device__ __forceinline__ unsigned long long softmax_pack_pair(float2 p) {
     return (unsigned long long)__float_as_uint(p.y) << 32 | __float_as_uint(p.x);
@@ -735,7 +742,7 @@ __device__ __forceinline__ float2 softmax_row_pair(const unsigned long long* row
     const int lane = threadIdx.x % 32;
     unsigned long long q[K];
 #pragma unroll
-    for (int k = 0; k < K; ++k) q[k] = lane + 32 * k < pieces ? softmax_load_acquire(row_slots + lane + 32 * k) : 1ull;
+    for (int k = 0; k < K; ++k) q[k] = lane + 32 * k < pieces ? softmax_load_slot(row_slots + lane + 32 * k) : 1ull;
     for (;;) {
         bool ready = true;
 #pragma unroll
@@ -743,7 +750,7 @@ __device__ __forceinline__ float2 softmax_row_pair(const unsigned long long* row
         if (__all_sync(0xffffffff, ready)) break;
 #pragma unroll
         for (int k = 0; k < K; ++k)
-            if (q[k] == 0ull) q[k] = softmax_load_acquire(row_slots + lane + 32 * k);
+            if (q[k] == 0ull) q[k] = softmax_load_slot(row_slots + lane + 32 * k);
     }
     float2 r = make_float2(-INFINITY, 0.0f);
 #pragma unroll
@@ -828,15 +835,15 @@ template <typename T, int S> __launch_bounds__(1024) __global__ void softmax_gri
             unsigned arrived = 0;
             if (lane == 0) {
                 warp_pairs[parity][warp] = pair;
-                __threadfence_block();
+                softmax_fence_block();
                 arrived = atomicAdd(&arrivals[parity], 1u);
             }
             if (__shfl_sync(0xffffffff, arrived, 0) == (unsigned)warps - 1u) {  // the block's last warp publishes
-                __threadfence_block();
+                softmax_fence_block();
                 const float2 b = softmax_warp_merge(lane < warps ? warp_pairs[parity][lane] : make_float2(-INFINITY, 0.0f));
                 if (lane == 0) {
                     arrivals[parity] = 0u;
-                    softmax_store_release(slots + (int64_t)row * pieces + piece, softmax_pack_pair(b));
+                    softmax_store_slot(slots + (int64_t)row * pieces + piece, softmax_pack_pair(b));
                 }
             }
         }
