@@ -164,14 +164,6 @@ def test_a_reference_on_the_cpu_gives_the_error_it_gives_on_the_gpu(monkeypatch)
     (1000, 50257, ("ring1", 512, 1)),  # its bfloat16 launch; in float32 a 50257-wide row in one block's stage
     (40, 50257, ("ring1", 512, 4)),  # fewer rows than resident clusters: nothing to fetch after the first
     (70, 262144, ("ring1", 1024, 8)),  # clusters of 8, some with a second row
-    (300, 5003, ("grid", 128, 3)),  # the grid kernel: odd columns, each row's alignment its own, 3 pieces a row
-    (300, 5003, ("grid4", 128, 1)),  # a piece a row: a block waits on its own pair
-    (1000, 50257, ("grid4", 512, 13)),  # 3 blocks of 512 an SM: ~17 rounds of items
-    (1000, 50257, ("grid", 512, 7)),
-    (40, 50257, ("grid", 1024, 4)),  # one block an SM, fewer items than blocks: stages left empty
-    (70, 262144, ("grid", 512, 33)),  # rows x pieces not a multiple of the grid: a row's pieces in two rounds
-    (64, 262144, ("grid4", 1024, 33)),
-    (2, 100003, ("grid", 128, 64)),  # the most pieces a row: a warp reads 2 pairs a lane
 ])
 def test_the_persistent_plans_match_the_reference_on_random_and_stress_rows(rows, cols, plan, dtype):
     # softmax_pipe_kernel and softmax_ring_kernel: persistent clusters whose blocks copy their slices of the next
@@ -185,10 +177,6 @@ def test_the_persistent_plans_match_the_reference_on_random_and_stress_rows(rows
     item = 4 if dtype == "float32" else 2
     if p.strategy == "pipe":
         assert K.floats_per_thread(cols, item, p.threads, p.cluster) <= K.pipe_capacity(p.threads)
-    elif p.strategy in K.SOFTMAX_GRID_STAGES:
-        stages = K.SOFTMAX_GRID_STAGES[p.strategy]
-        assert K.ring_bytes(cols, item, p.threads, p.cluster, stages) <= K.SOFTMAX_RING_MAX_BYTES
-        assert p.cluster <= K.SOFTMAX_GRID_MAX_PIECES
     else:
         assert K.ring_bytes(cols, item, p.threads, p.cluster, K.SOFTMAX_RING_STAGES[p.strategy]) <= K.SOFTMAX_RING_MAX_BYTES
     inputs = [("random", op.make_input((rows, cols), dtype, "cuda", 7))]
@@ -227,47 +215,16 @@ def test_the_block_kernels_exact_rows_and_their_near_misses_match_the_reference(
         assert err <= op.tolerance[dtype], (name, layout, err)
 
 
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_the_grid_kernel_replays_in_a_graph_and_leaves_its_workspace_ready(dtype):
-    # softmax_grid_kernel publishes each row's pairs in a workspace it leaves as zeros: a captured graph replays it
-    # on new inputs, eager calls go on beside it, and a wider call (a larger workspace) keeps the graph's valid.
-    # y one element off x's alignment: the scalar stores.
-    from kernelscope.backends.cuda import kernels as K
-    from kernelscope.check import error_against_reference
-
-    op = OPS["softmax"]
-    plan = K.SoftmaxPlan("grid", 512, 7)
-    x = op.make_input((300, 50257), dtype, "cuda", 21)
-    flat = torch.empty(x.numel() + 8, dtype=x.dtype, device="cuda")
-    out = flat[1:1 + x.numel()].view_as(x)
-    K.softmax(x, out, plan=plan)  # warm-up outside the capture
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        K.softmax(x, out, plan=plan)
-    for seed in (22, 23, 24):
-        x.copy_(op.make_input(x.shape, dtype, "cuda", seed))
-        out.fill_(float("nan"))
-        graph.replay()
-        assert error_against_reference(op, x, out) <= op.tolerance[dtype], ("replay", seed)
-        eager = K.softmax(x, plan=plan)
-        assert error_against_reference(op, x, eager) <= op.tolerance[dtype], ("eager", seed)
-    wide = op.make_input((3000, 20000), dtype, "cuda", 25)  # 192,000 slots, 1.5 MB: past the first 1 MiB workspace
-    assert error_against_reference(op, wide, K.softmax(wide, plan=K.SoftmaxPlan("grid", 128, 64))) <= op.tolerance[dtype]
-    del wide
-    x.copy_(op.make_input(x.shape, dtype, "cuda", 26))
-    graph.replay()
-    assert error_against_reference(op, x, out) <= op.tolerance[dtype], "replay after the workspace grew"
-
-
 def test_a_softmax_launch_the_kernels_refuse_raises_with_the_plan_in_its_message():
-    # launch_softmax's own refusals (here a row wider than a block's registers) reach Python as a RuntimeError
+    # launch_softmax's own refusals reach Python as a RuntimeError naming the plan and the shape (a process that
+    # crashed here instead, on the H100, is why the message no longer streams x.sizes())
     from kernelscope.backends.cuda import build
 
     x = OPS["softmax"].make_input((4, 100003), "float32", "cuda", 27)
-    with pytest.raises(RuntimeError, match=r"strategy 1, threads 128, cluster 1"):
-        build.extension().softmax(x, torch.empty_like(x), 1, 128, 1)
-    with pytest.raises(RuntimeError, match=r"strategy 7, threads 128, cluster 65"):
-        build.extension().softmax(x, torch.empty_like(x), 7, 128, 65)
+    with pytest.raises(RuntimeError, match=r"strategy 1, threads 128, cluster 1, rows 4, cols 100003"):
+        build.extension().softmax(x, torch.empty_like(x), 1, 128, 1)  # a row wider than a block's registers
+    with pytest.raises(RuntimeError, match=r"strategy 99, threads 128, cluster 1"):
+        build.extension().softmax(x, torch.empty_like(x), 99, 128, 1)  # no such strategy
 
 
 def test_the_dram_peak_the_softmax_plan_reads_sits_above_what_a_copy_moves():

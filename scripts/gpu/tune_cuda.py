@@ -160,10 +160,6 @@ def launchable(p: K.SoftmaxPlan, cols: int, dtype: str) -> bool:
         return K.floats_per_thread(cols, item, 32) <= 32
     if p.strategy == "loop":
         return True
-    if p.strategy in K.SOFTMAX_GRID_STAGES:
-        stages = K.SOFTMAX_GRID_STAGES[p.strategy]
-        return (p.cluster <= K.SOFTMAX_GRID_MAX_PIECES
-                and K.ring_bytes(cols, item, p.threads, p.cluster, stages) <= K.SOFTMAX_RING_MAX_BYTES)
     if p.strategy == "pipe":
         return K.floats_per_thread(cols, item, p.threads, p.cluster) <= K.pipe_capacity(p.threads)
     if p.strategy in K.SOFTMAX_RING_STAGES:

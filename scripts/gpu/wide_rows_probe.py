@@ -52,7 +52,11 @@ from kernelscope.ops import shape_str  # noqa: E402
 # bfloat16 (77.1% at 512 x 1 against 64.8%), softmax_plan's choices since; nothing beat the loop kernel at
 # 64x262144 (68.7%). A second kernel tried at f7fa2ec (m2-refill: each slot refilled with the next row's vector
 # as soon as it was written, the row's max and sum taken online as its four groups landed) read no better:
-# 79.4-81.9% at 512x50257 float32, 62.1-67.8% at 64x262144; it is not kept.
+# 79.4-81.9% at 512x50257 float32, 62.1-67.8% at 64x262144; it is not kept. Nor is the grid kernel of dd13fb7-3915abd
+# (results-proofs/2026-11-26-h100/session14): a row's pieces dealt to a cooperative grid of resident blocks, no
+# cluster, each row's (max, sum) pairs exchanged through global memory; four forms read 47-72% at 512x50257 float32
+# and 45-63% at 64x262144 on the H100 (the best: items in 3 stages of shared memory, slots relaxed at GPU scope),
+# every block of a row held to the slowest one's pace.
 GRID = {
     ((512, 50257), "float32"): [
         ("cluster", 256, 4), ("ring1", 1024, 1), ("ring1", 512, 1), ("ring1", 1024, 2), ("ring1", 512, 2),
@@ -65,21 +69,6 @@ GRID = {
         ("ring", 256, 2), ("block", 1024, 1)],
     ((64, 262144), "bfloat16"): [
         ("ring1", 1024, 4), ("ring1", 1024, 3), ("ring", 1024, 8), ("ring", 512, 8), ("loop", 512, 16)],
-}
-
-# --sweep-set grid: the grid kernel (a row's pieces dealt to a cooperative grid of resident blocks, no cluster; items
-# in a ring of 3 ("grid") or 4 ("grid4") stages of shared memory, each written a lap after its pair is published),
-# beside the default. Pieces chosen so the items fill whole rounds of resident blocks or nearly (132 SMs, blocks an
-# SM by shared memory: 228 KiB).
-GRID_PIECES = {
-    ((512, 50257), "float32"): [
-        ("grid", 512, 7), ("grid4", 512, 13), ("grid", 512, 13), ("grid", 1024, 7), ("grid", 1024, 4)],
-    ((64, 262144), "float32"): [
-        ("grid", 512, 33), ("grid4", 512, 64), ("grid4", 1024, 33), ("grid", 1024, 33), ("grid", 512, 64)],
-    ((512, 50257), "bfloat16"): [
-        ("grid", 512, 7), ("grid", 512, 4), ("grid4", 1024, 4), ("grid4", 512, 7)],
-    ((64, 262144), "bfloat16"): [
-        ("grid", 512, 33), ("grid", 1024, 33), ("grid", 512, 16), ("grid4", 512, 16)],
 }
 
 # --sweep-set lone: the rows one block holds, at 2^26 and 2^28 elements (the H200's gap: softmax-cuda 92.8% and
@@ -108,13 +97,8 @@ NCU_CASES = [
     ("cuda-block-256 4096x4096", "softmax-cuda", (4096, 4096), "float32", ("block", 256, 1)),
     ("triton-tuned 512x50257", "softmax-triton-tuned", (512, 50257), "float32", None),
 ]
-GRID_CASES = [
-    ("cuda-grid-512x33 64x262144", "softmax-cuda", (64, 262144), "float32", ("grid", 512, 33)),
-    ("cuda-grid-512x7 512x50257", "softmax-cuda", (512, 50257), "float32", ("grid", 512, 7)),
-    ("cuda-grid-512x33 64x262144 bf16", "softmax-cuda", (64, 262144), "bfloat16", ("grid", 512, 33)),
-]
-CASE_SETS = {"wide": NCU_CASES, "lone": LONE_CASES, "grid": GRID_CASES}  # --ncu-cases
-SWEEP_SETS = {"wide": GRID, "lone": GRID_LONE, "grid": GRID_PIECES}  # --sweep-set
+CASE_SETS = {"wide": NCU_CASES, "lone": LONE_CASES}  # --ncu-cases
+SWEEP_SETS = {"wide": GRID, "lone": GRID_LONE}  # --sweep-set
 SUMMARY_METRICS = {
     "gpu__time_duration.sum": "time",
     "dram__throughput.avg.pct_of_peak_sustained_elapsed": "DRAM %",
@@ -235,12 +219,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sweep", action="store_true", help="time the grid of launch shapes")
     ap.add_argument("--sweep-set", default="wide",
-                    help="comma-separated: wide (#15's wide rows, the default), lone (8192x8192 and 16384x16384), "
-                         "grid (the grid kernel's pieces at the wide rows); both = wide,lone")
+                    help="comma-separated: wide (#15's wide rows, the default), lone (8192x8192 and 16384x16384); "
+                         "both = wide,lone")
     ap.add_argument("--ncu", action="store_true", help="Nsight Compute's full set on the --ncu-cases set")
     ap.add_argument("--ncu-cases", choices=tuple(CASE_SETS), default="wide",
-                    help="wide: #15's wide rows (default); lone: 16384x16384, softmax-cuda beside softmax-triton-tuned; "
-                         "grid: the grid kernel beside the default at the wide rows")
+                    help="wide: #15's wide rows (default); lone: 16384x16384, softmax-cuda beside softmax-triton-tuned")
     ap.add_argument("--out", default=".", help="folder for the ncu reports and details pages")
     ap.add_argument("--json", help="write the rows as JSON records to this file")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)

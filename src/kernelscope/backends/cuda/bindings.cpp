@@ -4,11 +4,6 @@
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
-#include <map>
-#include <mutex>
-#include <vector>
-
 cudaError_t launch_square_lecture(const float* x, float* y, int rows, int cols, cudaStream_t stream);
 cudaError_t launch_square_vec4(const void* x, void* y, int64_t n, bool bf16, int threads, int blocks_per_sm, int unroll,
                                int sm_count, cudaStream_t stream);
@@ -16,8 +11,7 @@ cudaError_t launch_gelu_lecture(const float* x, float* y, int n, cudaStream_t st
 cudaError_t launch_gelu_vec4(const void* x, void* y, int64_t n, bool bf16, int threads, int blocks_per_sm, int unroll,
                              int sm_count, cudaStream_t stream);
 cudaError_t launch_softmax(const void* x, void* y, int rows, int cols, bool bf16, int strategy, int threads, int cluster,
-                           void* workspace, cudaStream_t stream);
-int64_t softmax_workspace_bytes(int rows, int strategy, int pieces);
+                           cudaStream_t stream);
 int mean_partial_count(int64_t n, int sm_count, int blocks_per_sm);
 cudaError_t launch_mean(const float* x, float* partials, float* out, int64_t n, int sm_count, bool streaming,
                         int blocks_per_sm, int unroll, cudaStream_t stream);
@@ -110,43 +104,18 @@ torch::Tensor gelu_vec4(torch::Tensor x, torch::Tensor out, int64_t threads, int
     return out;
 }
 
-// The grid strategy's workspace on x's device: zeros, which its kernel leaves as zeros, so one serves every call
-// (calls on two streams at once would share it: softmax-cuda's grid plans are for one stream at a time). It only
-// grows, and a smaller one is kept alive, never freed, since a captured graph holds its address. First needed
-// inside a graph capture, a new one comes from the capture's pool, zeroed by a memset the graph replays.
-static void* softmax_workspace(const torch::Tensor& x, int64_t bytes, cudaStream_t stream) {
-    if (bytes == 0) return nullptr;
-    static std::mutex lock;
-    static std::map<int, std::vector<torch::Tensor>> kept;  // by device: the largest last
-    std::lock_guard<std::mutex> guard(lock);
-    auto& mine = kept[x.get_device()];
-    if (!mine.empty() && mine.back().numel() >= bytes) return mine.back().data_ptr();
-    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
-    TORCH_CHECK(cudaStreamIsCapturing(stream, &capturing) == cudaSuccess, "softmax: cudaStreamIsCapturing failed");
-    const int64_t size = std::max<int64_t>(bytes, int64_t(1) << 20);
-    auto fresh = torch::zeros({size}, x.options().dtype(torch::kUInt8));
-    if (capturing != cudaStreamCaptureStatusNone) {
-        static std::vector<torch::Tensor> captured;  // the graph's: alive as long as the extension
-        captured.push_back(fresh);
-        return fresh.data_ptr();
-    }
-    mine.push_back(fresh);
-    return fresh.data_ptr();
-}
-
-// strategy (0 warp per row, 1 block or cluster per row, 2 loop, 3 pipe, 4-6 rings, 7 grid), threads and
-// cluster come from kernels.softmax_plan (sm_90 for cluster > 1; grid: cluster is the pieces a row is cut into).
+// strategy (0 warp per row, 1 block or cluster per row, 2 loop), threads and
+// cluster come from kernels.softmax_plan (sm_90 for cluster > 1).
 torch::Tensor softmax(torch::Tensor x, torch::Tensor out, int64_t strategy, int64_t threads, int64_t cluster) {
     bool bf16 = check_f32_bf16_pair(x, out);
     TORCH_CHECK(x.dim() == 2, "x must be 2-D");
     TORCH_CHECK(x.size(0) <= INT32_MAX && x.size(1) <= INT32_MAX, "softmax: rows and columns must fit in int32");
     check_threads(threads);
     auto stream = c10::cuda::getCurrentCUDAStream(x.get_device()).stream();
-    void* workspace = softmax_workspace(x, softmax_workspace_bytes((int)x.size(0), (int)strategy, (int)cluster), stream);
     cudaError_t err = launch_softmax(x.data_ptr(), out.data_ptr(), (int)x.size(0), (int)x.size(1), bf16, (int)strategy,
-                                     (int)threads, (int)cluster, workspace, stream);
-    // The shape as two numbers: streaming x.sizes() into this message crashed the process on the GPU boxes (torch
-    // 2.11, a segmentation fault where the same check of another kernel raised).
+                                     (int)threads, (int)cluster, stream);
+    // The shape as two numbers: with x.sizes() streamed into it, this message crashed the process on the H100 (torch
+    // 2.11: a segmentation fault where gelu_vec4's refusal raised; results-proofs/2026-11-26-h100/session14).
     TORCH_CHECK(err == cudaSuccess, "softmax launch failed (strategy ", strategy, ", threads ", threads, ", cluster ",
                 cluster, ", rows ", x.size(0), ", cols ", x.size(1), "): ", cudaGetErrorString(err));
     return out;

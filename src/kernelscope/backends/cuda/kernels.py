@@ -79,24 +79,18 @@ SOFTMAX_LONE_EPT_WIDE_DRAM = 16
 # 77.1% and 77.2% against the ring of 2 stages over 4 blocks' 64.8% and 64.9%. At 64x262144 (a 1 MiB row: clusters
 # of 5 to 16) it read 61.6-63.7% against the loop kernel's 68.7%.
 SOFTMAX_RING1_THREADS = 512
-# The grid kernel (softmax.cu's softmax_grid_kernel): a row cut into `cluster` pieces, each a block's item, dealt to
-# a cooperative grid of resident blocks that combine a row's (max, sum) pairs through global memory: no thread-block
-# cluster, so no SM is left out of the cluster shapes; items wait in a ring of 3 or 4 stages of shared memory.
-SOFTMAX_GRID_MAX_PIECES = 64  # softmax.cu's: a warp reads a row's pairs, 2 a lane
 SOFTMAX_STRATEGIES = {"warp": 0, "block": 1, "cluster": 1, "loop": 2, "pipe": 3, "ring": 4, "ring3": 5,
-                      "ring1": 6, "grid": 7, "grid4": 8}  # launch codes
+                      "ring1": 6}  # launch codes
 SOFTMAX_RING_STAGES = {"ring1": 1, "ring": 2, "ring3": 3}
-SOFTMAX_GRID_STAGES = {"grid": 3, "grid4": 4}  # shared memory: ring_bytes with cluster = pieces
 SOFTMAX_RING_MAX_BYTES = 226 * 1024  # sm_90: 227 KiB a block, less 1 KiB static (softmax.cu: SOFTMAX_RING_MAX_BYTES)
 
 
 class SoftmaxPlan(NamedTuple):
     strategy: str  # "warp", "block", "cluster", "loop", "pipe" (persistent clusters, the next row prefetched into
-    #                shared memory), "ring1"/"ring"/"ring3" (persistent clusters, a block's slices of its next 1,
-    #                2 or 3 rows in a ring of stages of shared memory) or "grid"/"grid4" (a row's pieces dealt
-    #                to a cooperative grid, combined through global memory, in 3 or 4 stages of shared memory)
+    #                shared memory) or "ring1"/"ring"/"ring3" (persistent clusters, a block's slices of its next 1,
+    #                2 or 3 rows in a ring of stages of shared memory)
     threads: int  # a block's threads (warp: rows a block = threads / 32)
-    cluster: int  # blocks a row is split across (1: no cluster; grid: the pieces a row is cut into, no cluster)
+    cluster: int  # blocks a row is split across (1: no cluster)
 
 
 def _next_pow2(n: int) -> int:
@@ -266,9 +260,6 @@ def softmax(x, out=None, plan: SoftmaxPlan | None = None):
     if plan is None:
         strategy, threads, cluster = _softmax_launch(rows, cols, x.element_size(), x.device.index)
     else:
-        if plan[0] in SOFTMAX_GRID_STAGES and not 1 <= plan[2] <= SOFTMAX_GRID_MAX_PIECES:
-            raise ValueError(f"softmax-cuda: a grid plan cuts a row into 1 to {SOFTMAX_GRID_MAX_PIECES} pieces, "
-                             f"not {plan[2]}")
         strategy, threads, cluster = SOFTMAX_STRATEGIES[plan[0]], plan[1], plan[2]
     return extension().softmax(x, _out(x, out), strategy, threads, cluster)
 

@@ -669,236 +669,10 @@ template <typename T, int S> __launch_bounds__(1024) __global__ void softmax_rin
     }
 }
 
-// Grid: a row cut into `pieces` slices of `per` vectors, and the (row, piece)
-// items dealt round-robin to a persistent grid of blocks that are all resident
-// at once (a cooperative launch), with no thread-block cluster. Each block keeps
-// its items in a ring of S stages of shared memory, filled by cp.async S - 2
-// items ahead. A lap reduces the current item to (max, sum of exp) and publishes
-// the pair to global memory, then writes the previous item, whose row's pairs
-// have been published meanwhile: no block waits on a row in step with the
-// others, and DRAM keeps reading through the waits and the stores. Issue #15:
-// the cluster kernels stall on the cluster barrier with SMs left idle (clusters
-// of 16 fit 14 at once on the H100, of 8 use 120 of its 132 SMs); the loop kernel
-// read 69% of the copy bandwidth at 64x262144 and ring1 83% at 512x50257. Two
-// register-held forms read 47-65% on the H100 (too few bytes in flight an SM,
-// and each lap's wait in line with its loads), results-proofs/2026-11-26-h100.
-//
-// It cannot deadlock: block b takes items b, b + G, b + 2G, ... (G blocks, all
-// resident, pieces <= G) and publishes item i before it waits on row(i)'s pairs,
-// which it does a lap later. Of the warps that wait, take one whose awaited item
-// i is least: a piece i' of row(i) not yet published (|i' - i| < pieces) has a
-// block with a warp that waits on an item before i', at most i' - G < i.
-//
-// Warps go their own way: each reads its own vectors of a stage, and the warp
-// that puts the block's last warp pair into shared memory publishes the block's.
-// The workspace is zeros between launches. A slot holds a piece's pair as one
-// 64-bit word, 0 until then (a pair is never 0: a finite max
-// comes with a sum of at least 1, -inf is not 0 bits); `reads[row]` counts the
-// warps that have read the row, and the last one sets the row's slots and its
-// count back to 0. A captured graph replays the kernel as it is.
-constexpr int SOFTMAX_GRID_MAX_PIECES = 64;  // a warp reads a row's pairs, 2 a lane at most
-
-// A slot is the whole message (the pair), so its loads and stores need no ordering with anything else: relaxed at
-// GPU scope (strong, from L2). A release store would wait for the warp's earlier stores of output first
-// (MEMBAR.ALL.GPU in the SASS), an acquire load invalidate L1 (CCTL.IVALL): the grid kernel read 58-65% of copy
-// on the H100 with them (38f8173).
-__device__ __forceinline__ unsigned long long softmax_load_slot(const unsigned long long* p) {
-    unsigned long long v;
-    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
-
-__device__ __forceinline__ void softmax_store_slot(unsigned long long* p, unsigned long long v) {
-    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-
-// Orders a warp's shared-memory pair before its count of arrivals, and the last warp's count before its reads.
-__device__ __forceinline__ void softmax_fence_block() { asm volatile("fence.acq_rel.cta;" ::: "memory"); }
-
-__device__ __forceinline__ unsigned long long softmax_pack_pair(float2 p) {
-    return (unsigned long long)__float_as_uint(p.y) << 32 | __float_as_uint(p.x);
-}
-
-__device__ __forceinline__ float2 softmax_unpack_pair(unsigned long long w) {
-    return make_float2(__uint_as_float((unsigned)w), __uint_as_float((unsigned)(w >> 32)));
-}
-
-// Two (max, sum of exp(x - max)) pairs as one; a max of -inf carries a sum of 0.
-__device__ __forceinline__ float2 softmax_merge(float2 a, float2 b) {
-    const float m = fmaxf(a.x, b.x), shift = softmax_shift(m);
-    return make_float2(m, a.y * softmax_exp(a.x, shift) + b.y * softmax_exp(b.x, shift));
-}
-
-__device__ __forceinline__ float2 softmax_warp_merge(float2 p) {
-    for (int offset = 16; offset > 0; offset >>= 1)
-        p = softmax_merge(p, make_float2(__shfl_xor_sync(0xffffffff, p.x, offset),
-                                         __shfl_xor_sync(0xffffffff, p.y, offset)));
-    return p;
-}
-
-// The (max, sum) of row `row` from its `pieces` slots, once every one is published (the warp spins on them).
-__device__ __forceinline__ float2 softmax_row_pair(const unsigned long long* row_slots, int pieces) {
-    constexpr int K = SOFTMAX_GRID_MAX_PIECES / 32;
-    const int lane = threadIdx.x % 32;
-    unsigned long long q[K];
-#pragma unroll
-    for (int k = 0; k < K; ++k) q[k] = lane + 32 * k < pieces ? softmax_load_slot(row_slots + lane + 32 * k) : 1ull;
-    for (;;) {
-        bool ready = true;
-#pragma unroll
-        for (int k = 0; k < K; ++k) ready &= q[k] != 0ull;
-        if (__all_sync(0xffffffff, ready)) break;
-#pragma unroll
-        for (int k = 0; k < K; ++k)
-            if (q[k] == 0ull) q[k] = softmax_load_slot(row_slots + lane + 32 * k);
-    }
-    float2 r = make_float2(-INFINITY, 0.0f);
-#pragma unroll
-    for (int k = 0; k < K; ++k)
-        if (lane + 32 * k < pieces) r = softmax_merge(r, softmax_unpack_pair(q[k]));
-    return softmax_warp_merge(r);
-}
-
-template <typename T, int S> __launch_bounds__(1024) __global__ void softmax_grid_kernel(
-    const T* __restrict__ x, T* __restrict__ y, int rows, int cols, int pieces, int per, int per_thread,
-    unsigned long long* __restrict__ slots, unsigned* __restrict__ reads) {
-    using P = Pack16<T>;
-    extern __shared__ uint4 ring[];  // S stages of per_thread x blockDim.x vectors
-    // Each warp's pair of a lap's item, and how many warps have put theirs, by lap parity: a warp two laps ahead
-    // of another of its block would have needed the other's item's row complete.
-    __shared__ float2 warp_pairs[2][32];
-    __shared__ unsigned arrivals[2];
-    if (threadIdx.x < 2) arrivals[threadIdx.x] = 0u;
-    __syncthreads();
-    const int t = threadIdx.x, lane = t % 32, warp = t / 32, step = blockDim.x, warps = step / 32;
-    const int stage_vectors = per_thread * step;
-    const int row_step = gridDim.x / pieces, piece_step = gridDim.x % pieces;  // an item index + G, as (row, piece)
-    auto advance = [&](int& r, int& p) {
-        r += row_step;
-        p += piece_step;
-        if (p >= pieces) {
-            p -= pieces;
-            ++r;
-        }
-    };
-    struct Slice {
-        const T* xr;
-        T* yr;
-        RowSplit s;
-        int first, end;
-    };
-    auto slice = [&](int r, int p) {
-        const T* xr = x + (int64_t)r * cols;
-        const RowSplit s = split_row(xr, cols);
-        const int first = p * per;
-        return Slice{xr, y + (int64_t)r * cols, s, first, min(first + per, s.nvec)};
-    };
-    // This thread's vectors of item (r, p) into `stage`, one commit group (empty past the last row: waits count groups).
-    auto fetch = [&](int r, int p, int stage) {
-        if (r < rows) {
-            const Slice c = slice(r, p);
-            const T* vecs = c.xr + c.s.head;
-            uint4* dst = ring + stage * stage_vectors + t;
-            for (int k = c.first + t; k < c.end; k += step, dst += step) softmax_cp_async16(dst, vecs + (int64_t)k * P::N);
-        }
-        softmax_cp_async_commit();
-    };
-
-    int row = blockIdx.x / pieces, piece = blockIdx.x % pieces;  // rows x pieces < 2^31 (the host)
-    {
-        int r = row, p = piece;
-        for (int s = 0; s < S - 1; ++s, advance(r, p)) fetch(r, p, s);
-    }
-    int prev_row = -1, prev_piece = 0, stage = 0, parity = 0;
-    for (;;) {  // a lap: this item (row < rows) reduced and published, the previous one written, a stage refilled
-        const bool have = row < rows;
-        if (have) {
-            softmax_cp_async_wait_pending<S - 2>();  // this item's group has landed
-            const Slice c = slice(row, piece);
-            const uint4* mine = ring + stage * stage_vectors + t;
-            float hv = piece == 0 && t < c.s.head ? P::to_float(c.xr[t]) : -INFINITY;
-            float tv = piece == 0 && t < c.s.tail ? P::to_float(c.xr[cols - c.s.tail + t]) : -INFINITY;
-            float m = fmaxf(hv, tv), f[P::N];
-            for (int k = c.first + t, i = 0; k < c.end; k += step, i += step) {
-                P::unpack(mine[i], f);
-#pragma unroll
-                for (int j = 0; j < P::N; ++j) m = fmaxf(m, f[j]);
-            }
-            const float shift = softmax_shift(m);
-            float sum = softmax_exp(hv, shift) + softmax_exp(tv, shift);
-            for (int k = c.first + t, i = 0; k < c.end; k += step, i += step) {
-                P::unpack(mine[i], f);
-#pragma unroll
-                for (int j = 0; j < P::N; ++j) sum += softmax_exp(f[j], shift);
-            }
-            const float2 pair = softmax_warp_merge(make_float2(m, sum));
-            unsigned arrived = 0;
-            if (lane == 0) {
-                warp_pairs[parity][warp] = pair;
-                softmax_fence_block();
-                arrived = atomicAdd(&arrivals[parity], 1u);
-            }
-            if (__shfl_sync(0xffffffff, arrived, 0) == (unsigned)warps - 1u) {  // the block's last warp publishes
-                softmax_fence_block();
-                const float2 b = softmax_warp_merge(lane < warps ? warp_pairs[parity][lane] : make_float2(-INFINITY, 0.0f));
-                if (lane == 0) {
-                    arrivals[parity] = 0u;
-                    softmax_store_slot(slots + (int64_t)row * pieces + piece, softmax_pack_pair(b));
-                }
-            }
-        }
-        const int prev_stage = stage == 0 ? S - 1 : stage - 1;
-        if (prev_row >= 0) {  // the previous item: its row's (max, sum), then exp(x - max) / sum from its stage
-            unsigned long long* row_slots = slots + (int64_t)prev_row * pieces;
-            const float2 r = softmax_row_pair(row_slots, pieces);
-            unsigned read = 0;  // this warp has read the row's pairs; the row's last reader clears them
-            if (lane == 0) read = atomicAdd(reads + prev_row, 1u);
-            if (__shfl_sync(0xffffffff, read, 0) == (unsigned)(pieces * warps) - 1u) {
-                for (int p = lane; p < pieces; p += 32) row_slots[p] = 0ull;
-                if (lane == 0) reads[prev_row] = 0u;
-            }
-            const Slice c = slice(prev_row, prev_piece);
-            const float shift = softmax_shift(r.x), inv = 1.0f / r.y;
-            const bool out_aligned = (((uintptr_t)c.xr ^ (uintptr_t)c.yr) & 15) == 0;
-            const uint4* mine = ring + prev_stage * stage_vectors + t;
-            T* out = c.yr + c.s.head;
-            float f[P::N];
-            for (int k = c.first + t, i = 0; k < c.end; k += step, i += step) {
-                P::unpack(mine[i], f);
-#pragma unroll
-                for (int j = 0; j < P::N; ++j) f[j] = softmax_exp(f[j], shift) * inv;
-                T* p = out + (int64_t)k * P::N;
-                if (out_aligned) {
-                    store16(p, P::pack(f));
-                } else {
-#pragma unroll
-                    for (int j = 0; j < P::N; ++j) p[j] = P::from_float(f[j]);
-                }
-            }
-            if (prev_piece == 0 && t < c.s.head) c.yr[t] = P::from_float(softmax_exp(P::to_float(c.xr[t]), shift) * inv);
-            if (prev_piece == 0 && t < c.s.tail) {
-                const int i = cols - c.s.tail + t;
-                c.yr[i] = P::from_float(softmax_exp(P::to_float(c.xr[i]), shift) * inv);
-            }
-        }
-        if (!have) break;
-        {  // the previous item's stage, refilled S - 1 items ahead of this one
-            int r = row, p = piece;
-            for (int s = 0; s < S - 1; ++s) advance(r, p);
-            fetch(r, p, prev_stage);
-        }
-        prev_row = row;
-        prev_piece = piece;
-        advance(row, piece);
-        stage = stage + 1 == S ? 0 : stage + 1;
-        parity ^= 1;
-    }
-}
-
 // ---- host side -------------------------------------------------------------
 
 enum SoftmaxStrategy { SOFTMAX_WARP = 0, SOFTMAX_BLOCK = 1, SOFTMAX_LOOP = 2, SOFTMAX_PIPE = 3, SOFTMAX_RING2 = 4,
-                       SOFTMAX_RING3 = 5, SOFTMAX_RING1 = 6, SOFTMAX_GRID = 7, SOFTMAX_GRID4 = 8 };
+                       SOFTMAX_RING3 = 5, SOFTMAX_RING1 = 6 };
 
 // Clusters of 9 to 16 blocks are non-portable: each kernel allows them once.
 template <auto Kernel>
@@ -983,80 +757,15 @@ static cudaError_t launch_block_rows(int grid, int threads, int cluster, cudaStr
     return launch_clustered<softmax_block_kernel<T, EPT>>(grid, threads, cluster, stream, x, y, cols);
 }
 
-// The grid kernel's workspace: a 64-bit slot a piece of every row, then a count of reads a row; zeros between
-// launches (the kernel leaves every word it used as 0, whatever the shape). 0 for the other strategies.
-int64_t softmax_workspace_bytes(int rows, int strategy, int pieces) {
-    if (strategy != SOFTMAX_GRID && strategy != SOFTMAX_GRID4) return 0;
-    return (int64_t)rows * pieces * (int64_t)sizeof(unsigned long long) + (int64_t)rows * (int64_t)sizeof(unsigned);
-}
-
-// softmax_grid_kernel over as many blocks as are resident at once with this block size and shared memory (the
-// occupancy query, once per shape), at most one an item, launched cooperatively: the driver refuses a grid that
-// could not all be resident rather than let its blocks wait on ones that never start.
-template <auto Kernel, typename T>
-static cudaError_t launch_grid(int rows, int cols, int threads, int pieces, int per, int per_thread, int ring_bytes,
-                               void* workspace, cudaStream_t stream, const T* x, T* y) {
-    static int raised_to = 0;  // the dynamic shared memory the kernel may take, raised as stages grow
-    if (ring_bytes > raised_to) {
-        cudaError_t err = cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, ring_bytes);
-        if (err != cudaSuccess) return err;
-        raised_to = ring_bytes;
-    }
-    struct Fit { int ring_bytes, per_sm; };
-    static Fit fits[11] = {};  // by log2(threads): the last query's
-    int log_threads = 0;
-    while ((1 << log_threads) < threads) ++log_threads;
-    Fit& fit = fits[log_threads];
-    int device = 0, sms = 0;
-    cudaError_t err = cudaGetDevice(&device);
-    if (err == cudaSuccess) err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    if (err == cudaSuccess && (fit.per_sm == 0 || fit.ring_bytes != ring_bytes)) {
-        int per_sm = 0;
-        err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, threads, ring_bytes);
-        fit = {ring_bytes, per_sm};
-    }
-    if (err != cudaSuccess) return err;
-    const int64_t items = (int64_t)rows * pieces, resident = (int64_t)fit.per_sm * sms;
-    const int64_t grid = items < resident ? items : resident;
-    if (pieces > grid) return cudaErrorCooperativeLaunchTooLarge;  // a row's pieces could not all run at once
-    unsigned long long* slots = static_cast<unsigned long long*>(workspace);
-    unsigned* reads = reinterpret_cast<unsigned*>(slots + (int64_t)rows * pieces);
-    cudaLaunchConfig_t config = {};
-    cudaLaunchAttribute attribute;
-    attribute.id = cudaLaunchAttributeCooperative;
-    attribute.val.cooperative = 1;
-    config.gridDim = dim3((unsigned)grid);
-    config.blockDim = dim3(threads);
-    config.dynamicSmemBytes = ring_bytes;
-    config.stream = stream;
-    config.attrs = &attribute;
-    config.numAttrs = 1;
-    return cudaLaunchKernelEx(&config, Kernel, x, y, rows, cols, pieces, per, per_thread, slots, reads);
-}
-
 // The register-held kernels come in a few sizes: the smallest EPT (floats a
 // thread holds) that covers the slice is launched.
 template <typename T>
 static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols, int strategy, int threads,
-                                    int cluster, void* workspace, cudaStream_t stream) {
+                                    int cluster, cudaStream_t stream) {
     const T* x = static_cast<const T*>(xv);
     T* y = static_cast<T*>(yv);
     constexpr int N = Pack16<T>::N;
     if (threads < 32 || threads > 1024 || threads % 32 != 0) return cudaErrorInvalidValue;
-    if (strategy == SOFTMAX_GRID || strategy == SOFTMAX_GRID4) {  // `cluster`: the pieces a row is cut into
-        if (cluster < 1 || cluster > SOFTMAX_GRID_MAX_PIECES || (int64_t)rows * cluster > 0x7fffffff || !workspace)
-            return cudaErrorInvalidValue;
-        const int per = (cols / N + cluster - 1) / cluster;  // vectors a piece (a row's vectors: cols / N at most)
-        const int per_thread = (per + threads - 1) / threads;
-        const int stages = strategy == SOFTMAX_GRID ? 3 : 4;
-        const int64_t ring = (int64_t)stages * per_thread * threads * 16;
-        if (ring > SOFTMAX_RING_MAX_BYTES) return cudaErrorInvalidValue;  // more pieces: smaller ones
-        if (stages == 3)
-            return launch_grid<softmax_grid_kernel<T, 3>>(rows, cols, threads, cluster, per, per_thread, (int)ring,
-                                                         workspace, stream, x, y);
-        return launch_grid<softmax_grid_kernel<T, 4>>(rows, cols, threads, cluster, per, per_thread, (int)ring,
-                                                     workspace, stream, x, y);
-    }
     if (cluster < 1 || cluster > SOFTMAX_MAX_CLUSTER) return cudaErrorInvalidValue;
     const int64_t grid = (int64_t)rows * cluster;
     const int lanes = strategy == SOFTMAX_WARP ? 32 : threads;
@@ -1104,13 +813,12 @@ static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols
 }
 
 // strategy: 0 warp per row, 1 block (cluster == 1) or cluster per row, 2 loop, 3 pipe, 4 and 5 ring of 2 and 3 stages,
-// 6 ring of one stage (a block's slice of one row in shared memory), 7 and 8 grid of 3 and 4 stages (cluster: the
-// pieces a row is cut into).
+// 6 ring of one stage (a block's slice of one row in shared memory).
 // threads: a block's threads (warp: rows a block = threads / 32). All three come
-// from kernels.softmax_plan, or a tuning script. workspace: softmax_workspace_bytes of zeros (grid only).
+// from kernels.softmax_plan, or a tuning script.
 cudaError_t launch_softmax(const void* x, void* y, int rows, int cols, bool bf16, int strategy, int threads,
-                           int cluster, void* workspace, cudaStream_t stream) {
+                           int cluster, cudaStream_t stream) {
     if (rows == 0 || cols == 0) return cudaSuccess;
-    return bf16 ? launch_softmax_t<__nv_bfloat16>(x, y, rows, cols, strategy, threads, cluster, workspace, stream)
-                : launch_softmax_t<float>(x, y, rows, cols, strategy, threads, cluster, workspace, stream);
+    return bf16 ? launch_softmax_t<__nv_bfloat16>(x, y, rows, cols, strategy, threads, cluster, stream)
+                : launch_softmax_t<float>(x, y, rows, cols, strategy, threads, cluster, stream);
 }

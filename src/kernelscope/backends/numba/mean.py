@@ -48,7 +48,8 @@ FINISH_THREADS = 256
 ONE_LAUNCH = True
 # 16-byte loads (vector.load_f32x4) where x is 16-byte aligned: four elements a load, a quarter of the load
 # instructions and their address arithmetic. A candidate of issue #15 for mean at 2^24 (tune_numba.py's second
-# mean config), not yet measured on a GPU: off until a sweep says it is faster.
+# mean config), and slower: on the H100 at 7a5908c, 33.18 us at 2^24 against the scalar loads' 27.54, 394.3 us at
+# 2^28 against 345.7 (results-proofs/2026-11-26-h100/session14/m1). Off; the H200 has not timed it.
 VECTOR_LOADS = False
 
 
