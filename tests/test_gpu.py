@@ -217,7 +217,7 @@ def test_the_block_kernels_exact_rows_and_their_near_misses_match_the_reference(
 
 def test_a_softmax_launch_the_kernels_refuse_raises_with_the_plan_in_its_message():
     # launch_softmax's own refusals reach Python as a RuntimeError naming the plan and the shape (a process that
-    # crashed here instead, on the H100, is why the message no longer streams x.sizes())
+    # crashed here instead, on the H100 and the H200, is why the message goes through check_launch)
     from kernelscope.backends.cuda import build
 
     x = OPS["softmax"].make_input((4, 100003), "float32", "cuda", 27)

@@ -4,6 +4,8 @@
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
 
+#include <string>
+
 cudaError_t launch_square_lecture(const float* x, float* y, int rows, int cols, cudaStream_t stream);
 cudaError_t launch_square_vec4(const void* x, void* y, int64_t n, bool bf16, int threads, int blocks_per_sm, int unroll,
                                int sm_count, cudaStream_t stream);
@@ -114,10 +116,15 @@ torch::Tensor softmax(torch::Tensor x, torch::Tensor out, int64_t strategy, int6
     auto stream = c10::cuda::getCurrentCUDAStream(x.get_device()).stream();
     cudaError_t err = launch_softmax(x.data_ptr(), out.data_ptr(), (int)x.size(0), (int)x.size(1), bf16, (int)strategy,
                                      (int)threads, (int)cluster, stream);
-    // The shape as two numbers: with x.sizes() streamed into it, this message crashed the process on the H100 (torch
-    // 2.11: a segmentation fault where gelu_vec4's refusal raised; results-proofs/2026-11-26-h100/session14).
-    TORCH_CHECK(err == cudaSuccess, "softmax launch failed (strategy ", strategy, ", threads ", threads, ", cluster ",
-                cluster, ", rows ", x.size(0), ", cols ", x.size(1), "): ", cudaGetErrorString(err));
+    // Through check_launch, with the plan in the name: a TORCH_CHECK of many arguments here crashed the process on
+    // the H100 and the H200 (torch 2.11, a segmentation fault where check_launch's refusal of gelu_vec4 raised;
+    // results-proofs/2026-11-26-h100/session14).
+    if (err != cudaSuccess) {
+        const std::string what = "softmax (strategy " + std::to_string(strategy) + ", threads " + std::to_string(threads) +
+                                 ", cluster " + std::to_string(cluster) + ", rows " + std::to_string(x.size(0)) +
+                                 ", cols " + std::to_string(x.size(1)) + ")";
+        check_launch(err, what.c_str());
+    }
     return out;
 }
 
