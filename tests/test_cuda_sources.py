@@ -249,6 +249,16 @@ def test_bindings_declare_exactly_the_launchers_the_cu_files_define():
         assert re.search(rf"^(?:torch::Tensor|double) {fn}\(", cpp, re.M), fn
 
 
+def test_every_launch_failure_raises_through_check_launch():
+    # A binding's own TORCH_CHECK of a failed launch, with many arguments, crashed the process on the GPU boxes
+    # (torch 2.11) where check_launch's raised: every launch error goes through check_launch, the one place that
+    # names the CUDA error (test_gpu.py's refusal test runs it there)
+    cpp, _ = build.sources()
+    assert cpp.count("cudaGetErrorString") == 1
+    assert re.search(r"static void check_launch\(cudaError_t err, const char\* kernel\) \{\n\s+TORCH_CHECK\(err == "
+                     r"cudaSuccess, kernel, \" launch failed: \", cudaGetErrorString\(err\)\);", cpp)
+
+
 def test_build_hashes_the_headers_the_sources_include():
     included = set()
     for name in build.CU_SOURCES:
