@@ -350,6 +350,7 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 1024 : 512) __globa
 // A kernel of its own, not a branch in the general one: sharing one register
 // allocation, the two paths took 36-40 registers at 16 floats a thread, one
 // block of 1024 an SM, and float32 16384x16384 read 85.7% (H200, d9135b0).
+// As its own kernel, on the H200 (8a4dc44's suite run): bfloat16 96.7%, float32 98.0%.
 template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 1024 : 512) __global__ void softmax_exact_kernel(
     const T* __restrict__ x, T* __restrict__ y, int cols) {
     __shared__ float scratch_max[32], scratch_sum[32];
