@@ -103,6 +103,15 @@ def test_a_persistent_plan_is_one_launch_of_about_a_program_an_sm():
     assert softmax_plan(512, 50257, 4, H100_SMS, persistent=False).strategy == "split"
     assert softmax_plan(64, 262144, 2, H100_SMS, persistent=True, persist_programs_per_sm=2).programs == 64
     assert softmax_plan(4096, 4096, 4, H100_SMS, persistent=True).strategy == "row"  # rows one program holds
+    # pass 1 folds a thread's share of each chunk into one (max, sum) pair: 4096 columns over 16 warps, 8 each,
+    # two vectors of 4; 8192 bfloat16 columns, 16 each, two vectors of 8
+    for itemsize in (4, 2):
+        plan = softmax_plan(512, 50257, itemsize, H100_SMS)
+        assert (plan.num_warps, plan.group, plan.vectorize) == (16, 2, True)
+        assert plan.group * (16 // itemsize) * 32 * plan.num_warps == plan.block
+    assert softmax_plan(512, 50257, 4, H100_SMS, persist_group=1).group == 1
+    with pytest.raises(ValueError, match="persist_group=3"):
+        softmax_plan(512, 50257, 4, H100_SMS, persist_group=3)
 
 
 def test_plan_thresholds_are_parameters():
@@ -130,8 +139,14 @@ PATHS = {
     # pass-2 programs than pass-1 ones, then pass 2 alone), the statistics' two slots each used twice
     "pipe": ((5, 5000), dict(sm_count=4, max_row_block=1024, chunk=1024, pipelined=True,
                              pipe_group_bytes=2 * 5000 * 4), "pipe"),
-    # 5 rows over 2 programs: each takes its rows in turn (3 and 2), 5 chunks a row, the last one part full
-    "persist": ((5, 5000), dict(sm_count=2, max_row_block=1024, chunk=1024, persistent=True), "persist"),
+    # 5 rows over 2 programs: each takes its rows in turn (3 and 2), 5 chunks a row, the last one part full; 5003
+    # columns: each row starts at another offset from 16 bytes, so the cut's head and tail differ row to row
+    "persist": ((5, 5003), dict(sm_count=2, max_row_block=1024, chunk=1024, persistent=True), "persist"),
+    # the same, a (max, sum) pair per element and no 16-byte cut (the form before 16-byte rows), and tiles of 32
+    "persist-per-element": ((5, 5003), dict(sm_count=2, max_row_block=1024, chunk=1024, persistent=True,
+                                            persist_group=1, persist_vectorize=False), "persist"),
+    "persist-group-32": ((5, 5000), dict(sm_count=2, max_row_block=1024, chunk=1024, persistent=True,
+                                         persist_group=32), "persist"),
 }
 
 
@@ -166,6 +181,34 @@ def test_softmax_path_matches_reference(path, kind, dtype):
     assert torch.isfinite(out).all()
     err = error_against_reference(softmax_op.OP, x, out)
     assert err <= softmax_op.OP.tolerance[dtype], (path, kind, dtype, err)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("cols", [3, 13, 1031])
+@pytest.mark.parametrize("where", ["aligned", "x off 16 bytes", "y off 16 bytes", "y strided"])
+def test_persist_rows_cut_at_16_bytes_match_the_reference(cols, where, dtype):
+    # Rows narrower than a vector (all edge), and wider, at every offset from 16 bytes; the cut only where x and
+    # y start aligned with one row stride, else one element an access (persist_vec says which).
+    rows = 9
+    plan = softmax_plan(rows, cols, 4 if dtype == "float32" else 2, 2, max_row_block=2, chunk=256, persistent=True)
+    assert plan.strategy == "persist" and plan.vectorize
+    if where == "x off 16 bytes":  # the same row stride as y, one element past an aligned start
+        x = scaled((rows * cols + 1,), dtype, DEVICE, 0)[1:].view(rows, cols)
+    else:
+        x = scaled((rows, cols), dtype, DEVICE, 0)
+    nan = dict(dtype=x.dtype, device=DEVICE)
+    if where == "y off 16 bytes":  # the same row stride as x, one element past an aligned start
+        y = torch.full((rows * cols + 1,), float("nan"), **nan)[1:].view(rows, cols)
+    elif where == "y strided":  # aligned, rows cols + 8 apart
+        y = torch.full((rows, cols + 8), float("nan"), **nan)[:, :cols]
+    else:
+        y = torch.full((rows, cols), float("nan"), **nan)
+    vec = tsoftmax.persist_vec(plan, x, y)
+    assert vec == (16 // x.element_size() if where == "aligned" else 1), (where, vec)
+    tsoftmax.softmax_planned(x, y, plan)
+    assert torch.isfinite(y).all()
+    err = error_against_reference(softmax_op.OP, x, y)
+    assert err <= softmax_op.OP.tolerance[dtype], (cols, where, dtype, err)
 
 
 def test_softmax_tuned_allocates_its_output():

@@ -53,7 +53,12 @@ WIDE = [(512, 50257), (64, 262144)]
 # 56.3%); the split plan is the {"persistent": False} row, the other shapes' default. bfloat16 lost in the persist
 # plan at 4096-column chunks (41.9% against 45.7%) and won at 8192 (51.5% against 45.4%, f1f901f): 16 KiB chunks
 # since (PERSIST_CHUNK_BYTES), the other width is timed beside it.
-SPLIT_SWEEP = [{"persistent": False}, {"persistent": True, "chunk": 8192}, {"persistent": True, "chunk": 4096},
+# The persist kernel cut at 16 bytes with pass 1 folded a thread's share at a time (the default since 2026-11-26;
+# sm_90 SASS float32: 544 instructions and 47 registers, so 2 programs of 512 threads an SM fit, against 1,256 and
+# 124), beside its old form (one element an access, a pair an element) and each change alone.
+SPLIT_SWEEP = [{"persistent": True, "persist_group": 1, "persist_vectorize": False},
+               {"persistent": True, "persist_vectorize": False}, {"persistent": True, "persist_group": 1},
+               {"persistent": False}, {"persistent": True, "chunk": 8192}, {"persistent": True, "chunk": 4096},
                {"persistent": True, "persist_stages": 4},
                {"persistent": True, "persist_programs_per_sm": 3}, {"persistent": True, "persist_programs_per_sm": 1},
                {"pipelined": True},
@@ -70,7 +75,7 @@ ROW_SWEEP = {
     (512, 50257): [{"max_row_block": 65536}],  # one program per row (the lecture's launch), for contrast
 }
 QUICK_SHAPES = [(4096, 4096), (512, 50257), (64, 262144)]
-QUICK_SPLIT = 6  # the first of SPLIT_SWEEP under --quick
+QUICK_SPLIT = 9  # the first of SPLIT_SWEEP under --quick
 
 MEAN_SHAPES = [(2**24,), (2**26,), (2**28,)]  # the sweep at the first; the suite's largest sizes
 # mean_one_pass keyword overrides, tried at 2^24 after the default. The default:
@@ -121,7 +126,7 @@ def plan_text(plan: tsoftmax.SoftmaxPlan, shape, itemsize: int) -> str:
     p = plan.predict(*shape, itemsize)
     if plan.strategy == "persist":
         what = (f"persist chunk={plan.block} w={plan.num_warps} programs={plan.programs} stages={plan.stages}"
-                f"{' hints' if plan.l2_hints else ''}")
+                f" group={plan.group}{' 16B' if plan.vectorize else ''}{' hints' if plan.l2_hints else ''}")
     elif plan.strategy in ("split", "pipe"):
         what = (f"{plan.strategy} chunk={plan.block} w={plan.num_warps} group={plan.group_rows}r/"
                 f"{size(p['group_bytes'])}{' hints' if plan.l2_hints else ''}")
