@@ -239,3 +239,32 @@ def test_the_dram_peak_the_softmax_plan_reads_sits_above_what_a_copy_moves():
     assert copy < peak < 1.5 * copy, (peak, copy)
     plan = K.device_softmax_plan(16384, 16384, 4)
     assert plan == ("block", 1024 if K.dram_gbps_per_sm(0) >= K.SOFTMAX_WIDE_DRAM_GBPS_PER_SM else 512, 1)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("layout", ["aligned", "x off by one element", "y off by one element"])
+@pytest.mark.parametrize("overrides", [{}, {"persist_group": 1, "persist_vectorize": False}])
+def test_the_triton_persist_plan_cut_at_16_bytes_matches_the_reference(overrides, layout, dtype):
+    # softmax-triton-tuned's persist kernel compiled for the GPU (the CPU path runs it in the interpreter, where
+    # alignment changes no code): 50257-wide rows, each starting at its own offset from 16 bytes, cut into edges
+    # and a 16-byte body, or one element an access where x or y starts off 16 bytes; and the kernel's old form.
+    from kernelscope.backends.triton import softmax as tsoftmax
+    from kernelscope.check import error_against_reference
+
+    op = OPS["softmax"]
+    rows, cols = 300, 50257
+    plan = tsoftmax.softmax_plan(rows, cols, 4 if dtype == "float32" else 2, 64, persistent=True, **overrides)
+    assert plan.strategy == "persist" and plan.programs < rows  # programs take several rows in turn
+    inputs = [("random", op.make_input((rows, cols), dtype, "cuda", 7))]
+    inputs += [(s.name, s.make((rows, cols), dtype, "cuda", 8)) for s in op.stress
+               if s.name in ("masked", "offset", "large-logits")]
+    for name, x in inputs:
+        if layout == "x off by one element":
+            x = torch.cat([x.new_zeros(1), x.flatten()])[1:].view(rows, cols)
+        y = torch.full((rows * cols + 1,), float("nan"), dtype=x.dtype, device="cuda")
+        y = y[1:].view(rows, cols) if layout == "y off by one element" else y[:-1].view(rows, cols)
+        want = 16 // x.element_size() if layout == "aligned" and plan.vectorize else 1
+        assert tsoftmax.persist_vec(plan, x, y) == want
+        tsoftmax.softmax_planned(x, y, plan)
+        err = error_against_reference(op, x, y)
+        assert err <= op.tolerance[dtype], (name, layout, overrides, err)
