@@ -93,7 +93,8 @@ def test_a_persistent_plan_is_one_launch_of_about_a_program_an_sm():
     assert (plan.strategy, plan.programs, plan.stages, plan.launches(512)) == ("persist", H100_SMS, 3, 1)
     # what L2 must keep for the re-read: a grid's worth of rows, 26.5 MB of the H100's 50
     assert plan.programs * 50257 * 4 < 30e6 and plan.predict(512, 50257, 4)["l2_reread_bytes"] == _io(512, 50257, 4)
-    # the default: float32 rows enough for the grid of 2 programs an SM (H100 a08c0b0: 62.7% of copy, split 56.3%)
+    # the default: float32 rows enough for the grid (H100 a08c0b0: 62.7% of copy, split 56.3%); where L2's size is
+    # not known, 2 programs an SM
     assert softmax_plan(512, 50257, 4, H100_SMS).strategy == "persist"
     assert softmax_plan(512, 50257, 4, H100_SMS).programs == 2 * H100_SMS
     bf16 = softmax_plan(512, 50257, 2, H100_SMS)  # 16 KiB chunks: 8192 bfloat16 columns (51.5% against split's 45.4%)
@@ -112,6 +113,28 @@ def test_a_persistent_plan_is_one_launch_of_about_a_program_an_sm():
     assert softmax_plan(512, 50257, 4, H100_SMS, persist_group=1).group == 1
     with pytest.raises(ValueError, match="persist_group=3"):
         softmax_plan(512, 50257, 4, H100_SMS, persist_group=3)
+
+
+H100_L2 = 50 << 20
+
+
+def test_the_persist_grid_keeps_its_rows_in_flight_within_half_of_l2():
+    # A grid's rows in flight are what pass 2 re-reads from L2. H100 (8ece016), 512x50257: float32 rows (201 KB)
+    # at 2 programs an SM are 53 MB, the re-read missed (59.5% of copy, L2 hit 52%); at 1, 26.5 MB: 63.9%.
+    # bfloat16 rows (100 KB) at 2 an SM are 26.5 MB: 61.2%.
+    f32 = softmax_plan(512, 50257, 4, H100_SMS, l2_bytes=H100_L2)
+    bf16 = softmax_plan(512, 50257, 2, H100_SMS, l2_bytes=H100_L2)
+    assert (f32.strategy, f32.programs) == ("persist", H100_SMS)
+    assert (bf16.strategy, bf16.programs) == ("persist", 2 * H100_SMS)
+    for plan, itemsize in ((f32, 4), (bf16, 2)):
+        assert plan.programs * 50257 * itemsize <= 0.55 * H100_L2
+    # narrower rows: never more than 2 an SM; rows wider than half of L2 over the SMs: still 1
+    assert tsoftmax.persist_programs(20_000 * 4, H100_SMS, H100_L2) == tsoftmax.PERSIST_MAX_PROGRAMS_PER_SM
+    assert tsoftmax.persist_programs(1 << 20, H100_SMS, H100_L2) == 1
+    assert tsoftmax.persist_programs(201_028, H100_SMS, 0) == tsoftmax.PERSIST_MAX_PROGRAMS_PER_SM
+    # 512 rows fill the grid of 132 or 264; fewer rows than the grid keep the split plan
+    assert softmax_plan(200, 50257, 4, H100_SMS, l2_bytes=H100_L2).strategy == "persist"
+    assert softmax_plan(200, 50257, 2, H100_SMS, l2_bytes=H100_L2).strategy == "split"
 
 
 def test_plan_thresholds_are_parameters():

@@ -152,7 +152,7 @@ def sweep_softmax(copy_gbps: float | None, quick: bool) -> Table:
                 if plan is not None:
                     row.update(plan=asdict(plan), predicted=plan.predict(*shape, itemsize))
 
-            default = tsoftmax.softmax_plan(*shape, itemsize, sms)
+            default = tsoftmax.default_plan(*shape, itemsize, x.device)
             add(f"catalog {plan_text(default, shape, itemsize)}", lambda: variant(x, y), "catalog", default,
                 graph=x.numel() <= 2**26)
             add("torch.softmax", lambda: torch.softmax(x, dim=-1), "torch")
@@ -160,7 +160,7 @@ def sweep_softmax(copy_gbps: float | None, quick: bool) -> Table:
             if shape in WIDE:
                 sweep += SPLIT_SWEEP[:QUICK_SPLIT] if quick else SPLIT_SWEEP
             for overrides in sweep:
-                plan = tsoftmax.softmax_plan(*shape, itemsize, sms, **overrides)
+                plan = tsoftmax.softmax_plan(*shape, itemsize, sms, l2_bytes=tsoftmax.l2_bytes(x.device), **overrides)
                 add(f"{plan_text(plan, shape, itemsize)} {overrides}",
                     lambda p=plan: tsoftmax.softmax_planned(x, y, p), "sweep", plan, overrides)
             del x, y

@@ -92,18 +92,21 @@ def softmax_online(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Te
 #             (57.1% and 63.1% of copy at 512x50257 and 64x262144 on the H100).
 #
 # * "persist": one program a row, rows taken in turn by a persistent grid of
-#             about one program an SM (issue #15): pass 1 reads the row in
-#             chunks, a running (max, sum) per lane, its loads software-pipelined
+#             one or two programs an SM (issue #15): pass 1 reads the row in
+#             chunks, a running (max, sum) per thread, its loads software-pipelined
 #             (``num_stages``); pass 2 re-reads the row and writes it. A grid's
-#             worth of rows in flight is what L2 keeps for the re-read (132 rows
-#             of 512x50257 float32: 26.5 MB of the H100's 50), so DRAM sees one
-#             read and one write, with no second launch and no chunk statistics.
-#             The lecture's online kernel launches a program for every row at
-#             once, so its re-read misses L2 (45% of copy at 512x50257). Chosen
-#             for rows that give every program one, in chunks of 16 KiB (512x50257
-#             on the H100: 62.7% of copy in float32 against the split plan's
-#             56.3%, 51.5% in bfloat16 against 45.4%); 64x262144 (64 rows)
-#             stays on "split", which won there.
+#             worth of rows in flight is what L2 keeps for the re-read, so DRAM
+#             sees one read and one write, with no second launch and no chunk
+#             statistics; the grid is as many programs an SM as keep those rows
+#             within half of L2 (``l2_bytes``; PERSIST_L2_SHARE). The lecture's
+#             online kernel launches a program for every row at once, so its
+#             re-read misses L2 (45% of copy at 512x50257). Rows are cut where
+#             they are 16-byte aligned (softmax_persistent_kernel). Chosen for
+#             rows that give every program one, in chunks of 16 KiB; 64x262144
+#             (64 rows) stays on "split", which won there. H100, 512x50257, % of
+#             copy: 8ece016 (the 16-byte cut) bfloat16 61.2% against 51.8% at
+#             c6c2837, float32 63.9% at one program an SM against 59.5% at two
+#             (ncu: L2 hit 52% at two, DRAM 79% of peak: the re-read missed).
 #
 # H100 measurements behind the defaults (scripts/gpu/tune_triton.py):
 # * 1024-wide rows, one to a program with 4 warps, beat 4 to a program with 16
@@ -122,7 +125,9 @@ MAX_WARPS = 16
 FEW_WARPS_COLS = 4096  # rows up to this block get at most FEW_WARPS warps
 FEW_WARPS = 4
 PIPE_GROUP_BYTES = 16 << 20  # pipe: input bytes a group; L2 holds one group read, one re-read (H100: 50 MB)
-PERSIST_PROGRAMS_PER_SM = 2  # persist: programs an SM (H100 a08c0b0, 512x50257 float32: 2 62.7% of copy, 1 62.2%)
+PERSIST_MAX_PROGRAMS_PER_SM = 2  # persist: programs an SM at most (2 x 512 threads; bfloat16 at 3 read the same)
+PERSIST_L2_SHARE = 0.5  # persist: the grid's rows in flight may fill this share of L2 (H100 8ece016, 512x50257:
+# float32 rows, 201 KB, at 1 program an SM, 26.5 MB, 63.9% of copy; at 2, 53 MB, 59.5%; bfloat16 at 2 61.2%)
 PERSIST_STAGES = 3  # persist: chunks of pass 1 in flight a program (tl.range's num_stages)
 # persist: a chunk of 16 KiB, 4096 float32 or 8192 bfloat16 columns. bfloat16 at 512x50257, f1f901f and 75e4667:
 # 8192 columns 51.5% of copy on the H100 and 38.4% on the H200 against split's 45.4% and 34.6% (4096 columns:
@@ -173,7 +178,7 @@ def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_c
                  max_warps: int = MAX_WARPS, few_warps_cols: int = FEW_WARPS_COLS, few_warps: int = FEW_WARPS,
                  split_warps: int | None = None, l2_hints: bool = True, pipelined: bool = False,
                  pipe_group_bytes: int = PIPE_GROUP_BYTES, persistent: bool | None = None,
-                 persist_programs_per_sm: int = PERSIST_PROGRAMS_PER_SM,
+                 persist_programs_per_sm: int | None = None, l2_bytes: int = 0,
                  persist_stages: int = PERSIST_STAGES, persist_group: int | None = None,
                  persist_vectorize: bool = True) -> SoftmaxPlan:
     """The launch shape for a (rows, cols) softmax: pure Python, the thresholds are parameters.
@@ -187,7 +192,8 @@ def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_c
     input, so that pass 2's re-read of the group hits L2; ``pipelined``: in groups
     of about ``pipe_group_bytes``, pass 2 of one group beside pass 1 of the next;
     ``persistent``: a row a program, ``persist_programs_per_sm`` programs an SM
-    taking rows in turn, pass 1 ``persist_stages`` chunks deep, ``persist_group``
+    taking rows in turn (by default as many, up to 2, as keep their rows within
+    PERSIST_L2_SHARE of ``l2_bytes``; 2 where L2's size is not given), pass 1 ``persist_stages`` chunks deep, ``persist_group``
     rows in its tile (by default a thread's share of a chunk in one (max, sum)
     pair), 16 bytes an access where the rows allow (``persist_vectorize``); by
     default (None) when the rows give every program one.
@@ -202,7 +208,9 @@ def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_c
         cap = few_warps if rows_per_program == 1 and block <= few_warps_cols else max_warps
         return SoftmaxPlan("narrow" if rows_per_program > 1 else "row", block,
                            _warps(rows_per_program * block, elems_per_thread, cap), rows_per_program)
-    if persistent is None:  # see PERSIST_PROGRAMS_PER_SM and PERSIST_CHUNK_BYTES; rows too few for the grid lost
+    if persist_programs_per_sm is None:
+        persist_programs_per_sm = persist_programs(cols * itemsize, sm_count, l2_bytes)
+    if persistent is None:  # see PERSIST_L2_SHARE and PERSIST_CHUNK_BYTES; rows too few for the grid lost
         persistent = not pipelined and rows >= sm_count * persist_programs_per_sm
     if persistent:
         chunk = chunk or PERSIST_CHUNK_BYTES // itemsize
@@ -221,6 +229,22 @@ def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_c
     group_rows = triton.cdiv(rows, triton.cdiv(rows, group_rows))  # even groups: 64 rows as 22+21+21, not 24+24+16
     return SoftmaxPlan("pipe" if pipelined else "split", chunk, split_warps or _warps(chunk, elems_per_thread, max_warps),
                        chunks=chunks, group_rows=group_rows, l2_hints=l2_hints)
+
+
+def persist_programs(row_bytes: int, sm_count: int, l2_bytes: int) -> int:
+    """Programs an SM for the persist plan: the most, 1 to PERSIST_MAX_PROGRAMS_PER_SM, whose rows in flight
+    fill about PERSIST_L2_SHARE of L2 (rounded: 1.98 grids of rows fit is 2); the most where l2_bytes is 0."""
+    if not l2_bytes:
+        return PERSIST_MAX_PROGRAMS_PER_SM
+    fit = round(l2_bytes * PERSIST_L2_SHARE / (row_bytes * sm_count))
+    return max(1, min(PERSIST_MAX_PROGRAMS_PER_SM, fit))
+
+
+@cache
+def l2_bytes(device: torch.device) -> int:
+    if device.type != "cuda":
+        return 0  # the interpreter: no cache to fit
+    return torch.cuda.get_device_properties(device).L2_cache_size
 
 
 @cache
@@ -475,7 +499,7 @@ def softmax_planned(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torc
 
 @cache
 def default_plan(rows: int, cols: int, itemsize: int, device: torch.device) -> SoftmaxPlan:
-    return softmax_plan(rows, cols, itemsize, sm_count(device))
+    return softmax_plan(rows, cols, itemsize, sm_count(device), l2_bytes=l2_bytes(device))
 
 
 def softmax_tuned(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
