@@ -80,10 +80,31 @@ __device__ __forceinline__ int softmax_cluster_rank() {
 #endif
 }
 
-// "This block has started": arrive on the cluster barrier early, wait on it in
-// cluster_combine, just before writing into the other blocks' shared memory.
-__device__ __forceinline__ void softmax_cluster_arrive() {
+// What the blocks of a cluster exchange for a row: each block's (max, sum of exp)
+// pair, pushed into every block's `pair` by st.async, which counts its bytes
+// on the receiver's mbarrier `bar`. Two of each, by the parity of the block's
+// row count, for the kernels whose blocks take many rows.
+struct ClusterPartials {
+    float2 pair[2][SOFTMAX_MAX_CLUSTER];
+    unsigned long long bar[2];  // mbarrier objects
+};
+
+__device__ __forceinline__ unsigned softmax_smem_addr(const void* p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+
+// "This block has started": the cluster barrier arrived on early (ASYNC: after
+// the block's mbarriers are initialized and fenced for the cluster);
+// cluster_combine<ASYNC> waits on it before the first push into the other
+// blocks' shared memory.
+template <bool ASYNC>
+__device__ __forceinline__ void softmax_cluster_start(ClusterPartials* partials) {
 #if SOFTMAX_CLUSTERS
+    if (ASYNC && threadIdx.x == 0) {
+        for (int i = 0; i < 2; ++i)
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(softmax_smem_addr(&partials->bar[i])) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
     cg::this_cluster().barrier_arrive();
 #endif
 }
@@ -204,27 +225,59 @@ __device__ __forceinline__ float exp_in_place(float* v, float max) {
     return sum;
 }
 
-// The row's (max, sum of exp(x - max)) from each block's own (max, sum): the
-// pairs go into every block's `partials` through distributed shared memory, one
-// cluster barrier, then each block combines them locally. After the barrier no
-// block touches another's shared memory, so blocks may exit on their own.
-// `partials` comes in two halves, by row parity, for the kernels whose blocks
-// take many rows: a block one row ahead writes the other half (two ahead it
-// cannot be: the cluster barrier of the row between stops it). `first`: the
-// block's first row, before which it waits on the barrier every block arrived on
-// at its start (softmax_cluster_arrive): a block's shared memory may be written
-// only once that block runs.
-__device__ __forceinline__ float2 cluster_combine(float2 mine, float2 (*partials)[SOFTMAX_MAX_CLUSTER], int parity,
-                                                 bool first) {
+// The row's (max, sum of exp(x - max)) from each block's own (max, sum), for the
+// block's k-th row (k = 0, 1, ...: `nth` in the persistent kernels). Thread
+// r < C pushes the block's pair into block r's `pair[k % 2]`; then each block
+// combines the C pairs it received. k = 0: first the cluster barrier every block
+// arrived on at its start (softmax_cluster_start), as a block's shared memory may
+// be written only once that block runs.
+//
+// ASYNC false (a row a block: the block, cluster and loop kernels): the pushes
+// are plain stores and one cluster.sync() follows. Its arrive's MEMBAR.ALL.GPU
+// waits for the thread's global stores in flight, and a block of one row has
+// none yet; ASYNC true would cost the block kernel registers (float32 at 16
+// elements a thread: 38, not 32, so two blocks of 1024 no longer fit an SM).
+//
+// ASYNC true (the persistent pipe and ring kernels): a block's previous row's
+// output is in flight at its next combine, and the MEMBAR waited for it (ncu,
+// ring1 at 512x50257 float32 on the H100: 3.8 cycles of membar stall an
+// instruction, 5.4 of barrier). So no cluster barrier a row: st.async pushes
+// the pair and counts its bytes on the receiver's mbarrier `bar[k % 2]`, and
+// each block waits for its own mbarrier's phase of C pairs. A block two rows
+// ahead cannot overwrite a half still being read: to finish the row between,
+// it needs the reader's pair of that row, pushed after the reader combined
+// (and its threads met at a block barrier since).
+template <bool ASYNC>
+__device__ __forceinline__ float2 cluster_combine(float2 mine, ClusterPartials* partials, int k) {
 #if SOFTMAX_CLUSTERS
     cg::cluster_group cluster = cg::this_cluster();
     const int csize = (int)cluster.num_blocks(), rank = (int)cluster.block_rank();
-    if (first) cluster.barrier_wait();  // every block of the cluster has started
-    if ((int)threadIdx.x < csize) cluster.map_shared_rank(partials[parity], (int)threadIdx.x)[rank] = mine;
-    cluster.sync();
+    const int half = k & 1;
+    if (k == 0) cluster.barrier_wait();  // every block of the cluster has started
+    if constexpr (ASYNC) {
+        const unsigned bar = softmax_smem_addr(&partials->bar[half]);
+        if (threadIdx.x == 0)
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(csize * 8) : "memory");
+        if ((int)threadIdx.x < csize) {
+            unsigned remote_pair, remote_bar;
+            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+                         : "=r"(remote_pair) : "r"(softmax_smem_addr(&partials->pair[half][rank])), "r"(threadIdx.x));
+            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote_bar) : "r"(bar), "r"(threadIdx.x));
+            asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];"
+                         ::"r"(remote_pair), "f"(mine.x), "f"(mine.y), "r"(remote_bar) : "memory");
+        }
+        asm volatile(  // this half's (k / 2)-th phase: every block's pair has landed here
+            "{\n .reg .pred done;\n"
+            "wait%=:\n mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n @!done bra wait%=;\n}"
+            ::"r"(bar), "r"((k >> 1) & 1) : "memory");
+    } else {
+        if ((int)threadIdx.x < csize) cluster.map_shared_rank(partials->pair[half], (int)threadIdx.x)[rank] = mine;
+        cluster.sync();
+    }
+    const float2* pairs = partials->pair[half];
     float m = -INFINITY, s = 0.0f;
-    for (int r = 0; r < csize; ++r) m = fmaxf(m, partials[parity][r].x);
-    for (int r = 0; r < csize; ++r) s += partials[parity][r].y * __expf(partials[parity][r].x - m);  // exp(-inf) = 0
+    for (int r = 0; r < csize; ++r) m = fmaxf(m, pairs[r].x);
+    for (int r = 0; r < csize; ++r) s += pairs[r].y * __expf(pairs[r].x - m);  // exp(-inf) = 0
     return make_float2(m, s);
 #else
     return mine;
@@ -233,11 +286,12 @@ __device__ __forceinline__ float2 cluster_combine(float2 mine, float2 (*partials
 
 // What a block's exps, taken against its own max m and summing to `sum`, are
 // multiplied by: 1 / sum for a row of its own, else rescaled to the row's
-// (max, sum) that cluster_combine gathers from every block of the cluster.
-__device__ __forceinline__ float row_scale(float m, float sum, int csize, float2 (*partials)[SOFTMAX_MAX_CLUSTER],
-                                          int parity, bool first) {
+// (max, sum) that cluster_combine gathers from every block of the cluster, for
+// the block's k-th row.
+template <bool ASYNC>
+__device__ __forceinline__ float row_scale(float m, float sum, int csize, ClusterPartials* partials, int k) {
     if (csize == 1) return 1.0f / sum;
-    const float2 row = cluster_combine(make_float2(m, sum), partials, parity, first);
+    const float2 row = cluster_combine<ASYNC>(make_float2(m, sum), partials, k);
     return __expf(m - row.x) / row.y;
 }
 
@@ -286,7 +340,7 @@ template <typename T, int EPT, bool EXACT>
 __device__ __forceinline__ void softmax_block_row(const T* __restrict__ xr, T* __restrict__ yr, int cols, RowSplit s,
                                                   int first, int end, int csize, int rank, bool out_aligned,
                                                   float* scratch_max, float* scratch_sum,
-                                                  float2 (*partials)[SOFTMAX_MAX_CLUSTER]) {
+                                                  ClusterPartials* partials) {
     using P = Pack16<T>;
     constexpr int NV = EPT / P::N;
     const int t = threadIdx.x;
@@ -314,7 +368,7 @@ __device__ __forceinline__ void softmax_block_row(const T* __restrict__ xr, T* _
     if constexpr (EXACT) {
         store_vectors<T, NV, false>(yr, t, blockDim.x, end, v, 1.0f / sum, true);
     } else {
-        const float scale = row_scale(m, sum, csize, partials, 0, true);
+        const float scale = row_scale<false>(m, sum, csize, partials, 0);
         store_vectors<T, NV>(yr + s.head, first + t, blockDim.x, end, v, scale, out_aligned);
         if (rank == 0 && t < s.head) yr[t] = P::from_float(hv * scale);
         if (rank == 0 && t < s.tail) yr[cols - s.tail + t] = P::from_float(tv * scale);
@@ -324,9 +378,9 @@ __device__ __forceinline__ void softmax_block_row(const T* __restrict__ xr, T* _
 template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 1024 : 512) __global__ void softmax_block_kernel(
     const T* __restrict__ x, T* __restrict__ y, int cols) {
     __shared__ float scratch_max[32], scratch_sum[32];
-    __shared__ float2 partials[2][SOFTMAX_MAX_CLUSTER];  // a row a block: one half used
+    __shared__ ClusterPartials partials;  // a row a block: one half used
     const int csize = softmax_cluster_blocks(), rank = softmax_cluster_rank();
-    if (csize > 1) softmax_cluster_arrive();  // waited on in cluster_combine: the row's loads in between
+    if (csize > 1) softmax_cluster_start<false>(&partials);  // waited on in cluster_combine: the row's loads in between
 
     const int64_t row = blockIdx.x / csize;
     const T* xr = x + row * cols;
@@ -335,7 +389,7 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 1024 : 512) __globa
     const bool out_aligned = (((uintptr_t)xr ^ (uintptr_t)yr) & 15) == 0;
     const int first = (int)((int64_t)s.nvec * rank / csize), end = (int)((int64_t)s.nvec * (rank + 1) / csize);
     softmax_block_row<T, EPT, false>(xr, yr, cols, s, first, end, csize, rank, out_aligned, scratch_max, scratch_sum,
-                                     partials);
+                                     &partials);
 }
 
 // A block a row of exactly EPT x blockDim.x elements, x and y 16-byte aligned
@@ -376,9 +430,9 @@ template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kerne
     using P = Pack16<T>;
     constexpr int U = SOFTMAX_LOOP_LOADS;
     __shared__ float scratch_max[32], scratch_sum[32];
-    __shared__ float2 partials[2][SOFTMAX_MAX_CLUSTER];  // a row a block: one half used
+    __shared__ ClusterPartials partials;  // a row a block: one half used
     const int csize = softmax_cluster_blocks(), rank = softmax_cluster_rank();
-    if (csize > 1) softmax_cluster_arrive();
+    if (csize > 1) softmax_cluster_start<false>(&partials);
 
     const int64_t row = blockIdx.x / csize;
     const T* xr = x + row * cols;
@@ -420,7 +474,7 @@ template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kerne
     const float shift = softmax_shift(block_m);
     float block_sum = softmax_block_reduce<false>(sum * softmax_exp(m, shift), scratch_sum);  // m = -inf: 0
     float2 row_stats = make_float2(block_m, block_sum);
-    if (csize > 1) row_stats = cluster_combine(row_stats, partials, 0, true);
+    if (csize > 1) row_stats = cluster_combine<false>(row_stats, &partials, 0);
     const float row_shift = softmax_shift(row_stats.x), inv = 1.0f / row_stats.y;
 
     auto write = [&](float* w, int64_t vec) {  // exp(w - max) / sum into vector vec of the slice
@@ -511,16 +565,16 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 512 : 256) __global
     constexpr int NV = EPT / P::N;
     extern __shared__ uint4 stage[];  // NV x blockDim.x vectors: this block's slice of its next row
     __shared__ float scratch_max[32], scratch_sum[32];
-    __shared__ float2 partials[2][SOFTMAX_MAX_CLUSTER];
+    __shared__ ClusterPartials partials;
     const int csize = softmax_cluster_blocks(), rank = softmax_cluster_rank();
-    if (csize > 1) softmax_cluster_arrive();  // waited on before the first row's combine
+    if (csize > 1) softmax_cluster_start<true>(&partials);  // waited on before the first row's combine
     const int64_t clusters = gridDim.x / csize, first_row = blockIdx.x / csize;
     const int t = threadIdx.x, step = blockDim.x;
 
     float v[EPT];
     float hv = -INFINITY, tv = -INFINITY;  // rank 0: the row's unaligned ends (fewer than N each), a thread one
-    int parity = 0;
-    for (int64_t row = first_row; row < rows; row += clusters, parity ^= 1) {
+    int nth = 0;  // the block's rows so far
+    for (int64_t row = first_row; row < rows; row += clusters, ++nth) {
         const T* xr = x + row * cols;
         T* yr = y + row * cols;
         const RowSlice c = slice_row(xr, cols, rank, csize);
@@ -566,7 +620,7 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 512 : 256) __global
         tv = softmax_exp(tv, shift);
         sum = softmax_block_reduce<false>(sum + hv + tv, scratch_sum);
 
-        const float scale = row_scale(m, sum, csize, partials, parity, row == first_row);
+        const float scale = row_scale<true>(m, sum, csize, &partials, nth);
         const bool out_aligned = (((uintptr_t)xr ^ (uintptr_t)yr) & 15) == 0;
         store_vectors<T, NV>(yr + c.s.head, c.first + t, step, c.end, v, scale, out_aligned);
         if (rank == 0 && t < c.s.head) yr[t] = P::from_float(hv * scale);
@@ -599,9 +653,9 @@ template <typename T, int S> __launch_bounds__(1024) __global__ void softmax_rin
     using P = Pack16<T>;
     extern __shared__ uint4 ring[];  // S stages of per_thread x blockDim.x vectors
     __shared__ float scratch_max[32], scratch_sum[32];
-    __shared__ float2 partials[2][SOFTMAX_MAX_CLUSTER];
+    __shared__ ClusterPartials partials;
     const int csize = softmax_cluster_blocks(), rank = softmax_cluster_rank();
-    if (csize > 1) softmax_cluster_arrive();  // waited on before the first row's combine
+    if (csize > 1) softmax_cluster_start<true>(&partials);  // waited on before the first row's combine
     const int64_t clusters = gridDim.x / csize, first_row = blockIdx.x / csize;
     const int t = threadIdx.x, step = blockDim.x;
     const int stage_vectors = per_thread * step;
@@ -621,8 +675,8 @@ template <typename T, int S> __launch_bounds__(1024) __global__ void softmax_rin
     };
     for (int s = 0; s < S; ++s) fetch(first_row + s * clusters, s);
 
-    int parity = 0, stage = 0;
-    for (int64_t row = first_row; row < rows; row += clusters, parity ^= 1, stage = stage + 1 == S ? 0 : stage + 1) {
+    int nth = 0, stage = 0;  // the block's rows so far, and its row's stage of the ring
+    for (int64_t row = first_row; row < rows; row += clusters, ++nth, stage = stage + 1 == S ? 0 : stage + 1) {
         const T* xr = x + row * cols;
         T* yr = y + row * cols;
         const RowSlice c = slice_row(xr, cols, rank, csize);
@@ -649,7 +703,7 @@ template <typename T, int S> __launch_bounds__(1024) __global__ void softmax_rin
         }
         sum = softmax_block_reduce<false>(sum, scratch_sum);
 
-        const float scale = row_scale(m, sum, csize, partials, parity, row == first_row);
+        const float scale = row_scale<true>(m, sum, csize, &partials, nth);
         const bool out_aligned = (((uintptr_t)xr ^ (uintptr_t)yr) & 15) == 0;
         T* out = yr + c.s.head;
         for (int k = c.first + t, i = 0; k < c.end; k += step, i += step) {
