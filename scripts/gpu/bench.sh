@@ -15,7 +15,8 @@
 #   machine   name the machine for asv, record GPU/versions/copy bandwidth
 #   gputests  kernelscope check and pytest -m gpu (also builds the CUDA extension into the cache)
 #   pytestgpu pytest -m gpu alone (gputests without the check; PYTEST_ARGS="tests/test_x.py" narrows it; ended
-#             after PYTEST_TIMEOUT seconds, 1200: a kernel that never returns must not hold the lease)
+#             after PYTEST_TIMEOUT seconds, 1200: a kernel that never returns must not hold the lease; its rc is
+#             pytest's, so GATE=pytestgpu skips the later steps when a test fails)
 #   check     kernelscope check alone (gputests without pytest: validates, and warms every compile cache;
 #             CHECK_ARGS="--op square" narrows it)
 #   crosscheck  kernelscope crosscheck: the suite's three modes beside Timer, do_bench, do_bench_cudagraph
@@ -93,11 +94,14 @@ SRC=$(pwd)
 step() {
   local name=$1; shift
   case " ${STEPS:-machine full slowdown history ncu rerun smoke} " in *" $name "*) ;; *) return 0;; esac
+  if [ -n "${GATE_FAILED:-}" ]; then echo "=== $name: skipped (gate step $GATE_FAILED failed)"; return 0; fi
   echo "=== $(date +%T) $name: $*"
   local t0=$(date +%s.%N)
   "$@"; local rc=$?
   local dt=$(python3 -c "print(f'{$(date +%s.%N) - $t0:.1f}')")
   echo "=== $(date +%T) $name: rc=$rc in $dt s"
+  # GATE="pytestgpu": a failure of a step named there skips every later step (no suite run of a broken kernel)
+  case " ${GATE:-} " in *" $name "*) [ "$rc" -ne 0 ] && GATE_FAILED=$name;; esac
   echo "$name rc=$rc seconds=$dt" >> "$STATE/steps.txt"
 }
 
@@ -126,7 +130,7 @@ steps() {
   }
   step gputests sh -c "kernelscope check -q --json-file $STATE/check.json > $STATE/check.txt 2>&1;
     python3 -m pytest -m gpu -q -p no:cacheprovider > $STATE/pytest-gpu.txt 2>&1; tail -n 3 $STATE/check.txt $STATE/pytest-gpu.txt"
-  step pytestgpu sh -c "timeout ${PYTEST_TIMEOUT:-1200} python3 -m pytest -m gpu -q -p no:cacheprovider ${PYTEST_ARGS:-} > $STATE/pytest-gpu.txt 2>&1; tail -n 3 $STATE/pytest-gpu.txt"
+  step pytestgpu sh -c "timeout ${PYTEST_TIMEOUT:-1200} python3 -m pytest -m gpu -q -p no:cacheprovider ${PYTEST_ARGS:-} > $STATE/pytest-gpu.txt 2>&1; rc=\$?; tail -n 3 $STATE/pytest-gpu.txt; exit \$rc"
   step check sh -c "kernelscope check -q ${CHECK_ARGS:-} --json-file $STATE/check.json > $STATE/check.txt 2>&1; tail -n 2 $STATE/check.txt"
   step crosscheck sh -c "kernelscope crosscheck ${CROSSCHECK_ARGS:-} > $STATE/peers.txt 2> $STATE/peers.log; echo rc=\$?; tail -n 25 $STATE/peers.txt"
   step compilechoice sh -c "python3 scripts/gpu/compile_choice_probe.py ${COMPILECHOICE_ARGS:-} --json $STATE/compile-choice.json > $STATE/compile-choice.txt 2>&1; echo rc=\$?; cat $STATE/compile-choice.txt"
