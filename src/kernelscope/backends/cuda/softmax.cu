@@ -233,20 +233,25 @@ __device__ __forceinline__ float exp_in_place(float* v, float max) {
 // be written only once that block runs.
 //
 // ASYNC false (a row a block: the block, cluster and loop kernels): the pushes
-// are plain stores and one cluster.sync() follows. Its arrive's MEMBAR.ALL.GPU
-// waits for the thread's global stores in flight, and a block of one row has
-// none yet; ASYNC true would cost the block kernel registers (float32 at 16
-// elements a thread: 38, not 32, so two blocks of 1024 no longer fit an SM).
+// are plain stores and one cluster.sync() follows. ASYNC true would cost the
+// block kernel registers (float32 at 16 elements a thread: 38, not 32, so two
+// blocks of 1024 no longer fit an SM). The loop kernel has registers to spare
+// and still shows the barrier's membar stall (ncu, 64x262144 float32 on the
+// H100 at 837cd2a: 3.3 cycles an instruction) with no store in flight: not
+// yet measured in the ASYNC form.
 //
 // ASYNC true (the persistent pipe and ring kernels): a block's previous row's
-// output is in flight at its next combine, and the MEMBAR waited for it (ncu,
-// ring1 at 512x50257 float32 on the H100: 3.8 cycles of membar stall an
-// instruction, 5.4 of barrier). So no cluster barrier a row: st.async pushes
-// the pair and counts its bytes on the receiver's mbarrier `bar[k % 2]`, and
-// each block waits for its own mbarrier's phase of C pairs. A block two rows
-// ahead cannot overwrite a half still being read: to finish the row between,
-// it needs the reader's pair of that row, pushed after the reader combined
-// (and its threads met at a block barrier since).
+// output is in flight at its next combine, and cluster.sync()'s arrive, a
+// MEMBAR.ALL.GPU, waited for it (ncu, ring1 at 512x50257 float32 on the H100:
+// 3.8 cycles of membar stall an instruction, 5.4 of barrier). So no cluster
+// barrier a row: st.async pushes the pair and counts its bytes on the
+// receiver's mbarrier `bar[k % 2]`, and each block waits for its own
+// mbarrier's phase of C pairs. Measured at 837cd2a: ring1 at 512x50257 float32
+// 86.6% of copy on the H100 (83.6% before) and 78.5% on the H200 (74.3%), the
+// pipe kernel at 64x262144 bfloat16 67.6% on the H100 (59.6%); no membar stall
+// left. A block two rows ahead cannot overwrite a half still being read: to
+// finish the row between, it needs the reader's pair of that row, pushed after
+// the reader combined (and its threads met at a block barrier since).
 template <bool ASYNC>
 __device__ __forceinline__ float2 cluster_combine(float2 mine, ClusterPartials* partials, int k) {
 #if SOFTMAX_CLUSTERS

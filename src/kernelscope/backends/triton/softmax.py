@@ -103,10 +103,12 @@ def softmax_online(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Te
 #             re-read misses L2 (45% of copy at 512x50257). Rows are cut where
 #             they are 16-byte aligned (softmax_persistent_kernel). Chosen for
 #             rows that give every program one, in chunks of 16 KiB; 64x262144
-#             (64 rows) stays on "split", which won there. H100, 512x50257, % of
-#             copy: 8ece016 (the 16-byte cut) bfloat16 61.2% against 51.8% at
-#             c6c2837, float32 63.9% at one program an SM against 59.5% at two
-#             (ncu: L2 hit 52% at two, DRAM 79% of peak: the re-read missed).
+#             (64 rows) stays on "split", which won there. 512x50257, % of copy,
+#             suite runs at 837cd2a: H100 float32 64.0%, bfloat16 61.4% (62.6%
+#             and 51.8% at c6c2837, before the cut); H200 55.0% and 51.4% (47.6%
+#             and 38.6% at 8a4dc44). At 8ece016 the cut's float32 kernel ran two
+#             programs an SM: 59.5% (ncu: L2 hit 52%, DRAM 79% of peak: the
+#             re-read missed L2), one an SM 63.9% (L2 hit 69.5% at 837cd2a).
 #
 # H100 measurements behind the defaults (scripts/gpu/tune_triton.py):
 # * 1024-wide rows, one to a program with 4 warps, beat 4 to a program with 16
