@@ -188,6 +188,28 @@ def test_the_persistent_plans_match_the_reference_on_random_and_stress_rows(rows
         assert err <= op.tolerance[dtype], (name, plan, err)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("rows, cols, plan", [
+    (300, 5003, ("loop-async", 128, 2)),  # odd columns: every row's alignment differs
+    (20, 262144, ("loop-async", 512, 16)),  # non-portable clusters of 16, softmax_plan's 64x262144 float32 launch
+    (70, 262144, ("loop-async", 1024, 8)),
+])
+def test_the_loop_kernel_with_the_async_exchange_matches_the_reference(rows, cols, plan, dtype):
+    # "loop-async": softmax_loop_kernel<T, true>, the row's (max, sum) pairs pushed by st.async and counted on
+    # mbarriers (cluster_combine<true>) instead of a cluster barrier; a candidate no plan picks yet.
+    from kernelscope.backends.cuda import kernels as K
+    from kernelscope.check import error_against_reference
+
+    op = OPS["softmax"]
+    inputs = [("random", op.make_input((rows, cols), dtype, "cuda", 7))]
+    inputs += [(s.name, s.make((rows, cols), dtype, "cuda", 8)) for s in op.stress
+               if s.name in ("masked", "offset", "large-logits")]
+    for name, x in inputs:
+        out = K.softmax(x, plan=K.SoftmaxPlan(*plan))
+        err = error_against_reference(op, x, out)
+        assert err <= op.tolerance[dtype], (name, plan, err)
+
+
 @pytest.mark.parametrize("dtype, threads", [("float32", 1024), ("bfloat16", 512)])
 @pytest.mark.parametrize("layout", ["exact", "one column short", "x off by one element", "y off by one element"])
 def test_the_block_kernels_exact_rows_and_their_near_misses_match_the_reference(dtype, threads, layout):

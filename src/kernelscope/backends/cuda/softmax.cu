@@ -430,14 +430,16 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 1024 : 512) __globa
 // clusters of 16 is 64 KiB a block, 8.4 MiB a wave of 132 blocks).
 constexpr int SOFTMAX_LOOP_LOADS = 4;
 
-template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kernel(
+// ASYNC: the row's pairs exchanged by st.async and mbarriers (cluster_combine<true>), a candidate for 64x262144
+// (strategy "loop-async"), not yet measured on a GPU.
+template <typename T, bool ASYNC> __launch_bounds__(1024) __global__ void softmax_loop_kernel(
     const T* __restrict__ x, T* __restrict__ y, int cols) {
     using P = Pack16<T>;
     constexpr int U = SOFTMAX_LOOP_LOADS;
     __shared__ float scratch_max[32], scratch_sum[32];
     __shared__ ClusterPartials partials;  // a row a block: one half used
     const int csize = softmax_cluster_blocks(), rank = softmax_cluster_rank();
-    if (csize > 1) softmax_cluster_start<false>(&partials);
+    if (csize > 1) softmax_cluster_start<ASYNC>(&partials);
 
     const int64_t row = blockIdx.x / csize;
     const T* xr = x + row * cols;
@@ -479,7 +481,7 @@ template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kerne
     const float shift = softmax_shift(block_m);
     float block_sum = softmax_block_reduce<false>(sum * softmax_exp(m, shift), scratch_sum);  // m = -inf: 0
     float2 row_stats = make_float2(block_m, block_sum);
-    if (csize > 1) row_stats = cluster_combine<false>(row_stats, &partials, 0);
+    if (csize > 1) row_stats = cluster_combine<ASYNC>(row_stats, &partials, 0);
     const float row_shift = softmax_shift(row_stats.x), inv = 1.0f / row_stats.y;
 
     auto write = [&](float* w, int64_t vec) {  // exp(w - max) / sum into vector vec of the slice
@@ -732,7 +734,7 @@ template <typename T, int S> __launch_bounds__(1024) __global__ void softmax_rin
 // ---- host side -------------------------------------------------------------
 
 enum SoftmaxStrategy { SOFTMAX_WARP = 0, SOFTMAX_BLOCK = 1, SOFTMAX_LOOP = 2, SOFTMAX_PIPE = 3, SOFTMAX_RING2 = 4,
-                       SOFTMAX_RING3 = 5, SOFTMAX_RING1 = 6 };
+                       SOFTMAX_RING3 = 5, SOFTMAX_RING1 = 6, SOFTMAX_LOOP_ASYNC = 7 };
 
 // Clusters of 9 to 16 blocks are non-portable: each kernel allows them once.
 template <auto Kernel>
@@ -848,7 +850,10 @@ static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols
             return launch_block_rows<T, 64>((int)grid, threads, cluster, stream, x, y, cols);
         return cudaErrorInvalidValue;  // slice too wide for the block's registers: more threads, a larger cluster, or LOOP
     }
-    if (strategy == SOFTMAX_LOOP) return launch_clustered<softmax_loop_kernel<T>>((int)grid, threads, cluster, stream, x, y, cols);
+    if (strategy == SOFTMAX_LOOP)
+        return launch_clustered<softmax_loop_kernel<T, false>>((int)grid, threads, cluster, stream, x, y, cols);
+    if (strategy == SOFTMAX_LOOP_ASYNC)
+        return launch_clustered<softmax_loop_kernel<T, true>>((int)grid, threads, cluster, stream, x, y, cols);
     if (strategy == SOFTMAX_PIPE) {
         const int stage = (int)(need / N) * threads * 16;  // a thread's vectors of the next row, 16 bytes each
         if (need <= 16) return launch_persistent<softmax_pipe_kernel<T, 16>>(rows, threads, cluster, stage, stream, x, y, rows, cols);
@@ -873,7 +878,7 @@ static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols
 }
 
 // strategy: 0 warp per row, 1 block (cluster == 1) or cluster per row, 2 loop, 3 pipe, 4 and 5 ring of 2 and 3 stages,
-// 6 ring of one stage (a block's slice of one row in shared memory).
+// 6 ring of one stage (a block's slice of one row in shared memory), 7 loop with the cluster_combine<true> exchange.
 // threads: a block's threads (warp: rows a block = threads / 32). All three come
 // from kernels.softmax_plan, or a tuning script.
 cudaError_t launch_softmax(const void* x, void* y, int rows, int cols, bool bf16, int strategy, int threads,
