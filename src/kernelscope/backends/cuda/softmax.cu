@@ -102,7 +102,8 @@ __device__ __forceinline__ void softmax_cluster_start(ClusterPartials* partials)
 #if SOFTMAX_CLUSTERS
     if (ASYNC && threadIdx.x == 0) {
         for (int i = 0; i < 2; ++i)
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(softmax_smem_addr(&partials->bar[i])) : "memory");
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(softmax_smem_addr(&partials->bar[i]))
+                         : "memory");
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     cg::this_cluster().barrier_arrive();
@@ -237,8 +238,8 @@ __device__ __forceinline__ float exp_in_place(float* v, float max) {
 // block kernel registers (float32 at 16 elements a thread: 38, not 32, so two
 // blocks of 1024 no longer fit an SM). The loop kernel has registers to spare
 // and still shows the barrier's membar stall (ncu, 64x262144 float32 on the
-// H100 at 837cd2a: 3.3 cycles an instruction) with no store in flight: not
-// yet measured in the ASYNC form.
+// H100 at 837cd2a: 3.3 cycles an instruction) with no store in flight; its
+// ASYNC form, softmax_loop_kernel<T, true> ("loop-async"), awaits a GPU.
 //
 // ASYNC true (the persistent pipe and ring kernels): a block's previous row's
 // output is in flight at its next combine, and cluster.sync()'s arrive, a
@@ -262,7 +263,8 @@ __device__ __forceinline__ float2 cluster_combine(float2 mine, ClusterPartials* 
     if constexpr (ASYNC) {
         const unsigned bar = softmax_smem_addr(&partials->bar[half]);
         if (threadIdx.x == 0)
-            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(csize * 8) : "memory");
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(csize * 8)
+                         : "memory");
         if ((int)threadIdx.x < csize) {
             unsigned remote_pair, remote_bar;
             asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
