@@ -6,7 +6,8 @@
 #   bash scripts/gpu/bench.sh start      clone .carry/repo.bundle, install, start the steps
 #   bash scripts/gpu/bench.sh wait SECS  print progress until done or SECS pass
 #   bash scripts/gpu/bench.sh collect    results and logs into $OUT
-#   bash scripts/gpu/bench.sh take DIR   here, after a lease: DIR's results.tgz into results/ (clock logs gzipped)
+#   bash scripts/gpu/bench.sh take DIR   here, after a lease: DIR's results.tgz into results/ (the lease's machine's
+#                                        folder only; clock logs gzipped)
 #                                        and evidence/, its state.tgz unpacked (printed), its results-rerun into .carry/
 #
 # Steps, in this order (STEPS="full rerun" runs a subset; a machine goes back
@@ -270,11 +271,21 @@ case "${1:-}" in
   take)  # on this machine: what collect brought back (the device tool's files_at folder) into the repository
     from=${2:?usage: bench.sh take DIR (the folder holding results.tgz and state.tgz)}
     unpacked=$(mktemp -d /tmp/kernelscope-lease.XXXX)
-    tar xzf "$from/results.tgz" -C "$unpacked" && cp -r "$unpacked/results/." results/ || exit 1
+    tar xzf "$from/results.tgz" -C "$unpacked" || exit 1
+    mkdir -p "$unpacked/state" && tar xzf "$from/state.tgz" -C "$unpacked/state"
+    # Only the lease's machine: the bundle carried every machine's folder as it was committed then, and another
+    # machine's may have moved on here since (its machine.json's copy bandwidth, say).
+    machine=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['machine'])" \
+      "$unpacked/state/machine.json" 2>/dev/null)
+    if [ -n "$machine" ] && [ -d "$unpacked/results/$machine" ]; then
+      find "$unpacked/results" -maxdepth 1 -type f -exec cp {} results/ \;
+      mkdir -p "results/$machine" && cp -r "$unpacked/results/$machine/." "results/$machine/"
+    else
+      cp -r "$unpacked/results/." results/
+    fi
     # the clock logs as committed: gzipped, a run's new records appended to a commit's stored log
     PYTHONPATH=src python3 -m kernelscope.results.clock_logs results | sed 's/^/  /'
     [ -d "$unpacked/evidence" ] && cp -r "$unpacked/evidence/." evidence/
-    mkdir -p "$unpacked/state" && tar xzf "$from/state.tgz" -C "$unpacked/state"
     if [ -d "$unpacked/state/results-rerun" ]; then  # the next lease's twice adds to it
       rm -rf .carry/results-rerun && mkdir -p .carry && cp -r "$unpacked/state/results-rerun" .carry/results-rerun
       echo "results-rerun -> .carry/results-rerun"
