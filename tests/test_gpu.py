@@ -13,6 +13,20 @@ from kernelscope.check import PASS, check_variant
 pytestmark = pytest.mark.gpu
 
 
+def softmax_rows(rows, cols, dtype, seed):
+    """(name, x) pairs: random rows, then the masked, offset and large-logit stress rows (the next seed)."""
+    op = OPS["softmax"]
+    inputs = [("random", op.make_input((rows, cols), dtype, "cuda", seed))]
+    return inputs + [(s.name, s.make((rows, cols), dtype, "cuda", seed + 1)) for s in op.stress
+                     if s.name in ("masked", "offset", "large-logits")]
+
+
+def placed(t, off):
+    """t's values at an address `off` elements past a 16-byte boundary."""
+    flat = torch.empty(t.numel() + 8, dtype=t.dtype, device="cuda")
+    return flat[off:off + t.numel()].view_as(t).copy_(t)
+
+
 @pytest.mark.parametrize("name", list(VARIANTS))
 def test_variant_matches_reference_on_gpu(name):
     res = check_variant(VARIANTS[name], device="cuda")
@@ -164,6 +178,11 @@ def test_a_reference_on_the_cpu_gives_the_error_it_gives_on_the_gpu(monkeypatch)
     (1000, 50257, ("ring1", 512, 1)),  # its bfloat16 launch; in float32 a 50257-wide row in one block's stage
     (40, 50257, ("ring1", 512, 4)),  # fewer rows than resident clusters: nothing to fetch after the first
     (70, 262144, ("ring1", 1024, 8)),  # clusters of 8, some with a second row
+    # "loop-async": softmax_loop_kernel<T, true>, a row a block, its pairs exchanged as the persistent kernels'
+    # are (st.async, mbarriers: cluster_combine<true>); a candidate no plan picks yet
+    (300, 5003, ("loop-async", 128, 2)),  # odd columns: every row's alignment differs
+    (20, 262144, ("loop-async", 512, 16)),  # non-portable clusters of 16, softmax_plan's 64x262144 float32 launch
+    (70, 262144, ("loop-async", 1024, 8)),
 ])
 def test_the_persistent_plans_match_the_reference_on_random_and_stress_rows(rows, cols, plan, dtype):
     # softmax_pipe_kernel and softmax_ring_kernel: persistent clusters whose blocks copy their slices of the next
@@ -177,35 +196,10 @@ def test_the_persistent_plans_match_the_reference_on_random_and_stress_rows(rows
     item = 4 if dtype == "float32" else 2
     if p.strategy == "pipe":
         assert K.floats_per_thread(cols, item, p.threads, p.cluster) <= K.pipe_capacity(p.threads)
-    else:
+    elif p.strategy in K.SOFTMAX_RING_STAGES:
         assert K.ring_bytes(cols, item, p.threads, p.cluster, K.SOFTMAX_RING_STAGES[p.strategy]) <= K.SOFTMAX_RING_MAX_BYTES
-    inputs = [("random", op.make_input((rows, cols), dtype, "cuda", 7))]
-    inputs += [(s.name, s.make((rows, cols), dtype, "cuda", 8)) for s in op.stress
-               if s.name in ("masked", "offset", "large-logits")]
-    for name, x in inputs:
+    for name, x in softmax_rows(rows, cols, dtype, 7):
         out = K.softmax(x, plan=p)
-        err = error_against_reference(op, x, out)
-        assert err <= op.tolerance[dtype], (name, plan, err)
-
-
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("rows, cols, plan", [
-    (300, 5003, ("loop-async", 128, 2)),  # odd columns: every row's alignment differs
-    (20, 262144, ("loop-async", 512, 16)),  # non-portable clusters of 16, softmax_plan's 64x262144 float32 launch
-    (70, 262144, ("loop-async", 1024, 8)),
-])
-def test_the_loop_kernel_with_the_async_exchange_matches_the_reference(rows, cols, plan, dtype):
-    # "loop-async": softmax_loop_kernel<T, true>, the row's (max, sum) pairs pushed by st.async and counted on
-    # mbarriers (cluster_combine<true>) instead of a cluster barrier; a candidate no plan picks yet.
-    from kernelscope.backends.cuda import kernels as K
-    from kernelscope.check import error_against_reference
-
-    op = OPS["softmax"]
-    inputs = [("random", op.make_input((rows, cols), dtype, "cuda", 7))]
-    inputs += [(s.name, s.make((rows, cols), dtype, "cuda", 8)) for s in op.stress
-               if s.name in ("masked", "offset", "large-logits")]
-    for name, x in inputs:
-        out = K.softmax(x, plan=K.SoftmaxPlan(*plan))
         err = error_against_reference(op, x, out)
         assert err <= op.tolerance[dtype], (name, plan, err)
 
@@ -222,14 +216,7 @@ def test_the_block_kernels_exact_rows_and_their_near_misses_match_the_reference(
     op = OPS["softmax"]
     rows, cols = 96, 16384 - (layout == "one column short")
 
-    def placed(t, off):  # t's values at an address `off` elements past a 16-byte boundary
-        flat = torch.empty(t.numel() + 8, dtype=t.dtype, device="cuda")
-        return flat[off:off + t.numel()].view_as(t).copy_(t)
-
-    inputs = [("random", op.make_input((rows, cols), dtype, "cuda", 11))]
-    inputs += [(s.name, s.make((rows, cols), dtype, "cuda", 12)) for s in op.stress
-               if s.name in ("masked", "offset", "large-logits")]
-    for name, x in inputs:
+    for name, x in softmax_rows(rows, cols, dtype, 11):
         x = placed(x, 1 if layout == "x off by one element" else 0)
         out = placed(torch.full_like(x, float("nan")), 1 if layout == "y off by one element" else 0)
         K.softmax(x, out, plan=K.SoftmaxPlan("block", threads, 1))
@@ -277,14 +264,9 @@ def test_the_triton_persist_plan_cut_at_16_bytes_matches_the_reference(overrides
     rows, cols = 300, 50257
     plan = tsoftmax.softmax_plan(rows, cols, 4 if dtype == "float32" else 2, 64, persistent=True, **overrides)
     assert plan.strategy == "persist" and plan.programs < rows  # programs take several rows in turn
-    inputs = [("random", op.make_input((rows, cols), dtype, "cuda", 7))]
-    inputs += [(s.name, s.make((rows, cols), dtype, "cuda", 8)) for s in op.stress
-               if s.name in ("masked", "offset", "large-logits")]
-    for name, x in inputs:
-        if layout == "x off by one element":
-            x = torch.cat([x.new_zeros(1), x.flatten()])[1:].view(rows, cols)
-        y = torch.full((rows * cols + 1,), float("nan"), dtype=x.dtype, device="cuda")
-        y = y[1:].view(rows, cols) if layout == "y off by one element" else y[:-1].view(rows, cols)
+    for name, x in softmax_rows(rows, cols, dtype, 7):
+        x = placed(x, 1 if layout == "x off by one element" else 0)
+        y = placed(torch.full_like(x, float("nan")), 1 if layout == "y off by one element" else 0)
         want = 16 // x.element_size() if layout == "aligned" and plan.vectorize else 1
         assert tsoftmax.persist_vec(plan, x, y) == want
         tsoftmax.softmax_planned(x, y, plan)
