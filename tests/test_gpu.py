@@ -178,11 +178,11 @@ def test_a_reference_on_the_cpu_gives_the_error_it_gives_on_the_gpu(monkeypatch)
     (1000, 50257, ("ring1", 512, 1)),  # its bfloat16 launch; in float32 a 50257-wide row in one block's stage
     (40, 50257, ("ring1", 512, 4)),  # fewer rows than resident clusters: nothing to fetch after the first
     (70, 262144, ("ring1", 1024, 8)),  # clusters of 8, some with a second row
-    # "loop-async": softmax_loop_kernel<T, true>, a row a block, its pairs exchanged as the persistent kernels'
-    # are (st.async, mbarriers: cluster_combine<true>); a candidate no plan picks yet
-    (300, 5003, ("loop-async", 128, 2)),  # odd columns: every row's alignment differs
-    (20, 262144, ("loop-async", 512, 16)),  # non-portable clusters of 16, softmax_plan's 64x262144 float32 launch
-    (70, 262144, ("loop-async", 1024, 8)),
+    # the loop kernel: a row a block, not persistent, but its pairs exchanged as the persistent kernels' are
+    # (st.async, mbarriers: cluster_combine<true>)
+    (300, 5003, ("loop", 128, 2)),  # odd columns: every row's alignment differs
+    (20, 262144, ("loop", 512, 16)),  # non-portable clusters of 16, softmax_plan's 64x262144 float32 launch
+    (70, 262144, ("loop", 1024, 8)),
 ])
 def test_the_persistent_plans_match_the_reference_on_random_and_stress_rows(rows, cols, plan, dtype):
     # softmax_pipe_kernel and softmax_ring_kernel: persistent clusters whose blocks copy their slices of the next

@@ -56,22 +56,21 @@ from kernelscope.ops import shape_str  # noqa: E402
 # (results-proofs/2026-11-26-h100/session14): a row's pieces dealt to a cooperative grid of resident blocks, no
 # cluster, each row's (max, sum) pairs exchanged through global memory; four forms read 47-72% at 512x50257 float32
 # and 45-63% at 64x262144 on the H100 (the best: items in 3 stages of shared memory, slots relaxed at GPU scope),
-# every block of a row held to the slowest one's pace. "loop-async" (not yet on a GPU): the loop kernel whose blocks
-# exchange the row's pairs by st.async and mbarriers, as the persistent kernels do since 837cd2a (ring1 at 512x50257
-# float32 83.6% -> 86.6% on the H100); ncu still showed the loop kernel's cluster barrier's membar stall there.
+# every block of a row held to the slowest one's pace. The loop kernel's blocks exchange the row's pairs by
+# st.async and mbarriers since 0c018d8's sweep here (H100: 64x262144 float32 in clusters of 16 71.5% of copy
+# against the cluster barrier's 69.2%; results-proofs/2026-11-26-h100/session16/m1-loop-async-0c018d8).
 GRID = {
     ((512, 50257), "float32"): [
         ("cluster", 256, 4), ("ring1", 1024, 1), ("ring1", 512, 1), ("ring1", 1024, 2), ("ring1", 512, 2),
         ("ring1", 256, 2), ("ring", 1024, 2), ("ring", 512, 2), ("ring3", 512, 3), ("cluster", 128, 8)],
     ((64, 262144), "float32"): [
         ("ring1", 1024, 5), ("ring1", 1024, 6), ("ring1", 1024, 8), ("ring1", 512, 8), ("ring", 512, 12),
-        ("ring3", 1024, 16), ("loop", 1024, 8), ("loop", 512, 8), ("loop-async", 512, 16), ("loop-async", 1024, 8)],
+        ("ring3", 1024, 16), ("loop", 1024, 8), ("loop", 512, 8)],
     ((512, 50257), "bfloat16"): [
         ("ring", 256, 4), ("ring1", 1024, 1), ("ring", 1024, 1), ("ring", 512, 1), ("ring1", 512, 2),
         ("ring", 256, 2), ("block", 1024, 1)],
     ((64, 262144), "bfloat16"): [
-        ("ring1", 1024, 4), ("ring1", 1024, 3), ("ring", 1024, 8), ("ring", 512, 8), ("loop", 512, 16),
-        ("loop-async", 512, 16)],
+        ("ring1", 1024, 4), ("ring1", 1024, 3), ("ring", 1024, 8), ("ring", 512, 8), ("loop", 512, 16)],
 }
 
 # --sweep-set lone: the rows one block holds, at 2^26 and 2^28 elements (the H200's gap: softmax-cuda 92.8% and
@@ -97,7 +96,6 @@ NCU_CASES = [
     ("cuda-default 512x50257", "softmax-cuda", (512, 50257), "float32", None),
     ("cuda-cluster-256x4 512x50257", "softmax-cuda", (512, 50257), "float32", ("cluster", 256, 4)),
     ("cuda-default 64x262144", "softmax-cuda", (64, 262144), "float32", None),
-    ("cuda-loop-async-512x16 64x262144", "softmax-cuda", (64, 262144), "float32", ("loop-async", 512, 16)),
     ("cuda-block-256 4096x4096", "softmax-cuda", (4096, 4096), "float32", ("block", 256, 1)),
     ("triton-tuned 512x50257", "softmax-triton-tuned", (512, 50257), "float32", None),
 ]

@@ -80,7 +80,7 @@ SOFTMAX_LONE_EPT_WIDE_DRAM = 16
 # of 5 to 16) it read 61.6-63.7% against the loop kernel's 68.7%.
 SOFTMAX_RING1_THREADS = 512
 SOFTMAX_STRATEGIES = {"warp": 0, "block": 1, "cluster": 1, "loop": 2, "pipe": 3, "ring": 4, "ring3": 5,
-                      "ring1": 6, "loop-async": 7}  # launch codes; "loop-async": a candidate, no plan picks it yet
+                      "ring1": 6}  # launch codes
 SOFTMAX_RING_STAGES = {"ring1": 1, "ring": 2, "ring3": 3}
 SOFTMAX_RING_MAX_BYTES = 226 * 1024  # sm_90: 227 KiB a block, less 1 KiB static (softmax.cu: SOFTMAX_RING_MAX_BYTES)
 
@@ -88,8 +88,7 @@ SOFTMAX_RING_MAX_BYTES = 226 * 1024  # sm_90: 227 KiB a block, less 1 KiB static
 class SoftmaxPlan(NamedTuple):
     strategy: str  # "warp", "block", "cluster", "loop", "pipe" (persistent clusters, the next row prefetched into
     #                shared memory) or "ring1"/"ring"/"ring3" (persistent clusters, a block's slices of its next 1,
-    #                2 or 3 rows in a ring of stages of shared memory); "loop-async": the loop kernel, the row's
-    #                pairs exchanged as the persistent kernels do (softmax.cu: cluster_combine)
+    #                2 or 3 rows in a ring of stages of shared memory)
     threads: int  # a block's threads (warp: rows a block = threads / 32)
     cluster: int  # blocks a row is split across (1: no cluster)
 

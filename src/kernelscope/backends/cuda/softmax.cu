@@ -233,15 +233,12 @@ __device__ __forceinline__ float exp_in_place(float* v, float max) {
 // arrived on at its start (softmax_cluster_start), as a block's shared memory may
 // be written only once that block runs.
 //
-// ASYNC false (a row a block: the block, cluster and loop kernels): the pushes
-// are plain stores and one cluster.sync() follows. ASYNC true would cost the
-// block kernel registers (float32 at 16 elements a thread: 38, not 32, so two
-// blocks of 1024 no longer fit an SM). The loop kernel has registers to spare
-// and still shows the barrier's membar stall (ncu, 64x262144 float32 on the
-// H100 at 837cd2a: 3.3 cycles an instruction) with no store in flight; its
-// ASYNC form, softmax_loop_kernel<T, true> ("loop-async"), awaits a GPU.
+// ASYNC false (a row a block held in registers: the block and cluster kernels):
+// the pushes are plain stores and one cluster.sync() follows. ASYNC true would
+// cost the block kernel registers (float32 at 16 elements a thread: 38, not 32,
+// so two blocks of 1024 no longer fit an SM).
 //
-// ASYNC true (the persistent pipe and ring kernels): a block's previous row's
+// ASYNC true (the persistent pipe and ring kernels, and the loop kernel): a block's previous row's
 // output is in flight at its next combine, and cluster.sync()'s arrive, a
 // MEMBAR.ALL.GPU, waited for it (ncu, ring1 at 512x50257 float32 on the H100:
 // 3.8 cycles of membar stall an instruction, 5.4 of barrier). So no cluster
@@ -432,16 +429,19 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 1024 : 512) __globa
 // clusters of 16 is 64 KiB a block, 8.4 MiB a wave of 132 blocks).
 constexpr int SOFTMAX_LOOP_LOADS = 4;
 
-// ASYNC: the row's pairs exchanged by st.async and mbarriers (cluster_combine<true>), a candidate for 64x262144
-// (strategy "loop-async"), not yet measured on a GPU.
-template <typename T, bool ASYNC> __launch_bounds__(1024) __global__ void softmax_loop_kernel(
+// The row's pairs go by st.async and mbarriers (cluster_combine<true>), not a cluster barrier: ncu showed the
+// barrier form's membar stall (64x262144 float32, H100, 837cd2a: 3.3 cycles an instruction) with no store in
+// flight, and on the H100 at 0c018d8 (wide_rows_probe.py --sweep) the mbarrier form read 71.5% of copy at
+// 64x262144 float32 in clusters of 16 (69.2% with the barrier), 69.8% at 1024 x 8 (67.2%), and bfloat16
+// 56.6% at 512 x 16 (53.3%). It costs 2 registers (float32: 50, not 48).
+template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kernel(
     const T* __restrict__ x, T* __restrict__ y, int cols) {
     using P = Pack16<T>;
     constexpr int U = SOFTMAX_LOOP_LOADS;
     __shared__ float scratch_max[32], scratch_sum[32];
     __shared__ ClusterPartials partials;  // a row a block: one half used
     const int csize = softmax_cluster_blocks(), rank = softmax_cluster_rank();
-    if (csize > 1) softmax_cluster_start<ASYNC>(&partials);
+    if (csize > 1) softmax_cluster_start<true>(&partials);
 
     const int64_t row = blockIdx.x / csize;
     const T* xr = x + row * cols;
@@ -483,7 +483,7 @@ template <typename T, bool ASYNC> __launch_bounds__(1024) __global__ void softma
     const float shift = softmax_shift(block_m);
     float block_sum = softmax_block_reduce<false>(sum * softmax_exp(m, shift), scratch_sum);  // m = -inf: 0
     float2 row_stats = make_float2(block_m, block_sum);
-    if (csize > 1) row_stats = cluster_combine<ASYNC>(row_stats, &partials, 0);
+    if (csize > 1) row_stats = cluster_combine<true>(row_stats, &partials, 0);
     const float row_shift = softmax_shift(row_stats.x), inv = 1.0f / row_stats.y;
 
     auto write = [&](float* w, int64_t vec) {  // exp(w - max) / sum into vector vec of the slice
@@ -736,7 +736,7 @@ template <typename T, int S> __launch_bounds__(1024) __global__ void softmax_rin
 // ---- host side -------------------------------------------------------------
 
 enum SoftmaxStrategy { SOFTMAX_WARP = 0, SOFTMAX_BLOCK = 1, SOFTMAX_LOOP = 2, SOFTMAX_PIPE = 3, SOFTMAX_RING2 = 4,
-                       SOFTMAX_RING3 = 5, SOFTMAX_RING1 = 6, SOFTMAX_LOOP_ASYNC = 7 };
+                       SOFTMAX_RING3 = 5, SOFTMAX_RING1 = 6 };
 
 // Clusters of 9 to 16 blocks are non-portable: each kernel allows them once.
 template <auto Kernel>
@@ -853,9 +853,7 @@ static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols
         return cudaErrorInvalidValue;  // slice too wide for the block's registers: more threads, a larger cluster, or LOOP
     }
     if (strategy == SOFTMAX_LOOP)
-        return launch_clustered<softmax_loop_kernel<T, false>>((int)grid, threads, cluster, stream, x, y, cols);
-    if (strategy == SOFTMAX_LOOP_ASYNC)
-        return launch_clustered<softmax_loop_kernel<T, true>>((int)grid, threads, cluster, stream, x, y, cols);
+        return launch_clustered<softmax_loop_kernel<T>>((int)grid, threads, cluster, stream, x, y, cols);
     if (strategy == SOFTMAX_PIPE) {
         const int stage = (int)(need / N) * threads * 16;  // a thread's vectors of the next row, 16 bytes each
         if (need <= 16) return launch_persistent<softmax_pipe_kernel<T, 16>>(rows, threads, cluster, stage, stream, x, y, rows, cols);
@@ -880,7 +878,7 @@ static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols
 }
 
 // strategy: 0 warp per row, 1 block (cluster == 1) or cluster per row, 2 loop, 3 pipe, 4 and 5 ring of 2 and 3 stages,
-// 6 ring of one stage (a block's slice of one row in shared memory), 7 loop with the cluster_combine<true> exchange.
+// 6 ring of one stage (a block's slice of one row in shared memory).
 // threads: a block's threads (warp: rows a block = threads / 32). All three come
 // from kernels.softmax_plan, or a tuning script.
 cudaError_t launch_softmax(const void* x, void* y, int rows, int cols, bool bf16, int strategy, int threads,
