@@ -54,15 +54,24 @@ WIDE = [(512, 50257), (64, 262144)]
 # plan at 4096-column chunks (41.9% against 45.7%) and won at 8192 (51.5% against 45.4%, f1f901f): 16 KiB chunks
 # since (PERSIST_CHUNK_BYTES), the other width is timed beside it.
 # The persist kernel cut at 16 bytes with pass 1 folded a thread's share at a time (the default since 2026-11-26;
-# sm_90 SASS float32: 544 instructions and 47 registers, so 2 programs of 512 threads an SM fit, against 1,256 and
-# 124), beside its old form (one element an access, a pair an element) and each change alone.
-SPLIT_SWEEP = [{"persistent": True, "persist_group": 1, "persist_vectorize": False},
+# sm_90 SASS float32: 544 instructions and 47 registers, against 1,256 and 124 before) read 64.0% of copy at
+# 512x50257 float32 on the H100 (837cd2a), 55.0% on the H200. Both passes run 3 stages of cp.async (12 LDGSTS in its
+# SASS): a program keeps 2 chunks of 16 KiB in flight, 32 KiB an SM at one program an SM, while 100% of copy asks
+# an SM for about 21 GB/s on the H100 (32 on the H200): at 1-1.5 us of loaded DRAM latency, no margin. So first
+# (--quick) the candidates with more bytes in flight an SM: deeper pipelines, larger chunks over 1024 threads
+# (one program an SM: two of 1024 threads do not fit its registers);
+# then the forms before the cut and each change alone, the split plan, the grid's rule.
+SPLIT_SWEEP = [{"persistent": True, "persist_stages": 4}, {"persistent": True, "persist_stages": 6, "persist_programs_per_sm": 1},
+               {"persistent": True, "split_warps": 32, "chunk": 8192, "persist_programs_per_sm": 1},
+               {"persistent": True, "split_warps": 32, "chunk": 16384, "persist_programs_per_sm": 1},
+               {"persistent": True, "split_warps": 32, "chunk": 8192, "persist_stages": 4, "persist_programs_per_sm": 1},
+               {"persistent": False}, {"persistent": True, "persist_programs_per_sm": 1},
+               {"persistent": True, "persist_programs_per_sm": 2}, {"persistent": True, "split_warps": 8},
+               {"persistent": True, "persist_group": 1, "persist_vectorize": False},
                {"persistent": True, "persist_vectorize": False}, {"persistent": True, "persist_group": 1},
-               {"persistent": False}, {"persistent": True, "chunk": 8192}, {"persistent": True, "chunk": 4096},
-               {"persistent": True, "persist_stages": 4},
-               {"persistent": True, "persist_programs_per_sm": 3}, {"persistent": True, "persist_programs_per_sm": 1},
-               {"pipelined": True},
-               {"persistent": True, "split_warps": 8}, {"persistent": True, "l2_hints": False},
+               {"persistent": True, "chunk": 8192}, {"persistent": True, "chunk": 4096},
+               {"persistent": True, "persist_programs_per_sm": 3},
+               {"pipelined": True}, {"persistent": True, "l2_hints": False},
                {"pipelined": True, "pipe_group_bytes": 8 * MB},
                {"pipelined": True, "pipe_group_bytes": 24 * MB}, {"pipelined": True, "chunk": 8192},
                {"group_bytes": 32 * MB}, {"chunk": 8192}, {"split_warps": 8}, {"chunk": 8192, "split_warps": 8}]
