@@ -56,7 +56,9 @@ SOFTMAX_LOOP_THREADS = 1024  # rows wider than 16 blocks hold in registers
 # the register-held cluster (64x262144); bfloat16 rows split over a cluster read 59.2-60.5% in the pipe kernel at
 # 256 threads, against 49.1-56.8% (512x50257, 64x262144); float32 lost in the pipe kernel (63-73% against 78%)
 SOFTMAX_F32_LOOP_FROM_CLUSTER = 8  # float32: a cluster this large or larger -> the loop kernel ...
-SOFTMAX_F32_LOOP = (512, 16)  # ... with these threads and cluster
+SOFTMAX_F32_LOOP = (512, 16)  # ... with these threads and cluster (on a GPU of SOFTMAX_WIDE_DRAM_GBPS_PER_SM or more:
+SOFTMAX_F32_LOOP_WIDE_DRAM = (512, 8)  # these: wide_rows_probe.py at 5c8ffd3, 64x262144 float32, H200 57.8% of copy
+#   against 512 x 16's 55.6%, 1024 x 8 57.3%; the H100 the other way, 71.8% at 512 x 16 against 61.8% at 512 x 8)
 SOFTMAX_PIPE_THREADS = 256  # bfloat16 rows split over a cluster: the pipe kernel, 256 threads, the same cluster
 # ... unless the cluster is this small or smaller: then the ring kernel (256 threads, 2 stages), which keeps the
 # slices of a block's next rows in flight. H100 a08c0b0: 512x50257 bfloat16 (cluster 4) ring 64.8% of copy against
@@ -73,12 +75,15 @@ SOFTMAX_BF16_RING_MAX_CLUSTER = 4
 SOFTMAX_WIDE_DRAM_GBPS_PER_SM = 30.0
 SOFTMAX_LONE_EPT_WIDE_DRAM = 16
 # Rows too wide for one block's registers whose slice fits one stage of shared memory (226 KiB) take the ring of
-# one stage, 512 threads a block: float32 over the same cluster (2 to 4 blocks), bfloat16 a block a row when the
-# rows fill the SMs. H100, wide_rows_probe.py at 33040bb and f7fa2ec (two boxes), 512x50257: float32 ring1 x 4
-# 83.5% and 83.5% of copy against the cluster plan's 78.4% (1024 threads x 1: 82.1%, 82.2%); bfloat16 ring1 x 1
-# 77.1% and 77.2% against the ring of 2 stages over 4 blocks' 64.8% and 64.9%. At 64x262144 (a 1 MiB row: clusters
-# of 5 to 16) it read 61.6-63.7% against the loop kernel's 68.7%.
+# one stage, 512 threads a block: float32 over the same cluster (2 to 4 blocks), bfloat16 over a cluster of
+# SOFTMAX_BF16_RING1_CLUSTER when the rows fill the SMs. H100, wide_rows_probe.py at 33040bb and f7fa2ec (two
+# boxes), 512x50257: float32 ring1 x 4 83.5% and 83.5% of copy against the cluster plan's 78.4% (1024 threads x 1:
+# 82.1%, 82.2%); bfloat16 ring1 x 1 77.1% and 77.2% against the ring of 2 stages over 4 blocks' 64.8% and 64.9%.
+# At 64x262144 (a 1 MiB row: clusters of 5 to 16) it read 61.6-63.7% against the loop kernel's 68.7%.
 SOFTMAX_RING1_THREADS = 512
+# 512x50257 bfloat16 in the ring of one stage over 2 blocks, not 1 (wide_rows_probe.py at 0c018d8 and 5c8ffd3): H100
+# 79.2% and 79.1% of copy against 77.5% and 77.0%; H200 67.4% against 65.8%.
+SOFTMAX_BF16_RING1_CLUSTER = 2
 SOFTMAX_STRATEGIES = {"warp": 0, "block": 1, "cluster": 1, "loop": 2, "pipe": 3, "ring": 4, "ring3": 5,
                       "ring1": 6}  # launch codes
 SOFTMAX_RING_STAGES = {"ring1": 1, "ring": 2, "ring3": 3}
@@ -132,11 +137,12 @@ def softmax_plan(rows: int, cols: int, sm_count: int, itemsize: int = 4, dram_gb
     before the cluster goes past 8. Rows wider than 16 blocks hold in registers
     loop over memory instead, and so do float32 rows split over 8 blocks or
     more. A row wider than a block's registers whose slice fits one stage of shared memory takes the ring
-    kernel of one stage (SOFTMAX_RING1_THREADS): float32 over its cluster, bfloat16 a block a row where the
-    rows fill the SMs. Other bfloat16 rows split over a cluster of up to 4 take the ring kernel, over larger
-    clusters the pipe kernel. Where the DRAM's peak bandwidth an SM (``dram_gbps_per_sm``) reaches
-    SOFTMAX_WIDE_DRAM_GBPS_PER_SM, a float32 row of a block each is held SOFTMAX_LONE_EPT_WIDE_DRAM elements a
-    thread, up to 1024 threads. The thresholds are H100 and H200 sweeps' (scripts/gpu/tune_cuda.py,
+    kernel of one stage (SOFTMAX_RING1_THREADS): float32 over its cluster, bfloat16 over
+    SOFTMAX_BF16_RING1_CLUSTER blocks where the rows fill the SMs. Other bfloat16 rows split over a cluster of
+    up to 4 take the ring kernel, over larger clusters the pipe kernel. Where the DRAM's peak bandwidth an SM
+    (``dram_gbps_per_sm``) reaches SOFTMAX_WIDE_DRAM_GBPS_PER_SM, a float32 row of a block each is held
+    SOFTMAX_LONE_EPT_WIDE_DRAM elements a thread, up to 1024 threads, and the loop kernel's float32 rows take
+    SOFTMAX_F32_LOOP_WIDE_DRAM. The thresholds are H100 and H200 sweeps' (scripts/gpu/tune_cuda.py,
     scripts/gpu/wide_rows_probe.py).
     """
     f32 = itemsize == 4
@@ -162,13 +168,14 @@ def softmax_plan(rows: int, cols: int, sm_count: int, itemsize: int = 4, dram_gb
     if floats_per_thread(cols, itemsize, threads, cluster) > register_capacity(threads):
         return SoftmaxPlan("loop", SOFTMAX_LOOP_THREADS, cluster)
     if f32 and cluster >= SOFTMAX_F32_LOOP_FROM_CLUSTER:
-        return SoftmaxPlan("loop", *SOFTMAX_F32_LOOP)
+        wide_dram = dram_gbps_per_sm >= SOFTMAX_WIDE_DRAM_GBPS_PER_SM
+        return SoftmaxPlan("loop", *(SOFTMAX_F32_LOOP_WIDE_DRAM if wide_dram else SOFTMAX_F32_LOOP))
     if cols > SOFTMAX_BLOCK_MAX_COLS:  # too wide for a block's registers: one stage of shared memory, if it holds
         if f32 and ring_bytes(cols, itemsize, SOFTMAX_RING1_THREADS, cluster, 1) <= SOFTMAX_RING_MAX_BYTES:
             return SoftmaxPlan("ring1", SOFTMAX_RING1_THREADS, cluster)
-        if (not f32 and rows >= sm_count
-                and ring_bytes(cols, itemsize, SOFTMAX_RING1_THREADS, 1, 1) <= SOFTMAX_RING_MAX_BYTES):
-            return SoftmaxPlan("ring1", SOFTMAX_RING1_THREADS, 1)
+        if (not f32 and rows >= sm_count and ring_bytes(cols, itemsize, SOFTMAX_RING1_THREADS,
+                                                        SOFTMAX_BF16_RING1_CLUSTER, 1) <= SOFTMAX_RING_MAX_BYTES):
+            return SoftmaxPlan("ring1", SOFTMAX_RING1_THREADS, SOFTMAX_BF16_RING1_CLUSTER)
     if (not f32 and 1 < cluster <= SOFTMAX_BF16_RING_MAX_CLUSTER
             and ring_bytes(cols, itemsize, SOFTMAX_PIPE_THREADS, cluster, 2) <= SOFTMAX_RING_MAX_BYTES):
         return SoftmaxPlan("ring", SOFTMAX_PIPE_THREADS, cluster)

@@ -130,7 +130,11 @@ PIPE_GROUP_BYTES = 16 << 20  # pipe: input bytes a group; L2 holds one group rea
 PERSIST_MAX_PROGRAMS_PER_SM = 2  # persist: programs an SM at most (2 x 512 threads; bfloat16 at 3 read the same)
 PERSIST_L2_SHARE = 0.5  # persist: the grid's rows in flight may fill this share of L2 (H100 8ece016, 512x50257:
 # float32 rows, 201 KB, at 1 program an SM, 26.5 MB, 63.9% of copy; at 2, 53 MB, 59.5%; bfloat16 at 2 61.2%)
-PERSIST_STAGES = 3  # persist: chunks of pass 1 in flight a program (tl.range's num_stages)
+# persist: the pipeline depth of both passes (tl.range's num_stages: stages - 1 chunks in flight a program), by
+# programs an SM. tune_triton.py --quick at 5c8ffd3, 512x50257 float32 at one program an SM: 4 stages 66.4% of copy
+# on the H100 and 60.6% on the H200, against 3 stages' 63.5% and 55.3% (6 stages: 67.1% and 59.8%); bfloat16 at two
+# programs an SM: 4 stages 59.5% and 49.6%, against 3 stages' 60.3% and 51.1%.
+PERSIST_STAGES = {1: 4, 2: 3}
 # persist: a chunk of 16 KiB, 4096 float32 or 8192 bfloat16 columns. bfloat16 at 512x50257, f1f901f and 75e4667:
 # 8192 columns 51.5% of copy on the H100 and 38.4% on the H200 against split's 45.4% and 34.6% (4096 columns:
 # 41.9% on the H100); float32 at 8192 columns lost (46.0% against 62.8% at 4096).
@@ -181,7 +185,7 @@ def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_c
                  split_warps: int | None = None, l2_hints: bool = True, pipelined: bool = False,
                  pipe_group_bytes: int = PIPE_GROUP_BYTES, persistent: bool | None = None,
                  persist_programs_per_sm: int | None = None, l2_bytes: int = 0,
-                 persist_stages: int = PERSIST_STAGES, persist_group: int | None = None,
+                 persist_stages: int | None = None, persist_group: int | None = None,
                  persist_vectorize: bool = True) -> SoftmaxPlan:
     """The launch shape for a (rows, cols) softmax: pure Python, the thresholds are parameters.
 
@@ -195,11 +199,11 @@ def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_c
     of about ``pipe_group_bytes``, pass 2 of one group beside pass 1 of the next;
     ``persistent``: a row a program, ``persist_programs_per_sm`` programs an SM
     taking rows in turn (by default as many, up to 2, as keep their rows within
-    PERSIST_L2_SHARE of ``l2_bytes``; 2 where L2's size is not given), pass 1
-    ``persist_stages`` chunks deep, ``persist_group`` rows in its tile (by
-    default a thread's share of a chunk in one (max, sum) pair), 16 bytes an
-    access where the rows allow (``persist_vectorize``); by default (None) when
-    the rows give every program one.
+    PERSIST_L2_SHARE of ``l2_bytes``; 2 where L2's size is not given), both
+    passes ``persist_stages`` deep (by default PERSIST_STAGES for its programs an
+    SM), pass 1 ``persist_group`` rows in its tile (by default a thread's share
+    of a chunk in one (max, sum) pair), 16 bytes an access where the rows allow
+    (``persist_vectorize``); by default (None) when the rows give every program one.
     """
     block = next_power_of_2(cols)
     if block <= max_row_block:
@@ -224,7 +228,8 @@ def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_c
             raise ValueError(f"softmax-triton-tuned: persist_group={group} must be a power of two dividing the "
                              f"chunk ({chunk} columns) into tiles of {vec}-element vectors")
         return SoftmaxPlan("persist", chunk, warps, l2_hints=l2_hints,
-                           programs=max(1, min(rows, sm_count * persist_programs_per_sm)), stages=persist_stages,
+                           programs=max(1, min(rows, sm_count * persist_programs_per_sm)),
+                           stages=persist_stages or PERSIST_STAGES[min(persist_programs_per_sm, 2)],
                            group=group, vectorize=persist_vectorize)
     chunk = chunk or SPLIT_CHUNK
     chunks = triton.cdiv(cols, chunk)
