@@ -176,6 +176,8 @@ def softmax_inputs(shape):
     Plan("split", threads=64, unroll=3, chunk=300, group_rows=3),  # one chunk a row, two warps
     Plan("regs", threads=32, unroll=16),  # 300 columns in 32 x 16 registers: 212 padded with -inf
     Plan("regs", threads=64, unroll=8),  # the same in two warps: the block reductions' barriers
+    Plan("regs", threads=32, unroll=16, vector=True),  # 75 vectors of 4 in 32 x 4: the last 53 padded
+    Plan("regs", threads=64, unroll=8, vector=True),
 ])
 def test_softmax_plans_on_stress_inputs(plan):
     shape = (3, 300)
@@ -188,7 +190,9 @@ def test_softmax_plans_on_stress_inputs(plan):
 
 
 @simulated
-@pytest.mark.parametrize("plan", [Plan("regs", threads=32, unroll=8), Plan("regs", threads=64, unroll=4)])
+@pytest.mark.parametrize("plan", [Plan("regs", threads=32, unroll=8), Plan("regs", threads=64, unroll=4),
+                                  Plan("regs", threads=32, unroll=8, vector=True),
+                                  Plan("regs", threads=64, unroll=4, vector=True)])
 def test_the_regs_plan_on_rows_that_fill_it_exactly(plan):
     # 256 columns = threads x elements: the kernel built without the column checks
     shape = (3, 256)
@@ -210,8 +214,9 @@ def test_softmax_plan_choice_under_the_simulator():
 
     cpu = torch.device("cpu")
     assert REGS_FAST_EXP
-    assert plan_softmax(1, 7, cpu) == Plan("regs", 32, 1, fast_exp=True)
-    assert plan_softmax(31, 1031, cpu) == Plan("regs", 32, 64, fast_exp=True)
+    assert plan_softmax(1, 7, cpu) == Plan("regs", 32, 1, fast_exp=True)  # 1 element a thread: no vector
+    assert plan_softmax(31, 1031, cpu) == Plan("regs", 32, 64, fast_exp=True, vector=True)
+    assert not plan_softmax(31, 1031, cpu, vector=False).vector
     assert not plan_softmax(1, 7, cpu, fast_exp=False).fast_exp
     split = plan_softmax(2, 9001, cpu)
     assert split.path == "split" and split.chunk < 9001
@@ -231,6 +236,43 @@ def test_the_regs_plan_holds_the_whole_row_or_refuses():
         launch_softmax(x, plan=Plan("regs", 32, 8))
     with pytest.raises(ValueError, match="wider than the regs plan holds"):
         plan_softmax(2, 20000, cpu, path="regs")
+
+
+@simulated
+@pytest.mark.parametrize("cols, offset, vector", [(256, 0, True), (300, 0, True), (301, 0, False), (256, 1, False)])
+def test_the_regs_plan_reads_16_bytes_an_access_only_where_the_rows_allow(monkeypatch, cols, offset, vector):
+    # Whole vectors a row, x and y 16-byte aligned: the vector kernel; a row of 301 columns, or x one element past
+    # a 16-byte boundary, the 4-byte kernel (a misaligned vector access is a CUDA error on the GPU)
+    from kernelscope.backends.numba import softmax as nb_softmax
+
+    built = []
+    kernel = nb_softmax.softmax_regs_kernel
+    monkeypatch.setattr(nb_softmax, "softmax_regs_kernel", lambda *args: built.append(args[-1]) or kernel(*args))
+    x = OPS["softmax"].make_input((3, cols * 3 + offset), "float32", DEVICE, 8).view(-1)[offset:offset + 3 * cols]
+    x = x.view(3, cols)
+    out = launch_softmax(x, plan=Plan("regs", 32, 16, vector=True))
+    assert built == [vector]
+    within_tolerance("softmax", x, out)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(64, 8192), (100, 16384), (37, 1000), (5, 1001)])
+@pytest.mark.parametrize("offset", [0, 1])
+def test_the_regs_plan_on_the_gpu_on_random_and_stress_rows(shape, offset):
+    # The default regs plan with its 16-byte accesses (exact rows at 8192 and 16384 columns, padded at 1000) or,
+    # at 1001 columns and one element off a 16-byte boundary, 4-byte ones
+    rows, cols = shape
+    plan = plan_softmax(rows, cols, torch.device("cuda"))
+    assert plan.path == "regs" and plan.vector
+    for name, x in softmax_inputs(shape):
+        if offset:  # the same rows, one element past a 16-byte boundary
+            x = torch.cat([x.new_zeros(offset), x.view(-1)])[offset:].view(rows, cols)
+        out = torch.full_like(x, float("nan"))
+        launch_softmax(x, out)
+        torch.cuda.synchronize()
+        assert torch.isfinite(out).all(), name
+        err = error_against_reference(OPS["softmax"], x, out)
+        assert err <= OPS["softmax"].tolerance["float32"], (name, err)
 
 
 def test_the_regs_plan_on_a_gpu_keeps_32_elements_a_thread_up_to_512_threads():

@@ -54,6 +54,7 @@ from kernelscope.backends.numba import as_array, stream
 from kernelscope.backends.numba.common import (NEG_INF, SIM_THREADS, SIMULATED, ZERO, block_max, block_sum,
                                                 check_threads, jit_bounded, quick_barriers,
                                                 resident_blocks_per_sm, sm_count)
+from kernelscope.backends.numba.vector import load_f32x4, store_f32x4
 
 ONE = np.float32(1.0)
 # The regs plan's fast exp: libdevice's __nv_fast_expf (ex2.approx, as softmax-cuda's __expf; about 2 ulp,
@@ -64,6 +65,11 @@ ONE = np.float32(1.0)
 # (737 us; 66.8% accurate, 84.7% for the row plan), 93.4% at 8192x8192 (88.2% accurate), 86.9% at 4096x4096
 # (81.5%), 86.0% at 16384x1000 (84.4%).
 REGS_FAST_EXP = True
+# The regs plan's 16-byte loads and stores (vector.load_f32x4, store_f32x4), where a row is a whole number of
+# vectors and x and y start 16-byte aligned: a quarter of the memory instructions and their address arithmetic.
+# Issue #15: at 8192x8192 on the H200 the 4-byte form read 94.1% of copy (837cd2a) where softmax-cuda's block
+# kernel, 16 bytes an access, read 95.8%.
+REGS_VECTOR = True
 
 
 @cuda.jit(device=True)
@@ -171,11 +177,14 @@ def softmax_row_kernel(threads: int, unroll: int, recompute: bool):
 
 
 @cache
-def softmax_regs_kernel(threads: int, ept: int, fast_exp: bool = False, min_blocks: int = 1, exact: bool = False):
+def softmax_regs_kernel(threads: int, ept: int, fast_exp: bool = False, min_blocks: int = 1, exact: bool = False,
+                        vector: bool = False):
     """The "regs" plan's kernel: a block a row, ``ept`` elements a thread in registers (each shape compiles once);
     ``fast_exp``: libdevice's fast_expf for the exps (the device function it closes over); ``min_blocks``: the
     blocks an SM its launch bounds ask registers for (2 at 512 threads: 64 registers a thread); ``exact``: the
-    row is exactly threads x ept wide, so no element needs its column checked.
+    row is exactly threads x ept wide, so no element needs its column checked; ``vector``: 16-byte loads and
+    stores (vector.load_f32x4, store_f32x4), thread t holding the row's vectors t, t + threads, ... (rows a whole
+    number of vectors, x and y 16-byte aligned: the launcher's to check; ept a multiple of 4).
 
     Indices are unsigned: Numba wraps a signed index that is negative (idx + len), which cost every element a
     shift, an and and an add in 64 bits, and the column check a compare and a branch around each load. The H200
@@ -186,6 +195,8 @@ def softmax_regs_kernel(threads: int, ept: int, fast_exp: bool = False, min_bloc
     97.6% at 8192x8192 (80.5%, 93.5%); 72f41f7 and 4054ae0, tune_numba --quick.
     """
     exp = exp_fast if fast_exp else exp_accurate
+    if vector:
+        return _softmax_regs_vector_kernel(threads, ept, exp, min_blocks, exact)
 
     @jit_bounded(threads, min_blocks)
     def softmax_regs(x, y, cols):
@@ -212,6 +223,40 @@ def softmax_regs_kernel(threads: int, ept: int, fast_exp: bool = False, min_bloc
             if exact or t + u * threads < cols:
                 y[base + uint64(u * threads)] = v[u] * inv
     return softmax_regs
+
+
+def _softmax_regs_vector_kernel(threads: int, ept: int, exp, min_blocks: int, exact: bool):
+    """softmax_regs_kernel's ``vector`` form: the same passes, a load and a store a vector of 4 elements."""
+    vecs = ept // 4
+
+    @jit_bounded(threads, min_blocks)
+    def softmax_regs_vector(x, y, cols):
+        scratch = cuda.shared.array(32, float32)
+        t = cuda.threadIdx.x
+        row_vecs = uint64(cols) // uint64(4)
+        base = uint64(cuda.blockIdx.x) * row_vecs + uint64(t)
+        v = cuda.local.array(ept, float32)
+        for u in range(vecs):  # every load before the first use
+            if exact or uint64(t + u * threads) < row_vecs:
+                v[4 * u], v[4 * u + 1], v[4 * u + 2], v[4 * u + 3] = load_f32x4(x, base + uint64(u * threads))
+            else:
+                for k in range(4):
+                    v[4 * u + k] = NEG_INF
+        m = NEG_INF
+        for u in range(ept):
+            m = max(m, v[u])
+        m = block_max(m, scratch)
+        s = ZERO
+        for u in range(ept):
+            e = exp(v[u] - m)
+            v[u] = e
+            s += e
+        inv = ONE / block_sum(s, scratch)
+        for u in range(vecs):
+            if exact or uint64(t + u * threads) < row_vecs:
+                store_f32x4(y, base + uint64(u * threads), v[4 * u] * inv, v[4 * u + 1] * inv, v[4 * u + 2] * inv,
+                            v[4 * u + 3] * inv)
+    return softmax_regs_vector
 
 
 @cache
@@ -340,12 +385,14 @@ class Plan:
     recompute: bool = False  # row: pass 3 recomputes exp (see the module docstring)
     fast_exp: bool = False  # regs: libdevice's fast_expf for the exps (REGS_FAST_EXP)
     min_blocks: int = 1  # regs: blocks an SM the launch bounds keep registers for
+    vector: bool = False  # regs: 16-byte loads and stores where the rows allow (REGS_VECTOR)
 
     def __str__(self) -> str:
         extra = f" chunk={self.chunk} group={self.group_rows}" if self.path == "split" else ""
         extra += " recompute" if self.recompute else ""
         extra += " fast-exp" if self.fast_exp else ""
         extra += f" min-blocks={self.min_blocks}" if self.min_blocks > 1 else ""
+        extra += " 16B" if self.vector else ""
         return f"{self.path} threads={self.threads} unroll={self.unroll}{extra}"
 
 
@@ -354,12 +401,13 @@ def _pow2_at_least(n: int) -> int:
 
 
 def regs_plan(cols: int, max_threads: int | None = None, fast_exp: bool | None = None, min_blocks: int = 1,
-              ept: int | None = None) -> Plan:
+              ept: int | None = None, vector: bool | None = None) -> Plan:
     """The "regs" plan for rows of ``cols``: ``ept`` (REGS_EPT) elements a thread, REGS_MIN_THREADS to
     ``max_threads`` (default REGS_MAX_THREADS) threads, more elements a thread once the threads run out.
 
     Its own limit, not the row plan's: at 16384 columns the row plan's 256 threads would hold 64 elements each,
     and the H100 read 56.7% of the copy bandwidth there (f50f9f1) against 88.1% at 8192 columns, 32 a thread.
+    ``vector`` (default REGS_VECTOR): 16-byte accesses where a thread holds whole vectors and the rows allow.
     """
     wanted = _pow2_at_least(-(-cols // (ept or REGS_EPT)))
     threads = min(max_threads or REGS_MAX_THREADS, max(REGS_MIN_THREADS, wanted))
@@ -367,14 +415,16 @@ def regs_plan(cols: int, max_threads: int | None = None, fast_exp: bool | None =
     if ept > REGS_MAX_EPT:
         raise ValueError(f"softmax-numba: a row of {cols} columns is wider than the regs plan holds "
                          f"({threads} threads x {REGS_MAX_EPT} elements); take the row or split plan")
-    return Plan("regs", threads, ept, fast_exp=REGS_FAST_EXP if fast_exp is None else fast_exp, min_blocks=min_blocks)
+    vector = (REGS_VECTOR if vector is None else vector) and ept % 4 == 0  # whole vectors a thread
+    return Plan("regs", threads, ept, fast_exp=REGS_FAST_EXP if fast_exp is None else fast_exp, min_blocks=min_blocks,
+                vector=vector)
 
 
 def plan_softmax(rows: int, cols: int, device: torch.device, max_threads: int | None = None,
                  cols_per_thread: int | None = None, unroll: int | None = None, chunk: int | None = None,
                  split_threads: int | None = None, max_cached_cols: int | None = None,
                  l2_share: float | None = None, path: str | None = None, recompute: bool | None = None,
-                 fast_exp: bool | None = None, min_blocks: int = 1) -> Plan:
+                 fast_exp: bool | None = None, min_blocks: int = 1, vector: bool | None = None) -> Plan:
     """The launch plan for a (rows, cols) input; None: the module defaults; path forces a plan.
 
     The default: the regs plan for rows up to REGS_DEFAULT_MAX_COLS that it holds (under the simulator, rows
@@ -384,7 +434,7 @@ def plan_softmax(rows: int, cols: int, device: torch.device, max_threads: int | 
     if path is None and cols <= REGS_DEFAULT_MAX_COLS and cols <= (regs_threads or REGS_MAX_THREADS) * REGS_MAX_EPT:
         path = "regs"
     if path == "regs":  # cols_per_thread: the elements a thread holds
-        return regs_plan(cols, regs_threads, fast_exp, min_blocks, cols_per_thread)
+        return regs_plan(cols, regs_threads, fast_exp, min_blocks, cols_per_thread, vector)
     row_unroll = unroll or (SIM_UNROLL if SIMULATED else ROW_UNROLL)
     unroll = unroll or (SIM_UNROLL if SIMULATED else UNROLL)
     if SIMULATED:
@@ -433,8 +483,9 @@ def _launch(x: torch.Tensor, y: torch.Tensor, plan: Plan, overrides: dict) -> to
     rows, cols = x.shape
     xa, ya, s = as_array(x.view(-1)), as_array(y.view(-1)), stream()
     if plan.path == "regs":
+        vector = plan.vector and cols % 4 == 0 and x.data_ptr() % 16 == 0 and y.data_ptr() % 16 == 0
         kernel = softmax_regs_kernel(plan.threads, plan.unroll, plan.fast_exp, plan.min_blocks,
-                                     plan.threads * plan.unroll == cols)
+                                     plan.threads * plan.unroll == cols, vector)
         kernel[rows, plan.threads, s](xa, ya, np.int64(cols))
         return y
     if plan.path == "row":

@@ -11,10 +11,11 @@ on the H200, in the suite runs of c6c2837 and d456f66).
 ``load_f32x4(x, i)`` returns x[4i], ..., x[4i + 3] from one load: an
 ``@intrinsic`` (numba.cuda.extending) that emits LLVM's ``load <4 x float>``
 with 16-byte alignment from the array's data, which NVVM compiles to
-``ld.global.v4.f32`` (numba-cuda 0.30.4, sm_90). The caller guarantees that x's
-data is 16-byte aligned and that 4i + 3 < x.size: nothing is checked, and a
-misaligned vector load is a CUDA error. Under the simulator it is four plain
-loads.
+``ld.global.v4.f32`` (numba-cuda 0.30.4, sm_90). ``store_f32x4(y, i, a, b, c,
+d)`` writes y[4i], ..., y[4i + 3] with one ``store <4 x float>``
+(``st.global.v4.f32``). The caller guarantees that the array's data is 16-byte
+aligned and that 4i + 3 < its size: nothing is checked, and a misaligned vector
+access is a CUDA error. Under the simulator each is four plain accesses.
 """
 
 from numba import cuda, types
@@ -26,9 +27,21 @@ if SIMULATED:
     def load_f32x4(x, i):
         j = 4 * i
         return x[j], x[j + 1], x[j + 2], x[j + 3]
+
+    @cuda.jit(device=True)
+    def store_f32x4(y, i, a, b, c, d):
+        j = 4 * i
+        y[j], y[j + 1], y[j + 2], y[j + 3] = a, b, c, d
 else:
     from llvmlite import ir
     from numba.cuda.extending import intrinsic
+
+    def _vector_address(context, builder, array_type, array, index_type, index):
+        """The address of vector ``index`` (elements 4 index .. 4 index + 3) of a float32 array, as <4 x float>*."""
+        data = context.make_array(array_type)(context, builder, array).data
+        index = context.cast(builder, index, index_type, types.uint64)
+        first = builder.gep(data, [builder.mul(index, ir.Constant(index.type, 4))])
+        return builder.bitcast(first, ir.PointerType(ir.VectorType(ir.FloatType(), 4)))
 
     @intrinsic
     def load_f32x4(typingctx, x, i):
@@ -37,12 +50,27 @@ else:
         sig = types.UniTuple(types.float32, 4)(x, i)
 
         def codegen(context, builder, signature, args):
-            data = context.make_array(signature.args[0])(context, builder, args[0]).data
-            index = context.cast(builder, args[1], signature.args[1], types.uint64)
-            first = builder.gep(data, [builder.mul(index, ir.Constant(index.type, 4))])
-            vector = builder.load(builder.bitcast(first, ir.PointerType(ir.VectorType(ir.FloatType(), 4))),
-                                  align=16)
+            address = _vector_address(context, builder, signature.args[0], args[0], signature.args[1], args[1])
+            vector = builder.load(address, align=16)
             lanes = [builder.extract_element(vector, ir.Constant(ir.IntType(32), k)) for k in range(4)]
             return context.make_tuple(builder, signature.return_type, lanes)
+
+        return sig, codegen
+
+    @intrinsic
+    def store_f32x4(typingctx, y, i, a, b, c, d):
+        if not (isinstance(y, types.Array) and y.dtype == types.float32 and isinstance(i, types.Integer)
+                and all(isinstance(v, (types.Float, types.Integer)) for v in (a, b, c, d))):
+            return None
+        sig = types.void(y, i, a, b, c, d)
+
+        def codegen(context, builder, signature, args):
+            vector = ir.Constant(ir.VectorType(ir.FloatType(), 4), ir.Undefined)
+            for k in range(4):
+                lane = context.cast(builder, args[2 + k], signature.args[2 + k], types.float32)
+                vector = builder.insert_element(vector, lane, ir.Constant(ir.IntType(32), k))
+            address = _vector_address(context, builder, signature.args[0], args[0], signature.args[1], args[1])
+            builder.store(vector, address, align=16)
+            return context.get_dummy_value()
 
         return sig, codegen
