@@ -261,6 +261,9 @@ def test_the_regs_plan_reads_16_bytes_an_access_only_where_the_rows_allow(monkey
 def test_the_regs_plan_on_the_gpu_on_random_and_stress_rows(shape, offset):
     # The default regs plan with its 16-byte accesses (exact rows at 8192 and 16384 columns, padded at 1000) or,
     # at 1001 columns and one element off a 16-byte boundary, 4-byte ones
+    from kernelscope.backends.numba.common import dram_gbps_per_sm
+
+    assert dram_gbps_per_sm(0) > 10  # the driver's attributes were read (0 would hide a wide-DRAM GPU's plan)
     rows, cols = shape
     plan = plan_softmax(rows, cols, torch.device("cuda"))
     assert plan.path == "regs" and plan.vector
@@ -290,6 +293,25 @@ def test_the_regs_plan_on_a_gpu_keeps_32_elements_a_thread_up_to_512_threads():
     assert shape(regs_plan(16384, ept=16, max_threads=1024)) == ("regs", 1024, 16)
     with pytest.raises(ValueError, match="a row of 32769 columns is wider than the regs plan holds"):
         regs_plan(32769)
+
+
+def test_the_regs_plan_holds_16_elements_a_thread_where_the_dram_asks_more_of_each_sm(monkeypatch):
+    # The plan reads the GPU's DRAM bandwidth an SM (common.dram_gbps_per_sm), not its name: the H200's 36.5 GB/s
+    # gets 512 threads x 16 at 8192 columns (95.6% of copy against 256 x 32's 95.0%, d1a0df1), the H100's 25.4
+    # keeps 256 x 32. Nothing is launched: the plan is pure Python past the simulator's switch.
+    from kernelscope.backends.numba import softmax as nb_softmax
+
+    shape = lambda plan: (plan.path, plan.threads, plan.unroll)  # noqa: E731
+    gpu = torch.device("cuda", 0)
+    monkeypatch.setattr(nb_softmax, "SIMULATED", False)
+    monkeypatch.setattr(nb_softmax, "dram_gbps_per_sm", lambda index: 36.5)
+    assert shape(plan_softmax(8192, 8192, gpu)) == ("regs", 512, 16)
+    assert shape(plan_softmax(64, 4096, gpu)) == ("regs", 256, 16)
+    assert shape(plan_softmax(16384, 16384, gpu)) == ("regs", 512, 32)  # the threads run out first
+    assert shape(plan_softmax(8192, 8192, gpu, cols_per_thread=32)) == ("regs", 256, 32)  # asked for
+    monkeypatch.setattr(nb_softmax, "dram_gbps_per_sm", lambda index: 25.4)
+    assert shape(plan_softmax(8192, 8192, gpu)) == ("regs", 256, 32)
+    assert shape(plan_softmax(16384, 16384, gpu)) == ("regs", 512, 32)
 
 
 def test_launchers_refuse_blocks_of_partial_warps():

@@ -427,6 +427,9 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 1024 : 512) __globa
 // second read is the block's own slice, read a moment before, so it comes from
 // L2 while the blocks in flight hold less than L2 (issue #15: 64x262144 in
 // clusters of 16 is 64 KiB a block, 8.4 MiB a wave of 132 blocks).
+// U: those loads a lap, SOFTMAX_LOOP_LOADS ("loop") or 8 ("loop8", a candidate: ncu at 64x262144 float32 on the
+// H100, 0c018d8, showed the kernel's warps waiting on global loads 11.2 cycles an instruction; at 512 threads
+// __launch_bounds__(1024)'s 64 registers still leave two blocks an SM: ptxas, float32 U = 8, 62 registers).
 constexpr int SOFTMAX_LOOP_LOADS = 4;
 
 // The row's pairs go by st.async and mbarriers (cluster_combine<true>), not a cluster barrier: ncu showed the
@@ -434,10 +437,9 @@ constexpr int SOFTMAX_LOOP_LOADS = 4;
 // flight, and on the H100 at 0c018d8 (wide_rows_probe.py --sweep) the mbarrier form read 71.5% of copy at
 // 64x262144 float32 in clusters of 16 (69.2% with the barrier), 69.8% at 1024 x 8 (67.2%), and bfloat16
 // 56.6% at 512 x 16 (53.3%). It costs 2 registers (float32: 50, not 48).
-template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kernel(
+template <typename T, int U> __launch_bounds__(1024) __global__ void softmax_loop_kernel(
     const T* __restrict__ x, T* __restrict__ y, int cols) {
     using P = Pack16<T>;
-    constexpr int U = SOFTMAX_LOOP_LOADS;
     __shared__ float scratch_max[32], scratch_sum[32];
     __shared__ ClusterPartials partials;  // a row a block: one half used
     const int csize = softmax_cluster_blocks(), rank = softmax_cluster_rank();
@@ -736,7 +738,7 @@ template <typename T, int S> __launch_bounds__(1024) __global__ void softmax_rin
 // ---- host side -------------------------------------------------------------
 
 enum SoftmaxStrategy { SOFTMAX_WARP = 0, SOFTMAX_BLOCK = 1, SOFTMAX_LOOP = 2, SOFTMAX_PIPE = 3, SOFTMAX_RING2 = 4,
-                       SOFTMAX_RING3 = 5, SOFTMAX_RING1 = 6 };
+                       SOFTMAX_RING3 = 5, SOFTMAX_RING1 = 6, SOFTMAX_LOOP8 = 7 };
 
 // Clusters of 9 to 16 blocks are non-portable: each kernel allows them once.
 template <auto Kernel>
@@ -853,7 +855,13 @@ static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols
         return cudaErrorInvalidValue;  // slice too wide for the block's registers: more threads, a larger cluster, or LOOP
     }
     if (strategy == SOFTMAX_LOOP)
-        return launch_clustered<softmax_loop_kernel<T>>((int)grid, threads, cluster, stream, x, y, cols);
+        return launch_clustered<softmax_loop_kernel<T, SOFTMAX_LOOP_LOADS>>((int)grid, threads, cluster, stream, x, y,
+                                                                            cols);
+    if (strategy == SOFTMAX_LOOP8) {  // float32 only: bfloat16 at 8 loads a lap spills (ptxas: 64 registers)
+        if constexpr (sizeof(T) == 4)
+            return launch_clustered<softmax_loop_kernel<T, 8>>((int)grid, threads, cluster, stream, x, y, cols);
+        return cudaErrorInvalidValue;
+    }
     if (strategy == SOFTMAX_PIPE) {
         const int stage = (int)(need / N) * threads * 16;  // a thread's vectors of the next row, 16 bytes each
         if (need <= 16) return launch_persistent<softmax_pipe_kernel<T, 16>>(rows, threads, cluster, stage, stream, x, y, rows, cols);
@@ -878,7 +886,7 @@ static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols
 }
 
 // strategy: 0 warp per row, 1 block (cluster == 1) or cluster per row, 2 loop, 3 pipe, 4 and 5 ring of 2 and 3 stages,
-// 6 ring of one stage (a block's slice of one row in shared memory).
+// 6 ring of one stage (a block's slice of one row in shared memory), 7 loop with 8 loads a lap.
 // threads: a block's threads (warp: rows a block = threads / 32). All three come
 // from kernels.softmax_plan, or a tuning script.
 cudaError_t launch_softmax(const void* x, void* y, int rows, int cols, bool bf16, int strategy, int threads,

@@ -36,6 +36,21 @@ def sm_count(device_index: int) -> int:
     return torch.cuda.get_device_properties(device_index).multi_processor_count
 
 
+@cache
+def dram_gbps_per_sm(device_index: int) -> float:
+    """The DRAM's peak bandwidth (GB/s) over the GPU's SMs, from the driver's attributes: memory clock x bus width,
+    two transfers a clock (softmax-cuda's kernels.dram_gbps_per_sm reads the same attributes through the runtime).
+    0 under the simulator, or where the driver does not say."""
+    if SIMULATED:
+        return 0.0
+    try:
+        device = cuda.gpus[device_index]
+        gbps = 2 * device.MEMORY_CLOCK_RATE * 1e3 * device.GLOBAL_MEMORY_BUS_WIDTH / 8 / 1e9
+    except Exception:  # an attribute this driver or binding lacks: the plans' defaults for other GPUs
+        return 0.0
+    return gbps / sm_count(device_index)
+
+
 def grid_stride_blocks(device: torch.device, work_items: int, per_block: int, blocks_per_sm: int) -> int:
     """Blocks for a grid-stride loop: enough to cover ``work_items`` once, at most a resident grid."""
     needed = max(1, -(-work_items // per_block))

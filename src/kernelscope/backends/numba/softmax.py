@@ -52,7 +52,7 @@ from numba.cuda import libdevice
 
 from kernelscope.backends.numba import as_array, stream
 from kernelscope.backends.numba.common import (NEG_INF, SIM_THREADS, SIMULATED, ZERO, block_max, block_sum,
-                                                check_threads, jit_bounded, quick_barriers,
+                                                check_threads, dram_gbps_per_sm, jit_bounded, quick_barriers,
                                                 resident_blocks_per_sm, sm_count)
 from kernelscope.backends.numba.vector import load_f32x4, store_f32x4
 
@@ -103,6 +103,11 @@ SIM_CHUNK = 12  # 17 columns: a full chunk and a partial one
 SIM_UNROLL = 2
 SCRATCH_BYTES = 32 * 4  # the static shared memory of the reductions
 REGS_EPT = 32  # regs plan: elements a thread holds (softmax-cuda's SOFTMAX_BLOCK_EPT) ...
+# ... and on a GPU whose DRAM asks this many GB/s of each SM or more (softmax-cuda's SOFTMAX_WIDE_DRAM_GBPS_PER_SM
+# line: the H200, 36.5; the H100 about 25), half as many in twice the threads, as softmax-cuda's lone rows there.
+# H200, tune_numba.py --quick at d1a0df1, 8192x8192 with 16-byte accesses: 512 x 16 95.6% of copy, 256 x 32 95.0%.
+REGS_WIDE_DRAM_GBPS_PER_SM = 30.0
+REGS_EPT_WIDE_DRAM = 16
 # ... with at least this many threads a block: 16384x1000, 64 threads x 16 read 90.6% of copy on the H100 and 73.1%
 # on the H200 against 128 x 8's 86.0% and 64.8% (f1f901f, 75e4667): more, smaller blocks an SM ...
 REGS_MIN_THREADS = 64
@@ -434,6 +439,9 @@ def plan_softmax(rows: int, cols: int, device: torch.device, max_threads: int | 
     if path is None and cols <= REGS_DEFAULT_MAX_COLS and cols <= (regs_threads or REGS_MAX_THREADS) * REGS_MAX_EPT:
         path = "regs"
     if path == "regs":  # cols_per_thread: the elements a thread holds
+        wide_dram = not SIMULATED and dram_gbps_per_sm(device.index or 0) >= REGS_WIDE_DRAM_GBPS_PER_SM
+        if cols_per_thread is None and wide_dram:
+            cols_per_thread = REGS_EPT_WIDE_DRAM
         return regs_plan(cols, regs_threads, fast_exp, min_blocks, cols_per_thread, vector)
     row_unroll = unroll or (SIM_UNROLL if SIMULATED else ROW_UNROLL)
     unroll = unroll or (SIM_UNROLL if SIMULATED else UNROLL)
