@@ -58,15 +58,16 @@ from kernelscope.ops import shape_str  # noqa: E402
 # and 45-63% at 64x262144 on the H100 (the best: items in 3 stages of shared memory, slots relaxed at GPU scope),
 # every block of a row held to the slowest one's pace. The loop kernel's blocks exchange the row's pairs by
 # st.async and mbarriers since 0c018d8's sweep here (H100: 64x262144 float32 in clusters of 16 71.5% of copy
-# against the cluster barrier's 69.2%; results-proofs/2026-11-26-h100/session16/m1-loop-async-0c018d8).
+# against the cluster barrier's 69.2%; results-proofs/2026-11-26-h100/session16/m1-loop-async-0c018d8), and, in
+# float32, 8 loads a lap since 23db91a's sweeps (H100 75.6% against 4 loads' 71.8%, H200 in clusters of 8 63.5%
+# against 57.7%; session16/m7 and ../2026-11-26-h200/session16/m6).
 GRID = {
     ((512, 50257), "float32"): [
         ("cluster", 256, 4), ("ring1", 1024, 1), ("ring1", 512, 1), ("ring1", 1024, 2), ("ring1", 512, 2),
         ("ring1", 256, 2), ("ring", 1024, 2), ("ring", 512, 2), ("ring3", 512, 3), ("cluster", 128, 8)],
     ((64, 262144), "float32"): [
         ("ring1", 1024, 5), ("ring1", 1024, 6), ("ring1", 1024, 8), ("ring1", 512, 8), ("ring", 512, 12),
-        ("ring3", 1024, 16), ("loop", 1024, 8), ("loop", 512, 8), ("loop8", 512, 16),
-        ("loop8", 512, 8), ("loop8", 1024, 8)],
+        ("ring3", 1024, 16), ("loop", 1024, 8), ("loop", 512, 8)],
     ((512, 50257), "bfloat16"): [
         ("ring1", 512, 1), ("ring1", 1024, 2), ("ring1", 256, 2), ("ring1", 512, 4), ("ring1", 256, 4),
         ("ring", 256, 4), ("ring1", 1024, 1), ("ring", 512, 1), ("ring", 256, 2), ("block", 1024, 1)],

@@ -85,7 +85,7 @@ SOFTMAX_RING1_THREADS = 512
 # 79.2% and 79.1% of copy against 77.5% and 77.0%; H200 67.4% against 65.8%.
 SOFTMAX_BF16_RING1_CLUSTER = 2
 SOFTMAX_STRATEGIES = {"warp": 0, "block": 1, "cluster": 1, "loop": 2, "pipe": 3, "ring": 4, "ring3": 5,
-                      "ring1": 6, "loop8": 7}  # launch codes; "loop8": a candidate, no plan picks it
+                      "ring1": 6}  # launch codes
 SOFTMAX_RING_STAGES = {"ring1": 1, "ring": 2, "ring3": 3}
 SOFTMAX_RING_MAX_BYTES = 226 * 1024  # sm_90: 227 KiB a block, less 1 KiB static (softmax.cu: SOFTMAX_RING_MAX_BYTES)
 
@@ -93,7 +93,7 @@ SOFTMAX_RING_MAX_BYTES = 226 * 1024  # sm_90: 227 KiB a block, less 1 KiB static
 class SoftmaxPlan(NamedTuple):
     strategy: str  # "warp", "block", "cluster", "loop", "pipe" (persistent clusters, the next row prefetched into
     #                shared memory) or "ring1"/"ring"/"ring3" (persistent clusters, a block's slices of its next 1,
-    #                2 or 3 rows in a ring of stages of shared memory); "loop8": the loop kernel, 8 loads a lap
+    #                2 or 3 rows in a ring of stages of shared memory)
     threads: int  # a block's threads (warp: rows a block = threads / 32)
     cluster: int  # blocks a row is split across (1: no cluster)
 

@@ -421,22 +421,26 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 1024 : 512) __globa
 // Any width: the cluster split of softmax_block_kernel, but each block loops
 // over its slice twice: first a running (max, sum of exp) per thread, rescaled
 // when the max grows; then, with the row's (max, sum), exp and write. Each lap
-// of either pass issues SOFTMAX_LOOP_LOADS 16-byte loads a thread before it
+// of either pass issues softmax_loop_loads<T> 16-byte loads a thread before it
 // uses any (a dependent chain of one load, one exp, one rescale a vector keeps
 // too few bytes in flight to cover DRAM latency). Reads the row twice; the
 // second read is the block's own slice, read a moment before, so it comes from
 // L2 while the blocks in flight hold less than L2 (issue #15: 64x262144 in
 // clusters of 16 is 64 KiB a block, 8.4 MiB a wave of 132 blocks).
-// U: those loads a lap, SOFTMAX_LOOP_LOADS ("loop") or 8 ("loop8", a candidate: ncu at 64x262144 float32 on the
-// H100, 0c018d8, showed the kernel's warps waiting on global loads 11.2 cycles an instruction; at 512 threads
-// __launch_bounds__(1024)'s 64 registers still leave two blocks an SM: ptxas, float32 U = 8, 62 registers).
-constexpr int SOFTMAX_LOOP_LOADS = 4;
+// Those loads a lap: 8 in float32, 4 in bfloat16 (8 of its 8-element loads spill: ptxas, 64 registers). ncu at
+// 64x262144 float32 on the H100 (0c018d8) showed 4 loads a lap waiting on global memory 11.2 cycles an
+// instruction; at 8 a thread takes 62 registers (50 at 4), still two blocks of 512 an SM under
+// __launch_bounds__(1024)'s 64. wide_rows_probe.py --sweep at 23db91a, 64x262144 float32, 8 loads against 4:
+// H100 75.6% of copy against 71.8% (512 x 16, softmax_plan's launch there), 71.2% against 69.5% (1024 x 8);
+// H200 63.5% against 57.7% (512 x 8, its launch), 62.2% against 55.6% (512 x 16).
+template <typename T>
+constexpr int softmax_loop_loads = sizeof(T) == 4 ? 8 : 4;
 
 // The row's pairs go by st.async and mbarriers (cluster_combine<true>), not a cluster barrier: ncu showed the
 // barrier form's membar stall (64x262144 float32, H100, 837cd2a: 3.3 cycles an instruction) with no store in
 // flight, and on the H100 at 0c018d8 (wide_rows_probe.py --sweep) the mbarrier form read 71.5% of copy at
 // 64x262144 float32 in clusters of 16 (69.2% with the barrier), 69.8% at 1024 x 8 (67.2%), and bfloat16
-// 56.6% at 512 x 16 (53.3%). It costs 2 registers (float32: 50, not 48).
+// 56.6% at 512 x 16 (53.3%). It costs 2 registers (float32 at 4 loads a lap: 50, not 48).
 template <typename T, int U> __launch_bounds__(1024) __global__ void softmax_loop_kernel(
     const T* __restrict__ x, T* __restrict__ y, int cols) {
     using P = Pack16<T>;
@@ -738,7 +742,7 @@ template <typename T, int S> __launch_bounds__(1024) __global__ void softmax_rin
 // ---- host side -------------------------------------------------------------
 
 enum SoftmaxStrategy { SOFTMAX_WARP = 0, SOFTMAX_BLOCK = 1, SOFTMAX_LOOP = 2, SOFTMAX_PIPE = 3, SOFTMAX_RING2 = 4,
-                       SOFTMAX_RING3 = 5, SOFTMAX_RING1 = 6, SOFTMAX_LOOP8 = 7 };
+                       SOFTMAX_RING3 = 5, SOFTMAX_RING1 = 6 };
 
 // Clusters of 9 to 16 blocks are non-portable: each kernel allows them once.
 template <auto Kernel>
@@ -855,13 +859,8 @@ static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols
         return cudaErrorInvalidValue;  // slice too wide for the block's registers: more threads, a larger cluster, or LOOP
     }
     if (strategy == SOFTMAX_LOOP)
-        return launch_clustered<softmax_loop_kernel<T, SOFTMAX_LOOP_LOADS>>((int)grid, threads, cluster, stream, x, y,
-                                                                            cols);
-    if (strategy == SOFTMAX_LOOP8) {  // float32 only: bfloat16 at 8 loads a lap spills (ptxas: 64 registers)
-        if constexpr (sizeof(T) == 4)
-            return launch_clustered<softmax_loop_kernel<T, 8>>((int)grid, threads, cluster, stream, x, y, cols);
-        return cudaErrorInvalidValue;
-    }
+        return launch_clustered<softmax_loop_kernel<T, softmax_loop_loads<T>>>((int)grid, threads, cluster, stream, x,
+                                                                               y, cols);
     if (strategy == SOFTMAX_PIPE) {
         const int stage = (int)(need / N) * threads * 16;  // a thread's vectors of the next row, 16 bytes each
         if (need <= 16) return launch_persistent<softmax_pipe_kernel<T, 16>>(rows, threads, cluster, stage, stream, x, y, rows, cols);
@@ -886,7 +885,7 @@ static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols
 }
 
 // strategy: 0 warp per row, 1 block (cluster == 1) or cluster per row, 2 loop, 3 pipe, 4 and 5 ring of 2 and 3 stages,
-// 6 ring of one stage (a block's slice of one row in shared memory), 7 loop with 8 loads a lap.
+// 6 ring of one stage (a block's slice of one row in shared memory).
 // threads: a block's threads (warp: rows a block = threads / 32). All three come
 // from kernels.softmax_plan, or a tuning script.
 cudaError_t launch_softmax(const void* x, void* y, int rows, int cols, bool bf16, int strategy, int threads,
