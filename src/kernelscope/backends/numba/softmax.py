@@ -103,16 +103,17 @@ SIM_CHUNK = 12  # 17 columns: a full chunk and a partial one
 SIM_UNROLL = 2
 SCRATCH_BYTES = 32 * 4  # the static shared memory of the reductions
 REGS_EPT = 32  # regs plan: elements a thread holds (softmax-cuda's SOFTMAX_BLOCK_EPT) ...
-# ... and on a GPU whose DRAM asks this many GB/s of each SM or more (softmax-cuda's SOFTMAX_WIDE_DRAM_GBPS_PER_SM
-# line: the H200, 36.5; the H100 about 25), half as many in twice the threads, as softmax-cuda's lone rows there.
-# H200, tune_numba.py --quick at d1a0df1, 8192x8192 with 16-byte accesses: 512 x 16 95.6% of copy, 256 x 32 95.0%.
-REGS_WIDE_DRAM_GBPS_PER_SM = 30.0
-REGS_EPT_WIDE_DRAM = 16
 # ... with at least this many threads a block: 16384x1000, 64 threads x 16 read 90.6% of copy on the H100 and 73.1%
 # on the H200 against 128 x 8's 86.0% and 64.8% (f1f901f, 75e4667): more, smaller blocks an SM ...
 REGS_MIN_THREADS = 64
 REGS_MAX_THREADS = 512  # ... and at most this many (max_threads overrides it) ...
 REGS_MAX_EPT = 64  # ... so a thread holds up to this many: 32768 columns at 512 threads
+# The regs plan on a GPU whose DRAM asks this many GB/s of each SM or more (softmax-cuda's
+# SOFTMAX_WIDE_DRAM_GBPS_PER_SM line: the H200, 36.5; the H100 about 25): REGS_EPT_WIDE_DRAM elements a thread, half
+# REGS_EPT in twice the threads, as softmax-cuda's lone rows there. H200, tune_numba.py --quick at d1a0df1 and
+# 23db91a, 8192x8192 with 16-byte accesses: 512 x 16 95.6% and 95.7% of copy, 256 x 32 95.0% and 94.8%.
+REGS_WIDE_DRAM_GBPS_PER_SM = 30.0
+REGS_EPT_WIDE_DRAM = 16
 # The default plan for rows up to this wide. On the H100 (971e88e) the regs plan beat the row plan at every
 # width up to 8192 columns: 64x64 2.70 against 2.91 us, 1024x1024 5.32 against 5.84, 16384x1000 51.5 against
 # 83.4, 4096x4096 54.7 against 58.9, 8192x8192 201.5 against 206.1 (and 202.9 against 214.8 in the sweep);
