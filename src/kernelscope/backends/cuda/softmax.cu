@@ -238,8 +238,9 @@ __device__ __forceinline__ float exp_in_place(float* v, float max) {
 // cost the block kernel registers (float32 at 16 elements a thread: 38, not 32,
 // so two blocks of 1024 no longer fit an SM).
 //
-// ASYNC true (the persistent pipe and ring kernels, and the loop kernel): a block's previous row's
-// output is in flight at its next combine, and cluster.sync()'s arrive, a
+// ASYNC true (the persistent pipe and ring kernels; the loop kernel too, see
+// there): a block's previous row's output is in flight at its next combine,
+// and cluster.sync()'s arrive, a
 // MEMBAR.ALL.GPU, waited for it (ncu, ring1 at 512x50257 float32 on the H100:
 // 3.8 cycles of membar stall an instruction, 5.4 of barrier). So no cluster
 // barrier a row: st.async pushes the pair and counts its bytes on the
