@@ -109,6 +109,8 @@ def softmax_online(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Te
 #             and 38.6% at 8a4dc44). At 8ece016 the cut's float32 kernel ran two
 #             programs an SM: 59.5% (ncu: L2 hit 52%, DRAM 79% of peak: the
 #             re-read missed L2), one an SM 63.9% (L2 hit 69.5% at 837cd2a).
+#             With 4 stages at one program an SM (PERSIST_STAGES), float32 in the
+#             suite runs of fa6d11e (H100) and d1a0df1 (H200): 68.0% and 60.4%.
 #
 # H100 measurements behind the defaults (scripts/gpu/tune_triton.py):
 # * 1024-wide rows, one to a program with 4 warps, beat 4 to a program with 16
