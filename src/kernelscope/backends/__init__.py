@@ -28,6 +28,13 @@ import torch
 os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
 
 
+# A GPU whose DRAM asks each SM for this many GB/s or more (its peak from the device's memory clock and bus width,
+# over its SMs: the H200 36.5, the H100 about 25) needs more bytes in flight an SM than the H100's launch shapes
+# keep: the tuned softmax kernels of CUDA C++ and Numba take more threads there (kernels.SOFTMAX_LONE_EPT_WIDE_DRAM,
+# softmax.REGS_EPT_WIDE_DRAM), one line for both backends.
+WIDE_DRAM_GBPS_PER_SM = 30.0
+
+
 @cache
 def cuda_available() -> bool:
     return torch.cuda.is_available()

@@ -11,6 +11,7 @@ from typing import NamedTuple
 
 import torch
 
+from kernelscope.backends import WIDE_DRAM_GBPS_PER_SM
 from kernelscope.backends.cuda.build import extension
 
 # square_vec4, gelu_vec4: tiles of threads x unroll 16-byte vectors, a block a tile, one lap of blocks
@@ -56,9 +57,10 @@ SOFTMAX_LOOP_THREADS = 1024  # rows wider than 16 blocks hold in registers
 # the register-held cluster (64x262144); bfloat16 rows split over a cluster read 59.2-60.5% in the pipe kernel at
 # 256 threads, against 49.1-56.8% (512x50257, 64x262144); float32 lost in the pipe kernel (63-73% against 78%)
 SOFTMAX_F32_LOOP_FROM_CLUSTER = 8  # float32: a cluster this large or larger -> the loop kernel ...
-SOFTMAX_F32_LOOP = (512, 16)  # ... with these threads and cluster (on a GPU of SOFTMAX_WIDE_DRAM_GBPS_PER_SM or more:
-SOFTMAX_F32_LOOP_WIDE_DRAM = (512, 8)  # these: wide_rows_probe.py at 5c8ffd3, 64x262144 float32, H200 57.8% of copy
-#   against 512 x 16's 55.6%, 1024 x 8 57.3%; the H100 the other way, 71.8% at 512 x 16 against 61.8% at 512 x 8)
+SOFTMAX_F32_LOOP = (512, 16)  # ... with these threads and cluster, and on a wide-DRAM GPU (below) with these:
+SOFTMAX_F32_LOOP_WIDE_DRAM = (512, 8)
+# wide_rows_probe.py at 5c8ffd3, 64x262144 float32: H200 512 x 8 57.8% of copy against 512 x 16's 55.6% (1024 x 8
+# 57.3%); the H100 the other way, 71.8% at 512 x 16 against 61.8% at 512 x 8.
 SOFTMAX_PIPE_THREADS = 256  # bfloat16 rows split over a cluster: the pipe kernel, 256 threads, the same cluster
 # ... unless the cluster is this small or smaller: then the ring kernel (256 threads, 2 stages), which keeps the
 # slices of a block's next rows in flight. H100 a08c0b0: 512x50257 bfloat16 (cluster 4) ring 64.8% of copy against
@@ -72,7 +74,7 @@ SOFTMAX_BF16_RING_MAX_CLUSTER = 4
 # the exps of 3142f0c (one multiply and MUFU.EX2 each, no subnormal guard), wide_rows_probe.py --sweep-set lone
 # there read 1024 x 16 97.8% and 97.9%, 256 x 64 98.0% and 97.8%, the ring of 1024 90.9% and 89.9%, 512 x 32 82.9%
 # and 81.2% (3142f0c and b61f0bc's FFMA form). bfloat16 keeps the block plan: 256 threads 88.6-89.0%, 512 86.7-87.6%.
-SOFTMAX_WIDE_DRAM_GBPS_PER_SM = 30.0
+SOFTMAX_WIDE_DRAM_GBPS_PER_SM = WIDE_DRAM_GBPS_PER_SM  # the line both backends' softmax plans read
 SOFTMAX_LONE_EPT_WIDE_DRAM = 16
 # Rows too wide for one block's registers whose slice fits one stage of shared memory (226 KiB) take the ring of
 # one stage, 512 threads a block: float32 over the same cluster (2 to 4 blocks), bfloat16 over a cluster of

@@ -240,9 +240,9 @@ __device__ __forceinline__ float exp_in_place(float* v, float max) {
 //
 // ASYNC true (the persistent pipe and ring kernels; the loop kernel too, see
 // there): a block's previous row's output is in flight at its next combine,
-// and cluster.sync()'s arrive, a
-// MEMBAR.ALL.GPU, waited for it (ncu, ring1 at 512x50257 float32 on the H100:
-// 3.8 cycles of membar stall an instruction, 5.4 of barrier). So no cluster
+// and cluster.sync()'s arrive, a MEMBAR.ALL.GPU, waited for it (ncu, ring1 at
+// 512x50257 float32 on the H100: 3.8 cycles of membar stall an instruction,
+// 5.4 of barrier). So no cluster
 // barrier a row: st.async pushes the pair and counts its bytes on the
 // receiver's mbarrier `bar[k % 2]`, and each block waits for its own
 // mbarrier's phase of C pairs. Measured at 837cd2a: ring1 at 512x50257 float32
@@ -442,9 +442,10 @@ constexpr int softmax_loop_loads = sizeof(T) == 4 ? 8 : 4;
 // flight, and on the H100 at 0c018d8 (wide_rows_probe.py --sweep) the mbarrier form read 71.5% of copy at
 // 64x262144 float32 in clusters of 16 (69.2% with the barrier), 69.8% at 1024 x 8 (67.2%), and bfloat16
 // 56.6% at 512 x 16 (53.3%). It costs 2 registers (float32 at 4 loads a lap: 50, not 48).
-template <typename T, int U> __launch_bounds__(1024) __global__ void softmax_loop_kernel(
+template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kernel(
     const T* __restrict__ x, T* __restrict__ y, int cols) {
     using P = Pack16<T>;
+    constexpr int U = softmax_loop_loads<T>;
     __shared__ float scratch_max[32], scratch_sum[32];
     __shared__ ClusterPartials partials;  // a row a block: one half used
     const int csize = softmax_cluster_blocks(), rank = softmax_cluster_rank();
@@ -860,8 +861,7 @@ static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols
         return cudaErrorInvalidValue;  // slice too wide for the block's registers: more threads, a larger cluster, or LOOP
     }
     if (strategy == SOFTMAX_LOOP)
-        return launch_clustered<softmax_loop_kernel<T, softmax_loop_loads<T>>>((int)grid, threads, cluster, stream, x,
-                                                                               y, cols);
+        return launch_clustered<softmax_loop_kernel<T>>((int)grid, threads, cluster, stream, x, y, cols);
     if (strategy == SOFTMAX_PIPE) {
         const int stage = (int)(need / N) * threads * 16;  // a thread's vectors of the next row, 16 bytes each
         if (need <= 16) return launch_persistent<softmax_pipe_kernel<T, 16>>(rows, threads, cluster, stage, stream, x, y, rows, cols);

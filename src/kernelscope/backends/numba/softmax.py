@@ -50,6 +50,7 @@ import torch
 from numba import cuda, float32, uint64
 from numba.cuda import libdevice
 
+from kernelscope.backends import WIDE_DRAM_GBPS_PER_SM
 from kernelscope.backends.numba import as_array, stream
 from kernelscope.backends.numba.common import (NEG_INF, SIM_THREADS, SIMULATED, ZERO, block_max, block_sum,
                                                 check_threads, dram_gbps_per_sm, jit_bounded, quick_barriers,
@@ -108,11 +109,10 @@ REGS_EPT = 32  # regs plan: elements a thread holds (softmax-cuda's SOFTMAX_BLOC
 REGS_MIN_THREADS = 64
 REGS_MAX_THREADS = 512  # ... and at most this many (max_threads overrides it) ...
 REGS_MAX_EPT = 64  # ... so a thread holds up to this many: 32768 columns at 512 threads
-# The regs plan on a GPU whose DRAM asks this many GB/s of each SM or more (softmax-cuda's
-# SOFTMAX_WIDE_DRAM_GBPS_PER_SM line: the H200, 36.5; the H100 about 25): REGS_EPT_WIDE_DRAM elements a thread, half
-# REGS_EPT in twice the threads, as softmax-cuda's lone rows there. H200, tune_numba.py --quick at d1a0df1 and
-# 23db91a, 8192x8192 with 16-byte accesses: 512 x 16 95.6% and 95.7% of copy, 256 x 32 95.0% and 94.8%.
-REGS_WIDE_DRAM_GBPS_PER_SM = 30.0
+# The regs plan on a GPU whose DRAM asks WIDE_DRAM_GBPS_PER_SM or more of each SM (the H200): REGS_EPT_WIDE_DRAM
+# elements a thread, half REGS_EPT in twice the threads, as softmax-cuda's lone rows there. H200, tune_numba.py
+# --quick at d1a0df1 and 23db91a, 8192x8192 with 16-byte accesses: 512 x 16 95.6% and 95.7% of copy, 256 x 32 95.0%
+# and 94.8%.
 REGS_EPT_WIDE_DRAM = 16
 # The default plan for rows up to this wide. On the H100 (971e88e) the regs plan beat the row plan at every
 # width up to 8192 columns: 64x64 2.70 against 2.91 us, 1024x1024 5.32 against 5.84, 16384x1000 51.5 against
@@ -440,7 +440,7 @@ def plan_softmax(rows: int, cols: int, device: torch.device, max_threads: int | 
     if path is None and cols <= REGS_DEFAULT_MAX_COLS and cols <= (regs_threads or REGS_MAX_THREADS) * REGS_MAX_EPT:
         path = "regs"
     if path == "regs":  # cols_per_thread: the elements a thread holds
-        wide_dram = not SIMULATED and dram_gbps_per_sm(device.index or 0) >= REGS_WIDE_DRAM_GBPS_PER_SM
+        wide_dram = not SIMULATED and dram_gbps_per_sm(device.index or 0) >= WIDE_DRAM_GBPS_PER_SM
         if cols_per_thread is None and wide_dram:
             cols_per_thread = REGS_EPT_WIDE_DRAM
         return regs_plan(cols, regs_threads, fast_exp, min_blocks, cols_per_thread, vector)

@@ -229,9 +229,9 @@ def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_c
         if group & (group - 1) or chunk % (group * vec):
             raise ValueError(f"softmax-triton-tuned: persist_group={group} must be a power of two dividing the "
                              f"chunk ({chunk} columns) into tiles of {vec}-element vectors")
+        stages = persist_stages or PERSIST_STAGES[min(persist_programs_per_sm, max(PERSIST_STAGES))]
         return SoftmaxPlan("persist", chunk, warps, l2_hints=l2_hints,
-                           programs=max(1, min(rows, sm_count * persist_programs_per_sm)),
-                           stages=persist_stages or PERSIST_STAGES[min(persist_programs_per_sm, 2)],
+                           programs=max(1, min(rows, sm_count * persist_programs_per_sm)), stages=stages,
                            group=group, vectorize=persist_vectorize)
     chunk = chunk or SPLIT_CHUNK
     chunks = triton.cdiv(cols, chunk)
