@@ -245,8 +245,8 @@ def test_bindings_declare_exactly_the_launchers_the_cu_files_define():
     declared = set(re.findall(r"^(?:cudaError_t|int) (\w+)\(", cpp, re.M))
     defined = set(re.findall(r"^(?:cudaError_t|int) (\w+)\(", cuda, re.M))
     assert declared and declared == defined
-    for fn in build.FUNCTIONS:  # the kernels' entry points, and one query of the device
-        assert re.search(rf"^(?:torch::Tensor|double) {fn}\(", cpp, re.M), fn
+    for fn in build.FUNCTIONS:  # the kernels' entry points, and two queries of the device
+        assert re.search(rf"^(?:torch::Tensor|double|int64_t) {fn}\(", cpp, re.M), fn
 
 
 def test_every_launch_failure_raises_through_check_launch():

@@ -179,11 +179,17 @@ def test_a_reference_on_the_cpu_gives_the_error_it_gives_on_the_gpu(monkeypatch)
     (1000, 50257, ("ring1", 512, 1)),  # in float32 a 50257-wide row in one block's stage
     (40, 50257, ("ring1", 512, 4)),  # fewer rows than resident clusters: nothing to fetch after the first
     (70, 262144, ("ring1", 1024, 8)),  # clusters of 8, some with a second row
-    # the loop kernel: a row a block, not persistent, but its pairs exchanged as the persistent kernels' are
+    # the loop kernel: a cluster a row, not persistent, but its pairs exchanged as the persistent kernels' are
     # (st.async, mbarriers: cluster_combine<true>)
     (300, 5003, ("loop", 128, 2)),  # odd columns: every row's alignment differs
     (20, 262144, ("loop", 512, 16)),  # non-portable clusters of 16, softmax_plan's 64x262144 float32 launch
     (70, 262144, ("loop", 1024, 8)),
+    (100, 100003, ("loop", 256, 2)),  # 6 laps and a few vectors a thread: pass 2 takes them backwards
+    # the loop kernel in a persistent grid: a cluster takes rows in turn, its pairs' half and mbarrier phase by parity
+    (300, 5003, ("loopp", 128, 2)),
+    (100, 100003, ("loopp", 256, 2)),
+    (70, 262144, ("loopp", 512, 16)),  # more rows than resident clusters of 16
+    (70, 262144, ("loopp", 256, 4)),  # 8 whole laps a thread
 ])
 def test_the_persistent_plans_match_the_reference_on_random_and_stress_rows(rows, cols, plan, dtype):
     # softmax_pipe_kernel and softmax_ring_kernel: persistent clusters whose blocks copy their slices of the next
@@ -235,6 +241,16 @@ def test_a_softmax_launch_the_kernels_refuse_raises_with_the_plan_in_its_message
         build.extension().softmax(x, torch.empty_like(x), 1, 128, 1)  # a row wider than a block's registers
     with pytest.raises(RuntimeError, match=r"strategy 99, threads 128, cluster 1"):
         build.extension().softmax(x, torch.empty_like(x), 99, 128, 1)  # no such strategy
+
+
+def test_the_loop_kernels_resident_clusters_fit_the_gpus_block_slots():
+    # the persistent loop's grid: clusters sit in one GPC each, so no more than SMs x blocks an SM / cluster fit
+    from kernelscope.backends.cuda import kernels as K
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for itemsize, threads, cluster in ((4, 512, 16), (4, 512, 8), (4, 1024, 8), (2, 512, 16)):
+        resident = K.loop_resident_clusters(0, itemsize, threads, cluster)
+        assert 1 <= resident <= sms * (2048 // threads) // cluster, (itemsize, threads, cluster, resident)
 
 
 def test_the_dram_peak_the_softmax_plan_reads_sits_above_what_a_copy_moves():

@@ -96,6 +96,19 @@ def test_gelus_fast_form_on_the_gpu():
     within_tolerance("gelu", x, out)
 
 
+@pytest.mark.parametrize("needed, cap, blocks", [
+    (4096, 528, 512),  # mean at 2^24, 512 x 8 a block-lap, H100: 8 whole laps, not 7.76
+    (1024, 528, 512),  # the same in 16-byte loads: 2 laps
+    (529, 528, 265),  # one block-lap too many for one lap: two laps, half the blocks
+    (100, 528, 100),  # fewer than a grid: one lap each
+    (5000, 1, 1),
+])
+def test_a_balanced_grid_takes_whole_laps_in_no_more_laps_than_the_full_grid(needed, cap, blocks):
+    got = common.balanced_blocks(needed, cap)
+    assert got == blocks and got <= cap
+    assert -(-needed // got) == -(-needed // cap)  # laps a block: the full grid's
+
+
 @simulated
 @pytest.mark.parametrize("one_launch", [True, False])
 @pytest.mark.parametrize("n, threads, unroll", [(1000, 64, 3), (1, 32, 4), (517, 32, 8)])

@@ -158,7 +158,7 @@ def launchable(p: K.SoftmaxPlan, cols: int, dtype: str) -> bool:
     item = ITEMSIZE[dtype]
     if p.strategy == "warp":
         return K.floats_per_thread(cols, item, 32) <= 32
-    if p.strategy == "loop":
+    if p.strategy in ("loop", "loopp"):
         return True
     if p.strategy == "pipe":
         return K.floats_per_thread(cols, item, p.threads, p.cluster) <= K.pipe_capacity(p.threads)

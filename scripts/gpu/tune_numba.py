@@ -45,11 +45,13 @@ DEVICE = "cuda"
 ELEMENTWISE_CONFIGS = [(256, 8, 4, True), (256, 8, 2, True), (256, 8, 4, False), (256, 8, 1, True),
                        (256, 8, 8, True), (512, 4, 4, True), (128, 16, 4, True), (256, 8, 2, False)]
 ELEMENTWISE_SHAPES = [(8192, 8192), (16384, 16384)]  # --quick: the last
-# (threads, blocks per SM, unroll, one launch, 16-byte loads): one launch = the last block to finish sums the
-# partials. The second: issue #15's candidate for mean at 2^24, four elements a load (vector.load_f32x4); --quick
-# runs the first two.
-MEAN_CONFIGS = [(512, 4, 8, True, False), (512, 4, 8, True, True), (512, 4, 4, True, True), (512, 4, 8, False, False),
-                (1024, 2, 8, True, False), (256, 8, 8, True, False), (512, 4, 4, True, False)]
+# (threads, blocks per SM, unroll, one launch, 16-byte loads, grid balanced to whole laps): one launch = the last
+# block to finish sums the partials. Issue #15's candidates for mean at 2^24: the full grid (the default until the
+# balanced one), 16-byte loads (vector.load_f32x4) on a balanced grid; --quick runs the first four.
+MEAN_CONFIGS = [(512, 4, 8, True, False, True), (512, 4, 8, True, False, False), (512, 4, 8, True, True, True),
+                (512, 3, 8, True, False, True), (512, 4, 8, True, True, False), (512, 4, 4, True, True, True),
+                (512, 4, 8, False, False, True), (1024, 2, 8, True, False, True), (256, 8, 8, True, False, True),
+                (512, 4, 4, True, False, True)]
 MEAN_SHAPES = [(2**24,), (2**26,), (2**28,)]  # --quick: the first and the last
 
 
@@ -104,17 +106,17 @@ def sweep_elementwise(copy_gbps: float, quick: bool, op_name: str, variant: str,
 
 def sweep_mean(copy_gbps: float, quick: bool) -> Table:
     table = Table("mean-numba: threads / blocks per SM / unroll, one launch or two", copy_gbps)
-    configs = MEAN_CONFIGS[:2] if quick else MEAN_CONFIGS
+    configs = MEAN_CONFIGS[:4] if quick else MEAN_CONFIGS
     for shape in [MEAN_SHAPES[0], MEAN_SHAPES[-1]] if quick else MEAN_SHAPES:
         x = OPS["mean"].make_input(shape, DTYPE, DEVICE, 0)
         y = torch.empty((), device=DEVICE)
         references(table, "mean", "mean-numba", "torch.mean", torch.mean, x, y)
         nbytes = OPS["mean"].bytes_for(shape, DTYPE)
-        for threads, blocks_per_sm, unroll, one, vector in configs:
+        for threads, blocks_per_sm, unroll, one, vector, balanced in configs:
             label = (f"{'1 launch' if one else '2 launches'} threads={threads} blocks/SM={blocks_per_sm} "
-                     f"unroll={unroll}{' 16-byte loads' if vector else ''}")
-            fn = checked("mean", x, lambda t=threads, b=blocks_per_sm, u=unroll, o=one, v=vector:
-                         nb_mean.launch_mean(x, y, t, b, u, o, v), label)
+                     f"unroll={unroll}{' 16-byte loads' if vector else ''}{' balanced' if balanced else ' full grid'}")
+            fn = checked("mean", x, lambda t=threads, b=blocks_per_sm, u=unroll, o=one, v=vector, g=balanced:
+                         nb_mean.launch_mean(x, y, t, b, u, o, v, g), label)
             table.add(label, fn, nbytes, shape_str(shape))
         del x
     return table
@@ -196,11 +198,12 @@ def main() -> None:
         print(f"-- {time.perf_counter() - start:.0f} s so far", flush=True)
     summarize([row for table in tables for row in table.rows])
     print("defaults: square threads={} blocks/SM={} unroll={} tiled={}; gelu {} {} {} tiled={}; "
-          "mean {} {} {} one_launch={} vector_loads={}; softmax max_threads={} lone={} cols/thread={} row_unroll={} "
+          "mean {} {} {} one_launch={} vector_loads={} balanced_grid={}; softmax max_threads={} lone={} cols/thread={} row_unroll={} "
           "recompute={} unroll={} chunk={} split_threads={}".format(
               nb_square.FLAT_THREADS, nb_square.FLAT_BLOCKS_PER_SM, nb_square.FLAT_UNROLL, nb_square.FLAT_TILED,
               nb_gelu.THREADS, nb_gelu.BLOCKS_PER_SM, nb_gelu.UNROLL, nb_gelu.TILED,
               nb_mean.THREADS, nb_mean.BLOCKS_PER_SM, nb_mean.UNROLL, nb_mean.ONE_LAUNCH, nb_mean.VECTOR_LOADS,
+              nb_mean.BALANCED_GRID,
               nb_softmax.MAX_THREADS,
               nb_softmax.LONE_BLOCK_THREADS, nb_softmax.COLS_PER_THREAD, nb_softmax.ROW_UNROLL,
               nb_softmax.RECOMPUTE, nb_softmax.UNROLL, nb_softmax.CHUNK, nb_softmax.SPLIT_THREADS))

@@ -63,16 +63,16 @@ from kernelscope.ops import shape_str  # noqa: E402
 # against 57.7%; session16/m7 and ../2026-11-26-h200/session16/m6).
 GRID = {
     ((512, 50257), "float32"): [
-        ("cluster", 256, 4), ("ring1", 1024, 1), ("ring1", 512, 1), ("ring1", 1024, 2), ("ring1", 512, 2),
-        ("ring1", 256, 2), ("ring", 1024, 2), ("ring", 512, 2), ("ring3", 512, 3), ("cluster", 128, 8)],
+        ("cluster", 256, 4), ("ring1", 1024, 1), ("ring1", 512, 2), ("loopp", 512, 4), ("loop", 512, 4),
+        ("loopp", 1024, 2), ("loopp", 512, 8)],
     ((64, 262144), "float32"): [
-        ("ring1", 1024, 5), ("ring1", 1024, 6), ("ring1", 1024, 8), ("ring1", 512, 8), ("ring", 512, 12),
-        ("ring3", 1024, 16), ("loop", 1024, 8), ("loop", 512, 8)],
+        ("loopp", 512, 16), ("loopp", 512, 8), ("loopp", 1024, 8), ("loopp", 512, 4), ("loop", 512, 4),
+        ("loopp", 512, 12), ("loopp", 1024, 16), ("loop", 1024, 8), ("loop", 512, 8)],
     ((512, 50257), "bfloat16"): [
-        ("ring1", 512, 1), ("ring1", 1024, 2), ("ring1", 256, 2), ("ring1", 512, 4), ("ring1", 256, 4),
-        ("ring", 256, 4), ("ring1", 1024, 1), ("ring", 512, 1), ("ring", 256, 2), ("block", 1024, 1)],
+        ("ring1", 512, 1), ("ring1", 1024, 2), ("ring1", 512, 4), ("ring", 256, 4), ("loopp", 512, 2),
+        ("loopp", 256, 4), ("loopp", 512, 4)],
     ((64, 262144), "bfloat16"): [
-        ("ring1", 1024, 4), ("ring1", 1024, 3), ("ring", 1024, 8), ("ring", 512, 8), ("loop", 512, 16)],
+        ("loopp", 512, 16), ("loop", 512, 16), ("loopp", 512, 8), ("loopp", 1024, 8), ("ring", 512, 8)],
 }
 
 # --sweep-set lone: the rows one block holds, at 2^26 and 2^28 elements (the H200's gap: softmax-cuda 92.8% and
@@ -135,6 +135,21 @@ def sweep(table: Table, grids: dict) -> None:
                         dtype, stress)
         del x, out, ref, stress
         torch.cuda.empty_cache()
+
+
+def resident_clusters() -> dict:
+    """The loop kernel's clusters resident at once, by dtype, threads and cluster size: the rows a round takes.
+    A cluster sits in one GPC, so on a GPU whose GPCs differ in SMs this is not SMs x blocks an SM / cluster."""
+    found: dict = {}
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    print(f"== the loop kernel's resident clusters ({sms} SMs): rows a round", flush=True)
+    for dtype, itemsize in (("float32", 4), ("bfloat16", 2)):
+        for threads in (256, 512, 1024):
+            counts = {c: K.loop_resident_clusters(0, itemsize, threads, c) for c in (2, 4, 6, 8, 12, 16)}
+            found[f"{dtype} {threads}"] = counts
+            print(f"  {dtype:<8} {threads:>4} threads: " + "  ".join(
+                f"x{c}: {n:>3} ({n * c / sms:.2f} blocks an SM)" for c, n in counts.items()), flush=True)
+    return found
 
 
 def child(case_set: str, index: int) -> None:
@@ -243,7 +258,7 @@ def main() -> int:
         child(opts.ncu_cases, opts.child)
         return 0
     build.extension()
-    records: list[dict] = []
+    records: list[dict] = [{"label": "resident clusters", "loop": resident_clusters()}]
     if opts.sweep:
         table = Table("softmax-cuda, issue #15's wide rows")
         grids: dict = {}

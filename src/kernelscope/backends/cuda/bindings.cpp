@@ -14,6 +14,7 @@ cudaError_t launch_gelu_vec4(const void* x, void* y, int64_t n, bool bf16, int t
                              int sm_count, cudaStream_t stream);
 cudaError_t launch_softmax(const void* x, void* y, int rows, int cols, bool bf16, int strategy, int threads, int cluster,
                            cudaStream_t stream);
+cudaError_t softmax_loop_resident_clusters(bool bf16, int threads, int cluster, int* clusters);
 int mean_partial_count(int64_t n, int sm_count, int blocks_per_sm);
 cudaError_t launch_mean(const float* x, float* partials, float* out, int64_t n, int sm_count, bool streaming,
                         int blocks_per_sm, int unroll, cudaStream_t stream);
@@ -126,6 +127,18 @@ torch::Tensor softmax(torch::Tensor x, torch::Tensor out, int64_t strategy, int6
         check_launch(err, what.c_str());
     }
     return out;
+}
+
+// Clusters of softmax's loop kernel that fit on `device` at once (0 where none does).
+int64_t softmax_loop_resident_clusters_on(int64_t device, bool bf16, int64_t threads, int64_t cluster) {
+    check_threads(threads);
+    int previous = 0, clusters = 0;
+    cudaGetDevice(&previous);
+    cudaSetDevice((int)device);
+    const cudaError_t err = softmax_loop_resident_clusters(bf16, (int)threads, (int)cluster, &clusters);
+    cudaSetDevice(previous);
+    check_launch(err, "softmax_loop_resident_clusters");
+    return clusters;
 }
 
 torch::Tensor mean(torch::Tensor x, torch::Tensor out, bool streaming, int64_t blocks_per_sm, int64_t unroll) {

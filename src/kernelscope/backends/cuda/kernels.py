@@ -87,13 +87,14 @@ SOFTMAX_RING1_THREADS = 512
 # 79.2% and 79.1% of copy against 77.5% and 77.0%; H200 67.4% against 65.8%.
 SOFTMAX_BF16_RING1_CLUSTER = 2
 SOFTMAX_STRATEGIES = {"warp": 0, "block": 1, "cluster": 1, "loop": 2, "pipe": 3, "ring": 4, "ring3": 5,
-                      "ring1": 6}  # launch codes
+                      "ring1": 6, "loopp": 7}  # launch codes
 SOFTMAX_RING_STAGES = {"ring1": 1, "ring": 2, "ring3": 3}
 SOFTMAX_RING_MAX_BYTES = 226 * 1024  # sm_90: 227 KiB a block, less 1 KiB static (softmax.cu: SOFTMAX_RING_MAX_BYTES)
 
 
 class SoftmaxPlan(NamedTuple):
-    strategy: str  # "warp", "block", "cluster", "loop", "pipe" (persistent clusters, the next row prefetched into
+    strategy: str  # "warp", "block", "cluster", "loop", "loopp" (the loop kernel's clusters persistent, taking rows
+    #                in turn), "pipe" (persistent clusters, the next row prefetched into
     #                shared memory) or "ring1"/"ring"/"ring3" (persistent clusters, a block's slices of its next 1,
     #                2 or 3 rows in a ring of stages of shared memory)
     threads: int  # a block's threads (warp: rows a block = threads / 32)
@@ -198,6 +199,12 @@ def _sm_count(device_index: int) -> int:
 def dram_gbps_per_sm(device_index: int) -> float:
     """The DRAM's peak bandwidth (GB/s, from the device's attributes) over its SMs; 0 where the driver does not say."""
     return extension().dram_peak_gbps(device_index) / _sm_count(device_index)
+
+
+@lru_cache(maxsize=None)
+def loop_resident_clusters(device_index: int, itemsize: int, threads: int, cluster: int) -> int:
+    """Clusters of the loop kernel (``threads`` a block, ``cluster`` blocks) that fit on the GPU at once."""
+    return extension().softmax_loop_resident_clusters_on(device_index, itemsize == 2, threads, cluster)
 
 
 def device_softmax_plan(rows: int, cols: int, itemsize: int, device_index: int = 0) -> SoftmaxPlan:

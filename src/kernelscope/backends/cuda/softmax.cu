@@ -100,13 +100,20 @@ __device__ __forceinline__ unsigned softmax_smem_addr(const void* p) {
 template <bool ASYNC>
 __device__ __forceinline__ void softmax_cluster_start(ClusterPartials* partials) {
 #if SOFTMAX_CLUSTERS
-    if (ASYNC && threadIdx.x == 0) {
-        for (int i = 0; i < 2; ++i)
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(softmax_smem_addr(&partials->bar[i]))
-                         : "memory");
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    if constexpr (ASYNC) {
+        if (threadIdx.x == 0) {
+            for (int i = 0; i < 2; ++i)
+                asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(softmax_smem_addr(&partials->bar[i]))
+                             : "memory");
+            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        }
+        // Relaxed: the fence above publishes the mbarriers, and nothing else this block wrote must be seen by
+        // the others. cluster.barrier_arrive() releases: a MEMBAR.ALL.GPU at every block's start (sm_90a SASS).
+        // CUTLASS's pipelines start the same way.
+        asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+    } else {
+        cg::this_cluster().barrier_arrive();
     }
-    cg::this_cluster().barrier_arrive();
 #endif
 }
 
@@ -443,87 +450,95 @@ constexpr int softmax_loop_loads = sizeof(T) == 4 ? 8 : 4;
 // 64x262144 float32 in clusters of 16 (69.2% with the barrier), 69.8% at 1024 x 8 (67.2%), and bfloat16
 // 56.6% at 512 x 16 (53.3%). It costs 2 registers (float32 at 4 loads a lap: 50, not 48).
 template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kernel(
-    const T* __restrict__ x, T* __restrict__ y, int cols) {
+    const T* __restrict__ x, T* __restrict__ y, int rows, int cols) {
     using P = Pack16<T>;
     constexpr int U = softmax_loop_loads<T>;
     __shared__ float scratch_max[32], scratch_sum[32];
-    __shared__ ClusterPartials partials;  // a row a block: one half used
+    __shared__ ClusterPartials partials;
     const int csize = softmax_cluster_blocks(), rank = softmax_cluster_rank();
     if (csize > 1) softmax_cluster_start<true>(&partials);
-
-    const int64_t row = blockIdx.x / csize;
-    const T* xr = x + row * cols;
-    T* yr = y + row * cols;
-    const RowSplit s = split_row(xr, cols);
-    const bool out_aligned = (((uintptr_t)xr ^ (uintptr_t)yr) & 15) == 0;
-    const int first = (int)((int64_t)s.nvec * rank / csize), end = (int)((int64_t)s.nvec * (rank + 1) / csize);
+    const int64_t clusters = gridDim.x / csize;
     const int t = threadIdx.x, step = blockDim.x;
-    const T* xv = xr + s.head;  // the slice's 16-byte vectors: vector k at xv + k * N
-    T* yv = yr + s.head;
 
-    float m = -INFINITY, sum = 0.0f;  // this thread's running max and sum of exp(x - m)
-    auto add = [&](const float* v, int n) {
-        float vm = m;
-        for (int j = 0; j < n; ++j) vm = fmaxf(vm, v[j]);
-        if (vm == -INFINITY) return;  // nothing finite yet
-        sum *= softmax_exp(m, vm);  // m = -inf: 0 (sum is 0 too)
-        for (int j = 0; j < n; ++j) sum += softmax_exp(v[j], vm);
-        m = vm;
-    };
-    float v[U * P::N];
-    int k = first + t;
-    for (; k + (U - 1) * step < end; k += U * step) {  // U vectors a thread a lap, all loaded first
-        uint4 r[U];
-#pragma unroll
-        for (int u = 0; u < U; ++u) r[u] = load16(xv + (int64_t)(k + u * step) * P::N);
-#pragma unroll
-        for (int u = 0; u < U; ++u) P::unpack(r[u], v + u * P::N);
-        add(v, U * P::N);
-    }
-    for (; k < end; k += step) {  // fewer than U vectors left
-        P::unpack(load16(xv + (int64_t)k * P::N), v);
-        add(v, P::N);
-    }
-    if (rank == 0 && t < s.head) { v[0] = P::to_float(xr[t]); add(v, 1); }
-    if (rank == 0 && t < s.tail) { v[0] = P::to_float(xr[cols - s.tail + t]); add(v, 1); }
+    // A cluster a row (grid = rows x C) or, launched persistent ("loopp": as many clusters as fit at once), rows
+    // c, c + clusters, ...: no cluster waits for 16 free blocks of a GPC between rows.
+    int nth = 0;  // the block's rows so far: the parity of its pairs' half and mbarrier phase
+    for (int64_t row = blockIdx.x / csize; row < rows; row += clusters, ++nth) {
+        const T* xr = x + row * cols;
+        T* yr = y + row * cols;
+        const RowSplit s = split_row(xr, cols);
+        const bool out_aligned = (((uintptr_t)xr ^ (uintptr_t)yr) & 15) == 0;
+        const int first = (int)((int64_t)s.nvec * rank / csize), end = (int)((int64_t)s.nvec * (rank + 1) / csize);
+        const T* xv = xr + s.head;  // the slice's 16-byte vectors: vector k at xv + k * N
+        T* yv = yr + s.head;
 
-    const float block_m = softmax_block_reduce<true>(m, scratch_max);
-    const float shift = softmax_shift(block_m);
-    float block_sum = softmax_block_reduce<false>(sum * softmax_exp(m, shift), scratch_sum);  // m = -inf: 0
-    float2 row_stats = make_float2(block_m, block_sum);
-    if (csize > 1) row_stats = cluster_combine<true>(row_stats, &partials, 0);
-    const float row_shift = softmax_shift(row_stats.x), inv = 1.0f / row_stats.y;
-
-    auto write = [&](float* w, int64_t vec) {  // exp(w - max) / sum into vector vec of the slice
+        float m = -INFINITY, sum = 0.0f;  // this thread's running max and sum of exp(x - m)
+        auto add = [&](const float* v, int n) {
+            float vm = m;
+            for (int j = 0; j < n; ++j) vm = fmaxf(vm, v[j]);
+            if (vm == -INFINITY) return;  // nothing finite yet
+            sum *= softmax_exp(m, vm);  // m = -inf: 0 (sum is 0 too)
+            for (int j = 0; j < n; ++j) sum += softmax_exp(v[j], vm);
+            m = vm;
+        };
+        float v[U * P::N];
+        // This thread's vectors are first + t + j * step for j < count; pass 1 takes them U a lap from j = 0,
+        // then the fewer than U left one at a time.
+        const int count = first + t < end ? (end - first - t + step - 1) / step : 0, laps_end = count / U * U;
+        for (int j = 0; j < laps_end; j += U) {  // U vectors a thread a lap, all loaded first
+            uint4 r[U];
 #pragma unroll
-        for (int j = 0; j < P::N; ++j) w[j] = softmax_exp(w[j], row_shift) * inv;
-        T* p = yv + vec * P::N;
-        if (out_aligned) {
-            store16(p, P::pack(w));
-        } else {
+            for (int u = 0; u < U; ++u) r[u] = load16(xv + (int64_t)(first + t + (j + u) * step) * P::N);
 #pragma unroll
-            for (int j = 0; j < P::N; ++j) p[j] = P::from_float(w[j]);
+            for (int u = 0; u < U; ++u) P::unpack(r[u], v + u * P::N);
+            add(v, U * P::N);
         }
-    };
-    k = first + t;
-    for (; k + (U - 1) * step < end; k += U * step) {
-        uint4 r[U];
-#pragma unroll
-        for (int u = 0; u < U; ++u) r[u] = load16(xv + (int64_t)(k + u * step) * P::N);
-#pragma unroll
-        for (int u = 0; u < U; ++u) {
-            P::unpack(r[u], v);
-            write(v, k + u * step);
+        for (int j = laps_end; j < count; ++j) {
+            P::unpack(load16(xv + (int64_t)(first + t + j * step) * P::N), v);
+            add(v, P::N);
         }
-    }
-    for (; k < end; k += step) {
-        P::unpack(load16(xv + (int64_t)k * P::N), v);
-        write(v, k);
-    }
-    if (rank == 0 && t < s.head) yr[t] = P::from_float(softmax_exp(P::to_float(xr[t]), row_shift) * inv);
-    if (rank == 0 && t < s.tail) {
-        const int64_t i = cols - s.tail + t;
-        yr[i] = P::from_float(softmax_exp(P::to_float(xr[i]), row_shift) * inv);
+        if (rank == 0 && t < s.head) { v[0] = P::to_float(xr[t]); add(v, 1); }
+        if (rank == 0 && t < s.tail) { v[0] = P::to_float(xr[cols - s.tail + t]); add(v, 1); }
+
+        const float block_m = softmax_block_reduce<true>(m, scratch_max);
+        const float shift = softmax_shift(block_m);
+        float block_sum = softmax_block_reduce<false>(sum * softmax_exp(m, shift), scratch_sum);  // m = -inf: 0
+        float2 row_stats = make_float2(block_m, block_sum);
+        if (csize > 1) row_stats = cluster_combine<true>(row_stats, &partials, nth);
+        const float row_shift = softmax_shift(row_stats.x), inv = 1.0f / row_stats.y;
+
+        auto write = [&](float* w, int j) {  // exp(w - max) / sum into this thread's j-th vector
+#pragma unroll
+            for (int i = 0; i < P::N; ++i) w[i] = softmax_exp(w[i], row_shift) * inv;
+            T* p = yv + (int64_t)(first + t + j * step) * P::N;
+            if (out_aligned) {
+                store16(p, P::pack(w));
+            } else {
+#pragma unroll
+                for (int i = 0; i < P::N; ++i) p[i] = P::from_float(w[i]);
+            }
+        };
+        // Pass 2 re-reads the slice backwards, the vectors pass 1 read last first: where a block's slice is
+        // several laps, they are the likeliest to be in L2 still.
+        for (int j = count - 1; j >= laps_end; --j) {
+            P::unpack(load16(xv + (int64_t)(first + t + j * step) * P::N), v);
+            write(v, j);
+        }
+        for (int j = laps_end - U; j >= 0; j -= U) {
+            uint4 r[U];
+#pragma unroll
+            for (int u = 0; u < U; ++u) r[u] = load16(xv + (int64_t)(first + t + (j + u) * step) * P::N);
+#pragma unroll
+            for (int u = 0; u < U; ++u) {
+                P::unpack(r[u], v);
+                write(v, j + u);
+            }
+        }
+        if (rank == 0 && t < s.head) yr[t] = P::from_float(softmax_exp(P::to_float(xr[t]), row_shift) * inv);
+        if (rank == 0 && t < s.tail) {
+            const int64_t i = cols - s.tail + t;
+            yr[i] = P::from_float(softmax_exp(P::to_float(xr[i]), row_shift) * inv);
+        }
     }
 }
 
@@ -744,7 +759,7 @@ template <typename T, int S> __launch_bounds__(1024) __global__ void softmax_rin
 // ---- host side -------------------------------------------------------------
 
 enum SoftmaxStrategy { SOFTMAX_WARP = 0, SOFTMAX_BLOCK = 1, SOFTMAX_LOOP = 2, SOFTMAX_PIPE = 3, SOFTMAX_RING2 = 4,
-                       SOFTMAX_RING3 = 5, SOFTMAX_RING1 = 6 };
+                       SOFTMAX_RING3 = 5, SOFTMAX_RING1 = 6, SOFTMAX_LOOP_PERSISTENT = 7 };
 
 // Clusters of 9 to 16 blocks are non-portable: each kernel allows them once.
 template <auto Kernel>
@@ -819,6 +834,17 @@ static cudaError_t launch_persistent(int rows, int threads, int cluster, int sta
     return cudaLaunchKernelEx(&config, Kernel, args...);
 }
 
+// Clusters of `cluster` blocks of Kernel, `threads` each, that fit on the GPU at once: the persistent launch's grid.
+template <auto Kernel>
+static cudaError_t resident_clusters(int threads, int cluster, int* clusters) {
+    const cudaError_t allowed = allow_cluster<Kernel>(cluster);
+    if (allowed != cudaSuccess) return allowed;
+    cudaLaunchAttribute attribute;
+    cudaLaunchConfig_t config = cluster_config(threads, cluster, 0, 0, attribute);
+    config.gridDim = dim3(cluster);
+    return cudaOccupancyMaxActiveClusters(clusters, Kernel, &config);
+}
+
 // softmax_exact_kernel where every row is exactly EPT x threads aligned elements (cols = EPT x threads and both
 // tensors 16-byte aligned: then so is every row), else softmax_block_kernel.
 template <typename T, int EPT>
@@ -861,7 +887,9 @@ static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols
         return cudaErrorInvalidValue;  // slice too wide for the block's registers: more threads, a larger cluster, or LOOP
     }
     if (strategy == SOFTMAX_LOOP)
-        return launch_clustered<softmax_loop_kernel<T>>((int)grid, threads, cluster, stream, x, y, cols);
+        return launch_clustered<softmax_loop_kernel<T>>((int)grid, threads, cluster, stream, x, y, rows, cols);
+    if (strategy == SOFTMAX_LOOP_PERSISTENT)
+        return launch_persistent<softmax_loop_kernel<T>>(rows, threads, cluster, 0, stream, x, y, rows, cols);
     if (strategy == SOFTMAX_PIPE) {
         const int stage = (int)(need / N) * threads * 16;  // a thread's vectors of the next row, 16 bytes each
         if (need <= 16) return launch_persistent<softmax_pipe_kernel<T, 16>>(rows, threads, cluster, stage, stream, x, y, rows, cols);
@@ -886,7 +914,8 @@ static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols
 }
 
 // strategy: 0 warp per row, 1 block (cluster == 1) or cluster per row, 2 loop, 3 pipe, 4 and 5 ring of 2 and 3 stages,
-// 6 ring of one stage (a block's slice of one row in shared memory).
+// 6 ring of one stage (a block's slice of one row in shared memory), 7 loop in a persistent grid (a cluster takes
+// rows in turn).
 // threads: a block's threads (warp: rows a block = threads / 32). All three come
 // from kernels.softmax_plan, or a tuning script.
 cudaError_t launch_softmax(const void* x, void* y, int rows, int cols, bool bf16, int strategy, int threads,
@@ -894,4 +923,13 @@ cudaError_t launch_softmax(const void* x, void* y, int rows, int cols, bool bf16
     if (rows == 0 || cols == 0) return cudaSuccess;
     return bf16 ? launch_softmax_t<__nv_bfloat16>(x, y, rows, cols, strategy, threads, cluster, stream)
                 : launch_softmax_t<float>(x, y, rows, cols, strategy, threads, cluster, stream);
+}
+
+// The loop kernel's clusters that fit on this GPU at once (threads a block, blocks a cluster): how many rows a
+// round of them takes. Clusters must sit in one GPC, so this is not SMs x blocks an SM / cluster.
+cudaError_t softmax_loop_resident_clusters(bool bf16, int threads, int cluster, int* clusters) {
+    if (threads < 32 || threads > 1024 || threads % 32 != 0) return cudaErrorInvalidValue;
+    if (cluster < 1 || cluster > SOFTMAX_MAX_CLUSTER) return cudaErrorInvalidValue;
+    return bf16 ? resident_clusters<softmax_loop_kernel<__nv_bfloat16>>(threads, cluster, clusters)
+                : resident_clusters<softmax_loop_kernel<float>>(threads, cluster, clusters);
 }

@@ -51,12 +51,23 @@ def dram_gbps_per_sm(device_index: int) -> float:
     return gbps / sm_count(device_index)
 
 
-def grid_stride_blocks(device: torch.device, work_items: int, per_block: int, blocks_per_sm: int) -> int:
-    """Blocks for a grid-stride loop: enough to cover ``work_items`` once, at most a resident grid."""
+def grid_stride_blocks(device: torch.device, work_items: int, per_block: int, blocks_per_sm: int,
+                       balanced: bool = False) -> int:
+    """Blocks for a grid-stride loop: enough to cover ``work_items`` once, at most a resident grid.
+
+    ``balanced``: of those, the fewest that still take the same number of laps (``per_block`` items a block a lap),
+    so that every block's laps are whole: at 2^24 elements and 528 resident blocks of 4096 a lap, 512 blocks of 8
+    laps each, not 528 of 7.76 (whose last 0.76 lap a thread reads an element at a time, a DRAM latency each).
+    """
     needed = max(1, -(-work_items // per_block))
-    if SIMULATED:
-        return min(needed, SIM_BLOCKS)
-    return min(needed, sm_count(device.index or 0) * blocks_per_sm)
+    cap = SIM_BLOCKS if SIMULATED else sm_count(device.index or 0) * blocks_per_sm
+    return balanced_blocks(needed, cap) if balanced else min(needed, cap)
+
+
+def balanced_blocks(needed: int, cap: int) -> int:
+    """The fewest blocks, at most ``cap``, that cover ``needed`` block-laps in as few laps as ``cap`` blocks do."""
+    laps = -(-needed // cap)
+    return -(-needed // laps)
 
 
 def resident_blocks_per_sm(threads: int, blocks_per_sm: int) -> int:

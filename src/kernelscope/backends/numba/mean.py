@@ -51,6 +51,10 @@ ONE_LAUNCH = True
 # mean config), and slower: on the H100 at 7a5908c, 33.18 us at 2^24 against the scalar loads' 27.54, 394.3 us at
 # 2^28 against 345.7 (results-proofs/2026-11-26-h100/session14/m1). Off; the H200 has not timed it.
 VECTOR_LOADS = False
+# The grid: the fewest blocks (at most BLOCKS_PER_SM an SM) whose laps are whole (common.grid_stride_blocks). At
+# 2^24 elements the full grid's threads each read 62 elements: 7 laps of 8, then 6 loads one after another, each
+# waiting on DRAM; a grid of 512 blocks reads 64 a thread, 8 whole laps.
+BALANCED_GRID = True
 
 
 @cache
@@ -179,9 +183,11 @@ def finish_mean(partials, out, n):
 
 def launch_mean(x: torch.Tensor, out: torch.Tensor | None = None, threads: int | None = None,
                 blocks_per_sm: int | None = None, unroll: int | None = None,
-                one_launch: bool | None = None, vector_loads: bool | None = None) -> torch.Tensor:
-    """mean with an explicit launch shape for the partial sums, one launch or two, 16-byte loads or 4-byte ones
-    (None: the module defaults). 16-byte loads only where x's data is 16-byte aligned (a sliced view may not be)."""
+                one_launch: bool | None = None, vector_loads: bool | None = None,
+                balanced_grid: bool | None = None) -> torch.Tensor:
+    """mean with an explicit launch shape for the partial sums, one launch or two, 16-byte loads or 4-byte ones,
+    the grid balanced to whole laps or full (None: the module defaults). 16-byte loads only where x's data is
+    16-byte aligned (a sliced view may not be)."""
     threads = threads or (SIM_THREADS if SIMULATED else THREADS)
     blocks_per_sm = resident_blocks_per_sm(threads, blocks_per_sm or BLOCKS_PER_SM)
     unroll = unroll or (2 if SIMULATED else UNROLL)
@@ -189,7 +195,8 @@ def launch_mean(x: torch.Tensor, out: torch.Tensor | None = None, threads: int |
     vector = (VECTOR_LOADS if vector_loads is None else vector_loads) and x.data_ptr() % 16 == 0
     y = torch.empty((), device=x.device, dtype=x.dtype) if out is None else out
     n = x.numel()
-    blocks = grid_stride_blocks(x.device, n, threads * unroll * (4 if vector else 1), blocks_per_sm)
+    balanced = BALANCED_GRID if balanced_grid is None else balanced_grid
+    blocks = grid_stride_blocks(x.device, n, threads * unroll * (4 if vector else 1), blocks_per_sm, balanced)
     partials = torch.empty(blocks, device=x.device, dtype=torch.float32)
     s = stream()
     finish = SIM_THREADS if SIMULATED else FINISH_THREADS
