@@ -483,19 +483,18 @@ template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kerne
         };
         float v[U * P::N];
         // This thread's vectors are first + t + j * step for j < count; pass 1 takes them U a lap from j = 0,
-        // then the fewer than U left one at a time.
+        // the last lap short (its loads issued together too, not one after another: a DRAM latency each).
         const int count = first + t < end ? (end - first - t + step - 1) / step : 0, laps_end = count / U * U;
-        for (int j = 0; j < laps_end; j += U) {  // U vectors a thread a lap, all loaded first
+        constexpr unsigned NEG_INF = sizeof(T) == 4 ? 0xff800000u : 0xff80ff80u;  // -inf in each element
+        for (int j = 0; j < count; j += U) {  // U vectors a thread a lap, all loaded first; the last lap may be short
             uint4 r[U];
 #pragma unroll
-            for (int u = 0; u < U; ++u) r[u] = load16(xv + (int64_t)(first + t + (j + u) * step) * P::N);
+            for (int u = 0; u < U; ++u)
+                r[u] = j + u < count ? load16(xv + (int64_t)(first + t + (j + u) * step) * P::N)
+                                     : make_uint4(NEG_INF, NEG_INF, NEG_INF, NEG_INF);  // adds nothing
 #pragma unroll
             for (int u = 0; u < U; ++u) P::unpack(r[u], v + u * P::N);
             add(v, U * P::N);
-        }
-        for (int j = laps_end; j < count; ++j) {
-            P::unpack(load16(xv + (int64_t)(first + t + j * step) * P::N), v);
-            add(v, P::N);
         }
         if (rank == 0 && t < s.head) { v[0] = P::to_float(xr[t]); add(v, 1); }
         if (rank == 0 && t < s.tail) { v[0] = P::to_float(xr[cols - s.tail + t]); add(v, 1); }
@@ -518,11 +517,21 @@ template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kerne
                 for (int i = 0; i < P::N; ++i) p[i] = P::from_float(w[i]);
             }
         };
-        // Pass 2 re-reads the slice backwards, the vectors pass 1 read last first: where a block's slice is
-        // several laps, they are the likeliest to be in L2 still.
-        for (int j = count - 1; j >= laps_end; --j) {
-            P::unpack(load16(xv + (int64_t)(first + t + j * step) * P::N), v);
-            write(v, j);
+        // Pass 2 re-reads the slice's laps backwards, the short one first: the vectors pass 1 read last are the
+        // likeliest to be in L2 still where a block's slice is several laps.
+        constexpr int H = U / 2;  // the short lap in halves: a whole lap's guarded loads and stores spill (ptxas)
+        for (int j = laps_end; j < count; j += H) {
+            uint4 r[H];
+#pragma unroll
+            for (int u = 0; u < H; ++u)
+                if (j + u < count) r[u] = load16(xv + (int64_t)(first + t + (j + u) * step) * P::N);
+#pragma unroll
+            for (int u = 0; u < H; ++u) {
+                if (j + u < count) {
+                    P::unpack(r[u], v);
+                    write(v, j + u);
+                }
+            }
         }
         for (int j = laps_end - U; j >= 0; j -= U) {
             uint4 r[U];
