@@ -29,6 +29,8 @@
 #   tune      scripts/gpu/tune_{triton,cuda,numba}.py: launch-shape sweeps of the tuned kernels (issue #9);
 #             TUNE_ARGS=--quick: the first candidates only, which are issue #15's (loop, pipe, regs plans);
 #             TUNE_BACKENDS="numba": one script
+#   numbaasm  scripts/gpu/numba_asm_probe.py: mean-numba's forms as Numba compiled them (registers, local memory,
+#             loads), their PTX into numba-asm/ (#15)
 #   profile   kernelscope profile --ncu --demos: torch.profiler, Nsight Compute, compiled code, the
 #             lecture's demos, into profiles/<machine> (issue #8); PROFILE_ARGS="--op softmax --shape 8192x8192"
 #             in place of --demos narrows it
@@ -136,6 +138,7 @@ steps() {
   step crosscheck sh -c "kernelscope crosscheck ${CROSSCHECK_ARGS:-} > $STATE/peers.txt 2> $STATE/peers.log; echo rc=\$?; tail -n 25 $STATE/peers.txt"
   step compilechoice sh -c "python3 scripts/gpu/compile_choice_probe.py ${COMPILECHOICE_ARGS:-} --json $STATE/compile-choice.json > $STATE/compile-choice.txt 2>&1; echo rc=\$?; cat $STATE/compile-choice.txt"
   step tune sh -c "for b in ${TUNE_BACKENDS:-triton cuda numba}; do echo \"--- \$b\"; timeout 300 python3 scripts/gpu/tune_\$b.py ${TUNE_ARGS:-} --json $STATE/tune_\$b.json > $STATE/tune_\$b.txt 2>&1; echo \"rc=\$?\"; tail -n 4 $STATE/tune_\$b.txt; done"
+  step numbaasm sh -c "python3 scripts/gpu/numba_asm_probe.py --out $STATE/numba-asm > $STATE/numba-asm.txt 2>&1; echo rc=\$?; cat $STATE/numba-asm.txt"
   step profile sh -c "kernelscope profile --ncu ${PROFILE_ARGS:---demos} --out $STATE/profiles/$M --json > $STATE/profile.jsonl 2> $STATE/profile.log;
     echo rc=\$?; tail -n 5 $STATE/profile.log; kernelscope profile --cross-check --profiles-dir $STATE/profiles > $STATE/crosscheck.txt 2>&1; tail -n 40 $STATE/crosscheck.txt"
   step probe sh -c "for p in clock placement process; do python3 scripts/gpu/\${p}_probe.py --json $STATE/\$p-probe.json > $STATE/\$p-probe.txt 2>&1; done; tail -n 6 $STATE/*-probe.txt"
