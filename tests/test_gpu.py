@@ -268,24 +268,6 @@ def test_the_dram_peak_the_softmax_plan_reads_sits_above_what_a_copy_moves():
 
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-@pytest.mark.parametrize("rows, cols, ctas", [(300, 50257, 4), (20, 262144, 8), (40, 5003, 2)])
-def test_the_triton_cluster_plan_matches_the_reference(rows, cols, ctas, dtype):
-    # softmax_cluster_row_kernel with num_ctas = ctas: Triton spreads the row's tile over a thread-block cluster
-    # and reduces across its CTAs (the CPU path runs it in the interpreter as one program)
-    from kernelscope.backends.triton import softmax as tsoftmax
-    from kernelscope.check import error_against_reference
-
-    op = OPS["softmax"]
-    plan = tsoftmax.softmax_plan(rows, cols, 4 if dtype == "float32" else 2, 132, cluster_ctas=ctas)
-    assert (plan.strategy, plan.ctas) == ("cluster", ctas)
-    for name, x in softmax_rows(rows, cols, dtype, 9):
-        y = torch.full_like(x, float("nan"))
-        tsoftmax.softmax_planned(x, y, plan)
-        err = error_against_reference(op, x, y)
-        assert err <= op.tolerance[dtype], (name, ctas, err)
-
-
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("layout", ["aligned", "x off by one element", "y off by one element"])
 @pytest.mark.parametrize("overrides", [{}, {"persist_group": 1, "persist_vectorize": False}])
 def test_the_triton_persist_plan_cut_at_16_bytes_matches_the_reference(overrides, layout, dtype):

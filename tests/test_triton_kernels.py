@@ -175,9 +175,6 @@ PATHS = {
                                             persist_group=1, persist_vectorize=False), "persist"),
     "persist-group-32": ((5, 5000), dict(sm_count=2, max_row_block=1024, chunk=1024, persistent=True,
                                          persist_group=32), "persist"),
-    # a row across 4 CTAs of a cluster (num_ctas, which the interpreter runs as one program): pieces of 1251
-    # columns padded to 2048, the last one 1250 wide
-    "cluster": ((3, 5003), dict(sm_count=4, cluster_ctas=4), "cluster"),
 }
 
 

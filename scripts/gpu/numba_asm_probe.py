@@ -48,14 +48,14 @@ def main() -> int:
         nb_mean.launch_mean(x, y, threads, blocks_per_sm, unroll, True, vector)  # compiles this form
         torch.cuda.synchronize()
         kernel = nb_mean.mean_one_launch_kernel(threads, blocks_per_sm, unroll, vector)
-        sig = next(iter(kernel.overloads))
-        ptx = kernel.inspect_asm(sig)
+        # one overload (one signature was called): each query's dict has one entry
+        ptx, regs, local = (next(iter(q().values())) for q in (kernel.inspect_asm, kernel.get_regs_per_thread,
+                                                               kernel.get_local_mem_per_thread))
         label = f"threads={threads} blocks/SM={blocks_per_sm} unroll={unroll}{' 16-byte' if vector else ''}"
         name = re.sub(r"\W+", "_", label).strip("_")
         (out / f"mean_{name}.ptx").write_text(ptx)
         counts = [len(re.findall(p, ptx)) for p in (r"\bld\.global", r"\bld\.local", r"\bst\.local")]
-        print(f"{label:<44} {kernel.get_regs_per_thread(sig):>5} {kernel.get_local_mem_per_thread(sig):>8} "
-              + " ".join(f"{c:>9}" for c in counts), flush=True)
+        print(f"{label:<44} {regs:>5} {local:>8} " + " ".join(f"{c:>9}" for c in counts), flush=True)
     return 0
 
 

@@ -147,7 +147,7 @@ PERSIST_CHUNK_BYTES = 16 << 10
 class SoftmaxPlan:
     """How ``softmax_tuned`` launches for one shape: see ``softmax_plan``."""
 
-    strategy: str  # "row", "narrow", "split", "pipe", "persist" or "cluster"
+    strategy: str  # "row", "narrow", "split", "pipe" or "persist"
     block: int  # columns one program loads: the row's next power of two, or the split's (or persist's) chunk
     num_warps: int
     rows_per_program: int = 1  # row / narrow
@@ -158,7 +158,6 @@ class SoftmaxPlan:
     stages: int = 0  # persist: pass 1's chunks in flight a program
     group: int = 1  # persist: pass 1's tile rows; a thread folds group x 16 bytes of a chunk into one (max, sum)
     vectorize: bool = True  # persist: cut each row where it is 16-byte aligned (see softmax_persistent_kernel)
-    ctas: int = 1  # cluster: the CTAs of a thread-block cluster a row is held across (Triton's num_ctas)
 
     def launches(self, rows: int) -> int:
         groups = triton.cdiv(rows, self.group_rows) if self.group_rows else 1
@@ -189,7 +188,7 @@ def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_c
                  pipe_group_bytes: int = PIPE_GROUP_BYTES, persistent: bool | None = None,
                  persist_programs_per_sm: int | None = None, l2_bytes: int = 0,
                  persist_stages: int | None = None, persist_group: int | None = None,
-                 persist_vectorize: bool = True, cluster_ctas: int = 1) -> SoftmaxPlan:
+                 persist_vectorize: bool = True) -> SoftmaxPlan:
     """The launch shape for a (rows, cols) softmax: pure Python, the thresholds are parameters.
 
     Rows up to ``max_row_block`` columns stay whole in one program (packed
@@ -206,15 +205,8 @@ def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_c
     passes ``persist_stages`` deep (by default PERSIST_STAGES for its programs an
     SM), pass 1 ``persist_group`` rows in its tile (by default a thread's share
     of a chunk in one (max, sum) pair), 16 bytes an access where the rows allow
-    (``persist_vectorize``); by default (None) when the rows give every program one. ``cluster_ctas`` > 1
-    (sm_90): a row a program, held in registers across that many CTAs of a cluster, each a piece of
-    ``cols / cluster_ctas`` columns padded to a power of two, ``split_warps`` (or about ``elems_per_thread``
-    elements a thread) warps a CTA.
+    (``persist_vectorize``); by default (None) when the rows give every program one.
     """
-    if cluster_ctas > 1:
-        piece = next_power_of_2(triton.cdiv(cols, cluster_ctas))
-        return SoftmaxPlan("cluster", piece, split_warps or _warps(piece, elems_per_thread, max_warps),
-                           ctas=cluster_ctas)
     block = next_power_of_2(cols)
     if block <= max_row_block:
         rows_per_program = 1
@@ -474,24 +466,6 @@ def softmax_persistent_kernel(x_ptr, y_ptr, n_rows, n_cols, x_row_stride, y_row_
                      eviction_policy=LAST_USE)
 
 
-@triton.jit
-def softmax_cluster_row_kernel(x_ptr, y_ptr, n_cols, piece_cols, x_row_stride, y_row_stride,
-                               SPLIT: tl.constexpr, PIECE: tl.constexpr):
-    """The cluster plan: a row a program, held in registers as a [SPLIT, PIECE] tile, piece i the columns
-    [i x piece_cols, (i + 1) x piece_cols). Launched with num_ctas = SPLIT on sm_90, Triton spreads the tile over
-    the CTAs of a thread-block cluster and reduces it across them through distributed shared memory: a row too
-    wide for one SM's registers, read once and written once. Pieces of equal width keep the CTAs' shares equal
-    where the row is not a power of two wide (50257 = 4 x 12565 in pieces of 16384, not 65536 padded whole)."""
-    row = tl.program_id(0)
-    j = tl.arange(0, PIECE)[None, :]
-    cols = tl.arange(0, SPLIT)[:, None] * piece_cols + j
-    mask = (j < piece_cols) & (cols < n_cols)
-    x = tl.load(x_ptr + row * x_row_stride + cols, mask=mask, other=-float("inf")).to(tl.float32)
-    numerator = tl.exp(x - tl.max(tl.max(x, axis=1), axis=0))
-    y = numerator * (1.0 / tl.sum(tl.sum(numerator, axis=1), axis=0))
-    tl.store(y_ptr + row * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=mask)
-
-
 def persist_vec(plan: SoftmaxPlan, x: torch.Tensor, y: torch.Tensor) -> int:
     """The persist kernel's VEC: 16 bytes of elements where x and y start 16-byte aligned with one row stride
     (every row then cut at the same column), else 1; and 1 where the plan asks for the per-element form."""
@@ -505,11 +479,6 @@ def softmax_planned(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torc
     rows, cols = x.shape
     if plan.strategy == "pipe":
         return _softmax_piped(x, y, plan)
-    if plan.strategy == "cluster":
-        softmax_cluster_row_kernel[(rows,)](x, y, cols, triton.cdiv(cols, plan.ctas), x.stride(0), y.stride(0),
-                                            SPLIT=plan.ctas, PIECE=plan.block, num_warps=plan.num_warps,
-                                            num_ctas=plan.ctas)
-        return y
     if plan.strategy == "persist":
         keep, last_use = _l2_hints(plan)
         softmax_persistent_kernel[(plan.programs,)](x, y, rows, cols, x.stride(0), y.stride(0), CHUNK=plan.block,
