@@ -29,7 +29,8 @@ from kernelscope.backends.numba import mean as nb_mean  # noqa: E402
 from kernelscope.catalog import OPS  # noqa: E402
 
 # (threads, blocks per SM, unroll, 16-byte loads): the forms tune_numba.py times
-FORMS = [(512, 4, 8, False), (512, 4, 16, False), (512, 4, 4, True), (512, 4, 8, True), (256, 8, 8, False)]
+FORMS = [(512, 4, 8, False), (512, 4, 16, False), (512, 4, 4, True), (512, 4, 8, True), (256, 8, 8, False),
+         (512, 4, 2, True), (512, 3, 4, True), (512, 2, 4, True), (512, 2, 8, True)]
 
 
 def main() -> int:

@@ -47,12 +47,15 @@ ELEMENTWISE_CONFIGS = [(256, 8, 4, True), (256, 8, 2, True), (256, 8, 4, False),
 ELEMENTWISE_SHAPES = [(8192, 8192), (16384, 16384)]  # --quick: the last
 # (threads, blocks per SM, unroll, one launch, 16-byte loads, grid balanced to whole laps): one launch = the last
 # block to finish sums the partials. Issue #15's candidates for mean at 2^24: the full grid (the default until the
-# balanced one), 16-byte loads (vector.load_f32x4) 4 and 2 a lap (8 a lap was slower at 8c08f43 on the H100,
-# balanced or not), 16 loads a lap, 256-thread blocks; --quick runs the first four.
-MEAN_CONFIGS = [(512, 4, 8, True, False, True), (512, 4, 8, True, False, False), (512, 4, 4, True, True, True),
-                (512, 4, 2, True, True, True), (512, 4, 16, True, False, True), (256, 8, 8, True, False, True),
-                (512, 4, 8, True, True, True), (512, 3, 8, True, False, True), (512, 4, 8, True, True, False),
-                (512, 4, 8, False, False, True), (1024, 2, 8, True, False, True), (512, 4, 4, True, False, True)]
+# balanced one), 16-byte loads (vector.load_f32x4). blocks/SM is also the kernel's launch bound: at 4 blocks of
+# 512 ptxas has 32 registers a thread, and 16-byte loads 4 or 8 a lap spilled there (numba_asm_probe.py, H200,
+# a757696: 8 and 40 bytes of local memory; 33.2 us against 27.5 on the H100 at 8c08f43), so they are timed at 3
+# and 2 blocks an SM too; --quick runs the first five.
+MEAN_CONFIGS = [(512, 4, 8, True, False, True), (512, 4, 2, True, True, True), (512, 3, 4, True, True, True),
+                (512, 2, 4, True, True, True), (512, 2, 8, True, True, True), (512, 4, 8, True, False, False),
+                (512, 4, 4, True, True, True), (512, 4, 16, True, False, True), (256, 8, 8, True, False, True),
+                (512, 4, 8, True, True, True), (512, 3, 8, True, False, True), (512, 4, 8, False, False, True),
+                (1024, 2, 8, True, False, True), (512, 4, 4, True, False, True)]
 MEAN_SHAPES = [(2**24,), (2**26,), (2**28,)]  # --quick: the first and the last
 
 
@@ -107,7 +110,7 @@ def sweep_elementwise(copy_gbps: float, quick: bool, op_name: str, variant: str,
 
 def sweep_mean(copy_gbps: float, quick: bool) -> Table:
     table = Table("mean-numba: threads / blocks per SM / unroll, one launch or two", copy_gbps)
-    configs = MEAN_CONFIGS[:4] if quick else MEAN_CONFIGS
+    configs = MEAN_CONFIGS[:5] if quick else MEAN_CONFIGS
     for shape in [MEAN_SHAPES[0], MEAN_SHAPES[-1]] if quick else MEAN_SHAPES:
         x = OPS["mean"].make_input(shape, DTYPE, DEVICE, 0)
         y = torch.empty((), device=DEVICE)

@@ -61,6 +61,12 @@ SOFTMAX_F32_LOOP = (512, 16)  # ... with these threads and cluster, and on a wid
 SOFTMAX_F32_LOOP_WIDE_DRAM = (512, 8)
 # wide_rows_probe.py at 5c8ffd3, 64x262144 float32: H200 512 x 8 57.8% of copy against 512 x 16's 55.6% (1024 x 8
 # 57.3%); the H100 the other way, 71.8% at 512 x 16 against 61.8% at 512 x 8.
+# bfloat16 rows split over this many blocks or more take the loop kernel in a persistent grid (a cluster takes rows
+# in turn), SOFTMAX_BF16_LOOP's threads and cluster. 64x262144 bfloat16 (wide_rows_probe.py --sweep, session 17):
+# H100 67.0% and 70.3% of copy at a0a87e3 and a757696 against the pipe kernel's 63.7% and 63.5% (a third box, at
+# 8c08f43: 66.2% against 68.5%); H200 54.9% against 52.4%. Not persistent: 66.4-66.5% (H100), 52.0% (H200).
+SOFTMAX_BF16_LOOP_FROM_CLUSTER = 16
+SOFTMAX_BF16_LOOP = (512, 8)
 SOFTMAX_PIPE_THREADS = 256  # bfloat16 rows split over a cluster: the pipe kernel, 256 threads, the same cluster
 # ... unless the cluster is this small or smaller: then the ring kernel (256 threads, 2 stages), which keeps the
 # slices of a block's next rows in flight. H100 a08c0b0: 512x50257 bfloat16 (cluster 4) ring 64.8% of copy against
@@ -142,7 +148,8 @@ def softmax_plan(rows: int, cols: int, sm_count: int, itemsize: int = 4, dram_gb
     more. A row wider than a block's registers whose slice fits one stage of shared memory takes the ring
     kernel of one stage (SOFTMAX_RING1_THREADS): float32 over its cluster, bfloat16 over
     SOFTMAX_BF16_RING1_CLUSTER blocks where the rows fill the SMs. Other bfloat16 rows split over a cluster of
-    up to 4 take the ring kernel, over larger clusters the pipe kernel. Where the DRAM's peak bandwidth an SM
+    up to 4 take the ring kernel, over larger clusters the pipe kernel, and over 16 the persistent loop kernel
+    (SOFTMAX_BF16_LOOP). Where the DRAM's peak bandwidth an SM
     (``dram_gbps_per_sm``) reaches SOFTMAX_WIDE_DRAM_GBPS_PER_SM, a float32 row of a block each is held
     SOFTMAX_LONE_EPT_WIDE_DRAM elements a thread, up to 1024 threads, and the loop kernel's float32 rows take
     SOFTMAX_F32_LOOP_WIDE_DRAM. The thresholds are H100 and H200 sweeps' (scripts/gpu/tune_cuda.py,
@@ -179,6 +186,8 @@ def softmax_plan(rows: int, cols: int, sm_count: int, itemsize: int = 4, dram_gb
         if (not f32 and rows >= sm_count and ring_bytes(cols, itemsize, SOFTMAX_RING1_THREADS,
                                                         SOFTMAX_BF16_RING1_CLUSTER, 1) <= SOFTMAX_RING_MAX_BYTES):
             return SoftmaxPlan("ring1", SOFTMAX_RING1_THREADS, SOFTMAX_BF16_RING1_CLUSTER)
+    if not f32 and cluster >= SOFTMAX_BF16_LOOP_FROM_CLUSTER:
+        return SoftmaxPlan("loopp", *SOFTMAX_BF16_LOOP)
     if (not f32 and 1 < cluster <= SOFTMAX_BF16_RING_MAX_CLUSTER
             and ring_bytes(cols, itemsize, SOFTMAX_PIPE_THREADS, cluster, 2) <= SOFTMAX_RING_MAX_BYTES):
         return SoftmaxPlan("ring", SOFTMAX_PIPE_THREADS, cluster)
