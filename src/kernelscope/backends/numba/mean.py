@@ -1,10 +1,12 @@
 """Numba CUDA mean: a one-launch reduction (or, as an option, two launches).
 
 Launch 1 (``partial_sums``): a grid of a few resident blocks per SM walks the
-array in a grid-stride loop, ``unroll`` independent loads a thread in flight,
-each added to its own float32 accumulator (independent adds, and shorter sums:
-less rounding). The block then reduces its threads' sums with warp shuffles
-and one slot per warp of shared memory, and writes one partial sum.
+array in a grid-stride loop, ``unroll`` independent loads a thread in flight
+(16 bytes each where x is 16-byte aligned, else one element), each added to its
+own float32 accumulator (independent adds, and shorter sums: less rounding). The
+grid is balanced so that every thread's laps are whole. The block then reduces
+its threads' sums with warp shuffles and one slot per warp of shared memory, and
+writes one partial sum.
 
 One launch (the default): a grid of one block (up to threads x unroll
 elements, 4096 at the defaults) writes the mean at once. Otherwise, after writing its partial, thread 0 of each block
@@ -47,10 +49,12 @@ UNROLL = 8
 FINISH_THREADS = 256
 ONE_LAUNCH = True
 # 16-byte loads (vector.load_f32x4) where x is 16-byte aligned: four elements a load, a quarter of the load
-# instructions and their address arithmetic. A candidate of issue #15 for mean at 2^24 (tune_numba.py's second
-# mean config), and slower: on the H100 at 7a5908c, 33.18 us at 2^24 against the scalar loads' 27.54, 394.3 us at
-# 2^28 against 345.7 (results-proofs/2026-11-26-h100/session14/m1). Off; the H200 has not timed it.
-VECTOR_LOADS = False
+# instructions and their address arithmetic, VECTOR_UNROLL of them a lap. 8 a lap was slower (H100, 7a5908c: 33.18
+# us at 2^24 against the scalar loads' 27.54): ptxas keeps a thread in 32 registers and put 40 bytes of it in local
+# memory (numba_asm_probe.py, session 17). 2 a lap, no local memory, read 27.10 us against 27.36 on the H100 and
+# 20.56 against 20.81 on the H200 (tune_numba.py --quick at c7b370f and a757696, balanced grids).
+VECTOR_LOADS = True
+VECTOR_UNROLL = 2
 # The grid: the fewest blocks (at most BLOCKS_PER_SM an SM) whose laps are whole (common.grid_stride_blocks). At
 # 2^24 elements the full grid's threads each read 62 elements: 7 laps of 8, then 6 loads one after another, each
 # waiting on DRAM; a grid of 512 blocks reads 64 a thread, 8 whole laps.
@@ -190,9 +194,9 @@ def launch_mean(x: torch.Tensor, out: torch.Tensor | None = None, threads: int |
     16-byte aligned (a sliced view may not be)."""
     threads = threads or (SIM_THREADS if SIMULATED else THREADS)
     blocks_per_sm = resident_blocks_per_sm(threads, blocks_per_sm or BLOCKS_PER_SM)
-    unroll = unroll or (2 if SIMULATED else UNROLL)
     check_threads(threads)
     vector = (VECTOR_LOADS if vector_loads is None else vector_loads) and x.data_ptr() % 16 == 0
+    unroll = unroll or (2 if SIMULATED else VECTOR_UNROLL if vector else UNROLL)
     y = torch.empty((), device=x.device, dtype=x.dtype) if out is None else out
     n = x.numel()
     balanced = BALANCED_GRID if balanced_grid is None else balanced_grid
