@@ -98,8 +98,8 @@ LONE_CASES = [
 ]
 NCU_CASES = [
     ("cuda-default 512x50257", "softmax-cuda", (512, 50257), "float32", None),
-    ("cuda-cluster-256x4 512x50257", "softmax-cuda", (512, 50257), "float32", ("cluster", 256, 4)),
     ("cuda-default 64x262144", "softmax-cuda", (64, 262144), "float32", None),
+    ("cuda-default 64x262144 bf16", "softmax-cuda", (64, 262144), "bfloat16", None),
     ("cuda-block-256 4096x4096", "softmax-cuda", (4096, 4096), "float32", ("block", 256, 1)),
     ("triton-tuned 512x50257", "softmax-triton-tuned", (512, 50257), "float32", None),
 ]
