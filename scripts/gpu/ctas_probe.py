@@ -12,8 +12,8 @@ triton.testing.do_bench, or its compiler error's first line printed.
 
 Triton 3.9 (this repository's CPU build) compiles the [1, BLOCK] form for sm_90
 with barrier.cluster and mapa in its PTX; Triton 3.6 (the GPU boxes', with torch
-2.11) failed every form on the H100 (session 17: "PassManager::run failed",
-TritonGPUPlanCTAPass).
+2.11) failed every form on the H100 and the H200 (session 17: "PassManager::run
+failed"; one form's log names TritonGPUPlanCTAPass).
 
     python3 scripts/gpu/ctas_probe.py 2>/dev/null
 
