@@ -60,7 +60,9 @@ from kernelscope.ops import shape_str  # noqa: E402
 # st.async and mbarriers since 0c018d8's sweep here (H100: 64x262144 float32 in clusters of 16 71.5% of copy
 # against the cluster barrier's 69.2%; results-proofs/2026-11-26-h100/session16/m1-loop-async-0c018d8), and, in
 # float32, 8 loads a lap since 23db91a's sweeps (H100 75.6% against 4 loads' 71.8%, H200 in clusters of 8 63.5%
-# against 57.7%; session16/m7 and ../2026-11-26-h200/session16/m6).
+# against 57.7%; session16/m7 and ../2026-11-26-h200/session16/m6). Session 17 (session17/m1-m3, H100; the H200's
+# m4): the loop kernel persistent ("loopp"), which won bfloat16's 64x262144 (softmax_plan's launch since), and
+# float32 64x262144 in clusters of 10-15, whose resident counts divide 64 rows more evenly: all behind 512 x 16.
 GRID = {
     ((512, 50257), "float32"): [
         ("cluster", 256, 4), ("ring1", 1024, 1), ("ring1", 512, 2), ("loopp", 512, 4), ("loop", 512, 4),

@@ -63,8 +63,8 @@ SOFTMAX_F32_LOOP_WIDE_DRAM = (512, 8)
 # 57.3%); the H100 the other way, 71.8% at 512 x 16 against 61.8% at 512 x 8.
 # bfloat16 rows split over this many blocks or more take the loop kernel in a persistent grid (a cluster takes rows
 # in turn), SOFTMAX_BF16_LOOP's threads and cluster. 64x262144 bfloat16 (wide_rows_probe.py --sweep, session 17):
-# H100 67.0% and 70.3% of copy at a0a87e3 and a757696 against the pipe kernel's 63.7% and 63.5% (a third box, at
-# 8c08f43: 66.2% against 68.5%); H200 54.9% against 52.4%. Not persistent: 66.4-66.5% (H100), 52.0% (H200).
+# H100 70.3% and 67.0% of copy at a0a87e3 and b971f6a against the pipe kernel's 63.5% and 63.7% (a third box, at
+# 8c08f43: 66.2% against 68.5%); H200 at a757696 54.9% against 52.4%. Not persistent: 66.4-66.5% (H100), 52.0% (H200).
 SOFTMAX_BF16_LOOP_FROM_CLUSTER = 16
 SOFTMAX_BF16_LOOP = (512, 8)
 SOFTMAX_PIPE_THREADS = 256  # bfloat16 rows split over a cluster: the pipe kernel, 256 threads, the same cluster

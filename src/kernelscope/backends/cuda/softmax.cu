@@ -443,8 +443,8 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 1024 : 512) __globa
 // clusters of 16 is 64 KiB a block, 8.4 MiB a wave of 132 blocks).
 // Those loads a lap: 8 in float32, 4 in bfloat16 (8 of its 8-element loads spill: ptxas, 64 registers). ncu at
 // 64x262144 float32 on the H100 (0c018d8) showed 4 loads a lap waiting on global memory 11.2 cycles an
-// instruction; at 8 a thread takes 62 registers (50 at 4), still two blocks of 512 an SM under
-// __launch_bounds__(1024)'s 64. wide_rows_probe.py --sweep at 23db91a, 64x262144 float32, 8 loads against 4:
+// instruction; at 8 a thread takes 62 registers (50 at 4; 64 since the rows loop and the short lap of session 17,
+// spill-free), still two blocks of 512 an SM under __launch_bounds__(1024)'s 64. wide_rows_probe.py --sweep at 23db91a, 64x262144 float32, 8 loads against 4:
 // H100 75.6% of copy against 71.8% (512 x 16, softmax_plan's launch there), 71.2% against 69.5% (1024 x 8);
 // H200 63.5% against 57.7% (512 x 8, its launch), 62.2% against 55.6% (512 x 16).
 template <typename T>
