@@ -440,7 +440,7 @@ def plan_softmax(rows: int, cols: int, device: torch.device, max_threads: int | 
     if path is None and cols <= REGS_DEFAULT_MAX_COLS and cols <= (regs_threads or REGS_MAX_THREADS) * REGS_MAX_EPT:
         path = "regs"
     if path == "regs":  # cols_per_thread: the elements a thread holds
-        wide_dram = not SIMULATED and dram_gbps_per_sm(device.index or 0) >= WIDE_DRAM_GBPS_PER_SM
+        wide_dram = dram_gbps_per_sm(device.index or 0) >= WIDE_DRAM_GBPS_PER_SM  # 0 under the simulator
         if cols_per_thread is None and wide_dram:
             cols_per_thread = REGS_EPT_WIDE_DRAM
         return regs_plan(cols, regs_threads, fast_exp, min_blocks, cols_per_thread, vector)
