@@ -128,26 +128,29 @@ def test_mean_partials_and_finish(n, threads, unroll, one_launch):
 
 
 @simulated
+@pytest.mark.parametrize("streaming", [False, True])
 @pytest.mark.parametrize("one_launch", [True, False])
 @pytest.mark.parametrize("n, threads, unroll", [(1000, 32, 2), (1003, 64, 3), (3, 32, 4)])
-def test_mean_with_16_byte_loads_covers_every_element(n, threads, unroll, one_launch):
+def test_mean_with_16_byte_loads_covers_every_element(n, threads, unroll, one_launch, streaming):
     # vector.load_f32x4's walk: whole laps of unroll vectors, the vectors left, then the n % 4 elements left
-    # (under the simulator four plain loads, the same indices); n = 3 has no vector at all
+    # (under the simulator four plain loads, the same indices); n = 3 has no vector at all; evict-first or not
     x = OPS["mean"].make_input((n,), "float32", DEVICE, 6)
     out = torch.full((), float("nan"))
-    launch_mean(x, out, threads, 8, unroll, one_launch, vector_loads=True)
+    launch_mean(x, out, threads, 8, unroll, one_launch, vector_loads=True, streaming_loads=streaming)
     within_tolerance("mean", x, out)
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("streaming", [False, True])
 @pytest.mark.parametrize("n", [2**24, 2**24 + 3, 1000, 5])
 @pytest.mark.parametrize("offset", [0, 1])
-def test_mean_with_16_byte_loads_on_the_gpu(n, offset):
-    # ld.global.v4.f32 from Numba (an @intrinsic); x one element past a 16-byte boundary takes the 4-byte loads
+def test_mean_with_16_byte_loads_on_the_gpu(n, offset, streaming):
+    # ld.global.v4.f32 from Numba (an @intrinsic), or ld.global.cs.v4.f32 (inline PTX, evict-first); x one
+    # element past a 16-byte boundary takes the 4-byte loads
     x = OPS["mean"].make_input((n + offset,), "float32", "cuda", 7)[offset:]
     for one_launch in (True, False):
         out = torch.full((), float("nan"), device="cuda")
-        launch_mean(x, out, None, None, None, one_launch, vector_loads=True)
+        launch_mean(x, out, None, None, None, one_launch, vector_loads=True, streaming_loads=streaming)
         within_tolerance("mean", x, out)
 
 

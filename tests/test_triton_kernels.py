@@ -151,6 +151,22 @@ def test_plan_thresholds_are_parameters():
     assert softmax_plan(3, 5000, 4, 4, max_row_block=1024, split_warps=2).num_warps == 2
 
 
+def test_a_row_is_cut_into_at_most_three_power_of_two_tiles():
+    # 50257 columns: 51200 slots (2% spare) where one power of two, 65536, would be 30% spare
+    assert tsoftmax.row_tiles(50257) == (32768, 16384, 2048)
+    assert tsoftmax.row_tiles(65536) == (65536, 1, 1) and tsoftmax.row_tiles(4000) == (4096, 1, 1)
+    assert tsoftmax.row_tiles(14003) == (8192, 4096, 2048)
+    for cols in (2049, 20000, 33000, 50257, 60000, 65535):
+        tiles = tsoftmax.row_tiles(cols)
+        assert sum(t for t in tiles if t > 1) >= cols and all(t & (t - 1) == 0 for t in tiles), (cols, tiles)
+        assert list(tiles) == sorted(tiles, reverse=True)
+    # offered, not chosen: the default keeps 512x50257 on persist until the GPU says otherwise
+    assert softmax_plan(512, 50257, 4, H100_SMS).strategy == "persist"
+    plan = softmax_plan(512, 50257, 4, H100_SMS, tiles_max_cols=65536)
+    assert (plan.strategy, plan.tiles, plan.block, plan.num_warps) == ("tiles", (32768, 16384, 2048), 51200, 32)
+    assert softmax_plan(64, 262144, 4, H100_SMS, tiles_max_cols=65536).strategy != "tiles"  # too wide
+
+
 def triton_next_pow2(n):
     return 1 << (n - 1).bit_length()
 
@@ -175,6 +191,11 @@ PATHS = {
                                             persist_group=1, persist_vectorize=False), "persist"),
     "persist-group-32": ((5, 5000), dict(sm_count=2, max_row_block=1024, chunk=1024, persistent=True,
                                          persist_group=32), "persist"),
+    # a program a row held in three tiles (8192 + 4096 + 2048 slots for 14003 columns, the last part masked);
+    # 14003 columns: each row's 16-byte cut differs, as 50257's does
+    "tiles": ((3, 14003), dict(sm_count=4, max_row_block=1024, tiles_max_cols=16384), "tiles"),
+    # a row that one tile covers, the other two unused (one masked-off column each)
+    "tiles-one": ((3, 4000), dict(sm_count=4, max_row_block=1024, tiles_max_cols=16384), "tiles"),
 }
 
 
@@ -214,12 +235,14 @@ def test_softmax_path_matches_reference(path, kind, dtype):
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("cols", [3, 13, 1031])
 @pytest.mark.parametrize("where", ["aligned", "x off 16 bytes", "y off 16 bytes", "y strided"])
-def test_persist_rows_cut_at_16_bytes_match_the_reference(cols, where, dtype):
+@pytest.mark.parametrize("strategy", ["persist", "tiles"])
+def test_rows_cut_at_16_bytes_match_the_reference(strategy, cols, where, dtype):
     # Rows narrower than a vector (all edge), and wider, at every offset from 16 bytes; the cut only where x and
-    # y start aligned with one row stride, else one element an access (persist_vec says which).
+    # y start aligned with one row stride, else one element an access (cut_vec says which).
     rows = 9
-    plan = softmax_plan(rows, cols, 4 if dtype == "float32" else 2, 2, max_row_block=2, chunk=256, persistent=True)
-    assert plan.strategy == "persist" and plan.vectorize
+    plan = softmax_plan(rows, cols, 4 if dtype == "float32" else 2, 2, max_row_block=2, chunk=256,
+                        persistent=strategy == "persist", tiles_max_cols=0 if strategy == "persist" else 2048)
+    assert plan.strategy == strategy and plan.vectorize
     if where == "x off 16 bytes":  # the same row stride as y, one element past an aligned start
         x = scaled((rows * cols + 1,), dtype, DEVICE, 0)[1:].view(rows, cols)
     else:
@@ -231,7 +254,7 @@ def test_persist_rows_cut_at_16_bytes_match_the_reference(cols, where, dtype):
         y = torch.full((rows, cols + 8), float("nan"), **nan)[:, :cols]
     else:
         y = torch.full((rows, cols), float("nan"), **nan)
-    vec = tsoftmax.persist_vec(plan, x, y)
+    vec = tsoftmax.persist_vec(plan, x, y) if strategy == "persist" else tsoftmax.cut_vec(x, y)
     assert vec == (16 // x.element_size() if where == "aligned" else 1), (where, vec)
     tsoftmax.softmax_planned(x, y, plan)
     assert torch.isfinite(y).all()

@@ -13,7 +13,20 @@ This probe times, with the suite's warm clock, the least work each case must do:
 Each row gives the floor's time and its share of the copy bandwidth: a target
 above a floor's share is out of reach at that size, whatever the kernel.
 
-Usage (GPU box): python3 scripts/gpu/floor_probe.py [--json FILE]    (under a minute on an H100)
+``--kernels`` adds each wide-row design's own floor: the kernel with its exps
+made free, beside the kernel itself, in the same process. softmax-cuda's plans
+(softmax_plan's and wide_rows_probe.py's grid) run from a second build of the
+extension with KERNELSCOPE_FREE_EXPS (softmax.cu: every exp a subtract);
+softmax-triton-tuned's plans (its default, persist, split and tiles) with
+FREE_EXPS (every exp an identity). The bytes, loads in flight, reductions,
+barriers and cluster exchanges stay as they are; what is left of the gap to
+the copy is the design's, not its math's. The free rows' outputs are no
+softmax and are not checked; the kernels themselves are checked before they
+are timed.
+
+Usage (GPU box): python3 scripts/gpu/floor_probe.py [--kernels [--quick]] [--json FILE]
+    (the copies: under a minute on an H100; --kernels: one more build of the extension, about a minute, and
+    about two minutes of timing, --quick: the default plans alone)
 """
 
 from __future__ import annotations
@@ -23,7 +36,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from tune import Table, args  # noqa: E402  (tune puts src/ on sys.path)
+import argparse  # noqa: E402
+
+from tune import Table  # noqa: E402  (tune puts src/ on sys.path)
 
 import torch  # noqa: E402
 
@@ -39,8 +54,63 @@ CASES = [
 ]
 
 
+WIDE = [((512, 50257), "float32"), ((512, 50257), "bfloat16"), ((64, 262144), "float32"), ((64, 262144), "bfloat16")]
+# softmax-triton-tuned's designs at the wide rows, softmax_plan overrides: one program a row reading it twice
+# (persist, 1 and 2 programs an SM), chunks in two launches (split), one program a row holding it (tiles).
+TRITON_PLANS = [{"persistent": True, "persist_programs_per_sm": 1}, {"persistent": True, "persist_programs_per_sm": 2},
+                {"persistent": False}, {"tiles_max_cols": 65536}]
+
+
+def kernel_floors(table: Table, quick: bool) -> None:
+    """Each wide-row plan of softmax-cuda and softmax-triton-tuned, checked and timed, then timed with free exps."""
+    import tune_cuda as T
+    from wide_rows_probe import GRID
+
+    from kernelscope.backends.cuda import build
+    from kernelscope.backends.cuda import kernels as K
+    from kernelscope.backends.triton import softmax as tsoftmax
+    from kernelscope.catalog import OPS
+
+    free = build.extension(("KERNELSCOPE_FREE_EXPS",))
+    op = OPS["softmax"]
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+
+    def pair(label, run, run_free, x, out, ref, scale, shape, dtype):
+        before = len(table.rows)
+        T.sweep_row(table, op, label, run, x, out, ref, scale, shape, dtype)
+        if len(table.rows) > before:  # checked and timed: now without its exps
+            table.add(label + " free exps", lambda: run_free(x, out), op.bytes_for(shape, dtype),
+                      shape_str(shape), dtype)
+
+    for shape, dtype in WIDE:
+        x = op.make_input(shape, dtype, "cuda", 1)
+        out = torch.empty_like(x)
+        ref, scale = T.reference(op, x)
+        table.add("copy (read + write)", lambda: out.copy_(x), op.bytes_for(shape, dtype), shape_str(shape), dtype)
+        for i, plan in enumerate(T.with_default(shape, dtype, [] if quick else GRID[(shape, dtype)])):
+            pair("cuda " + T.plan_label(plan) + (" (default)" if i == 0 else ""),
+                 lambda a, b, p=plan: K.softmax(a, b, plan=p),
+                 lambda a, b, p=plan: K.softmax(a, b, plan=p, module=free), x, out, ref, scale, shape, dtype)
+        itemsize = x.element_size()
+        plans = [("(default)", tsoftmax.default_plan(*shape, itemsize, x.device))]
+        if not quick:
+            plans += [(str(o), tsoftmax.softmax_plan(*shape, itemsize, sms, l2_bytes=tsoftmax.l2_bytes(x.device), **o))
+                      for o in TRITON_PLANS]
+        for name, plan in plans:
+            pair(f"triton {plan.strategy} {name}", lambda a, b, p=plan: tsoftmax.softmax_planned(a, b, p),
+                 lambda a, b, p=plan: tsoftmax.softmax_planned(a, b, p, free_exps=True), x, out, ref, scale, shape,
+                 dtype)
+        del x, out, ref
+        torch.cuda.empty_cache()
+
+
 def main() -> int:
-    opts = args(__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", help="write the rows as JSON records to this file")
+    parser.add_argument("--kernels", action="store_true",
+                        help="also each wide-row kernel beside itself with free exps (its design's floor)")
+    parser.add_argument("--quick", action="store_true", help="--kernels: the default plans alone")
+    opts = parser.parse_args()
     if not torch.cuda.is_available():
         print("floor_probe.py measures a GPU: none here", file=sys.stderr)
         return 2
@@ -56,8 +126,11 @@ def main() -> int:
                 table.add("torch.sum (read)", lambda: torch.sum(x), size, shape_str(shape), dtype)
                 table.add("torch.mean", lambda: torch.mean(x), size, shape_str(shape), dtype)
             del x
+    if opts.kernels:
+        kernel_floors(Table("the wide-row kernels, and each with free exps (its design's floor)", table.copy_gbps),
+                      opts.quick)
     table.dump(opts.json)
-    return 0
+    return 1 if opts.kernels and __import__("tune_cuda").FAILURES else 0
 
 
 if __name__ == "__main__":

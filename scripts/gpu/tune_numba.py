@@ -50,9 +50,11 @@ ELEMENTWISE_SHAPES = [(8192, 8192), (16384, 16384)]  # --quick: the last
 # balanced one), 16-byte loads (vector.load_f32x4). blocks/SM is also the kernel's launch bound: at 4 blocks of
 # 512 ptxas has 32 registers a thread, and 16-byte loads 4 or 8 a lap spilled there (numba_asm_probe.py, H200,
 # a757696: 8 and 40 bytes of local memory; 33.2 us against 27.5 on the H100 at 8c08f43), so they are timed at 3
-# and 2 blocks an SM too; --quick runs the first five.
+# and 2 blocks an SM too; then the 16-byte loads evict-first (ld.global.cs, mean-cuda's __ldcs; a seventh item,
+# True) at the default shape and at mean-cuda's 3 blocks of 4 loads; --quick runs the first seven.
 MEAN_CONFIGS = [(512, 4, 8, True, False, True), (512, 4, 2, True, True, True), (512, 3, 4, True, True, True),
-                (512, 2, 4, True, True, True), (512, 2, 8, True, True, True), (512, 4, 8, True, False, False),
+                (512, 2, 4, True, True, True), (512, 2, 8, True, True, True), (512, 4, 2, True, True, True, True),
+                (512, 3, 4, True, True, True, True), (512, 4, 8, True, False, False),
                 (512, 4, 4, True, True, True), (512, 4, 16, True, False, True), (256, 8, 8, True, False, True),
                 (512, 4, 8, True, True, True), (512, 3, 8, True, False, True), (512, 4, 8, False, False, True),
                 (1024, 2, 8, True, False, True), (512, 4, 4, True, False, True)]
@@ -110,17 +112,19 @@ def sweep_elementwise(copy_gbps: float, quick: bool, op_name: str, variant: str,
 
 def sweep_mean(copy_gbps: float, quick: bool) -> Table:
     table = Table("mean-numba: threads / blocks per SM / unroll, one launch or two", copy_gbps)
-    configs = MEAN_CONFIGS[:5] if quick else MEAN_CONFIGS
+    configs = MEAN_CONFIGS[:7] if quick else MEAN_CONFIGS
     for shape in [MEAN_SHAPES[0], MEAN_SHAPES[-1]] if quick else MEAN_SHAPES:
         x = OPS["mean"].make_input(shape, DTYPE, DEVICE, 0)
         y = torch.empty((), device=DEVICE)
         references(table, "mean", "mean-numba", "torch.mean", torch.mean, x, y)
         nbytes = OPS["mean"].bytes_for(shape, DTYPE)
-        for threads, blocks_per_sm, unroll, one, vector, balanced in configs:
+        for threads, blocks_per_sm, unroll, one, vector, balanced, *rest in configs:
+            streaming = bool(rest and rest[0])
             label = (f"{'1 launch' if one else '2 launches'} threads={threads} blocks/SM={blocks_per_sm} "
-                     f"unroll={unroll}{' 16-byte loads' if vector else ''}{' balanced' if balanced else ' full grid'}")
-            fn = checked("mean", x, lambda t=threads, b=blocks_per_sm, u=unroll, o=one, v=vector, g=balanced:
-                         nb_mean.launch_mean(x, y, t, b, u, o, v, g), label)
+                     f"unroll={unroll}{' 16-byte loads' if vector else ''}{' evict-first' if streaming else ''}"
+                     f"{' balanced' if balanced else ' full grid'}")
+            fn = checked("mean", x, lambda t=threads, b=blocks_per_sm, u=unroll, o=one, v=vector, g=balanced,
+                         st=streaming: nb_mean.launch_mean(x, y, t, b, u, o, v, g, st), label)
             table.add(label, fn, nbytes, shape_str(shape))
         del x
     return table

@@ -85,7 +85,8 @@ ROW_SWEEP = {
     (1024, 1024): [{"narrow_cols": 1024}],
     (4096, 4096): [{"few_warps_cols": 2048}, {"few_warps": 8}],
     (16384, 1000): [{"narrow_cols": 1024}],
-    (512, 50257): [{"max_row_block": 65536}],  # one program per row (the lecture's launch), for contrast
+    # one program a row: the lecture's launch (a 65536 tile, which spills), and the row in three tiles (51200)
+    (512, 50257): [{"tiles_max_cols": 65536}, {"max_row_block": 65536}],
 }
 QUICK_SHAPES = [(4096, 4096), (512, 50257), (64, 262144)]
 QUICK_SPLIT = 9  # the first of SPLIT_SWEEP under --quick
@@ -143,6 +144,8 @@ def plan_text(plan: tsoftmax.SoftmaxPlan, shape, itemsize: int) -> str:
     elif plan.strategy in ("split", "pipe"):
         what = (f"{plan.strategy} chunk={plan.block} w={plan.num_warps} group={plan.group_rows}r/"
                 f"{size(p['group_bytes'])}{' hints' if plan.l2_hints else ''}")
+    elif plan.strategy == "tiles":
+        what = f"tiles {'+'.join(str(t) for t in plan.tiles if t > 1)} w={plan.num_warps}"
     else:
         what = f"{plan.strategy} block={plan.block} rows/prog={plan.rows_per_program} w={plan.num_warps}"
     return f"{what} [DRAM {size(p['dram_bytes'])} L2 {size(p['l2_reread_bytes'])} x{p['launches']}]"

@@ -36,14 +36,16 @@ def sources() -> tuple[str, str]:
 
 
 @cache
-def extension():
+def extension(defines: tuple[str, ...] = ()):
+    """The extension, built once per source hash; ``defines``: macros for a measurement build beside it (the
+    probes' own: KERNELSCOPE_FREE_EXPS, softmax.cu's exps as subtracts), its own name and cache folder."""
     import torch
     from torch.utils.cpp_extension import load_inline
 
     cpp, cuda = sources()
     headers = [(HERE / name).read_text() for name in HEADERS]
-    key = hashlib.sha256("\0".join([cpp, cuda, *headers, torch.__version__, str(torch.version.cuda)]).encode()
-                         ).hexdigest()[:12]
+    key = hashlib.sha256("\0".join([cpp, cuda, *headers, *defines, torch.__version__, str(torch.version.cuda)]
+                                    ).encode()).hexdigest()[:12]
     name = f"kernelscope_cuda_{key}"
     build_dir = cache_root() / "torch_extensions" / name
     build_dir.mkdir(parents=True, exist_ok=True)
@@ -53,7 +55,7 @@ def extension():
               file=sys.stderr, flush=True)
     start = time.perf_counter()
     module = load_inline(name=name, cpp_sources=cpp, cuda_sources=cuda, functions=list(FUNCTIONS),
-                         extra_cuda_cflags=["-O3"], extra_include_paths=[str(HERE)],
+                         extra_cuda_cflags=["-O3", *(f"-D{d}" for d in defines)], extra_include_paths=[str(HERE)],
                          build_directory=str(build_dir), verbose=False)
     BUILD_TIMES[name] = time.perf_counter() - start
     if fresh:

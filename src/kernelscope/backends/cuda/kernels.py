@@ -279,14 +279,15 @@ def gelu_vec4(x, out=None, threads=None, blocks_per_sm=ELEMENTWISE_BLOCKS_PER_SM
     return extension().gelu_vec4(x, _out(x, out), threads, blocks_per_sm, unroll)
 
 
-def softmax(x, out=None, plan: SoftmaxPlan | None = None):
-    """Row softmax; plan (strategy, threads, cluster) overrides softmax_plan's choice."""
+def softmax(x, out=None, plan: SoftmaxPlan | None = None, module=None):
+    """Row softmax; plan (strategy, threads, cluster) overrides softmax_plan's choice; module: another build of
+    the extension (floor_probe.py's, build.extension's defines)."""
     rows, cols = x.shape
     if plan is None:
         strategy, threads, cluster = _softmax_launch(rows, cols, x.element_size(), x.device.index)
     else:
         strategy, threads, cluster = SOFTMAX_STRATEGIES[plan[0]], plan[1], plan[2]
-    return extension().softmax(x, _out(x, out), strategy, threads, cluster)
+    return (module or extension()).softmax(x, _out(x, out), strategy, threads, cluster)
 
 
 def mean(x, out=None, streaming=MEAN_STREAMING, blocks_per_sm=MEAN_BLOCKS_PER_SM, unroll=MEAN_UNROLL):

@@ -205,8 +205,6 @@ __device__ __forceinline__ void store_vectors(T* vecs, int first, int step, int 
     }
 }
 
-constexpr float SOFTMAX_LOG2E = 1.4426950408889634f;
-
 // 2^v, a subnormal result flushed to 0: one MUFU.EX2.
 __device__ __forceinline__ float softmax_exp2(float v) {
     float r;
@@ -218,9 +216,18 @@ __device__ __forceinline__ float softmax_exp2(float v) {
 // slice whose max is -inf). Not one FFMA, x log2(e) - m log2(e): m log2(e) rounds to float, an error of up to
 // 6e-5 in the exponent at m = 1000 that differs between the blocks of a cluster, each with its own max (the
 // offset stress input read 1.5e-5 to 4e-5 relative error at b61f0bc on the H200, over the 1e-5 tolerance).
+#ifndef KERNELSCOPE_FREE_EXPS
+constexpr float SOFTMAX_LOG2E = 1.4426950408889634f;
+
 __device__ __forceinline__ float softmax_exp(float x, float m) {
     return softmax_exp2((x - m) * SOFTMAX_LOG2E);
 }
+#else
+// scripts/gpu/floor_probe.py's build only (build.extension(("KERNELSCOPE_FREE_EXPS",))): every exp a subtract,
+// so each kernel moves its bytes, reduces and exchanges its pairs as it does, with no exp math. Its output is
+// not a softmax; the time says how far the kernel's memory, reductions and barriers alone go.
+__device__ __forceinline__ float softmax_exp(float x, float m) { return x - m; }
+#endif
 
 // What a row's or slice's exps subtract: its max, or 0 where the max is -inf (empty or fully masked), so the exps
 // are 0, not NaN (-inf - -inf).

@@ -38,7 +38,7 @@ from kernelscope.backends.numba import as_array, stream
 from kernelscope.backends.numba.common import (SIM_THREADS, SIMULATED, ZERO, block_sum, check_threads,
                                                 grid_stride_blocks, jit_bounded, quick_barriers,
                                                 resident_blocks_per_sm)
-from kernelscope.backends.numba.vector import load_f32x4
+from kernelscope.backends.numba.vector import load_f32x4, load_f32x4_streaming
 
 # Launch defaults: 4 blocks of 512 threads fill an SM's 2048 thread slots; 8
 # loads a thread in flight (32 KiB an SM) cover DRAM latency. Fewer blocks
@@ -55,6 +55,9 @@ ONE_LAUNCH = True
 # 20.56 against 20.81 on the H200 (tune_numba.py --quick at c7b370f and a757696, balanced grids).
 VECTOR_LOADS = True
 VECTOR_UNROLL = 2
+# The 16-byte loads marked evict-first (vector.load_f32x4_streaming, ld.global.cs), as mean-cuda's __ldcs: offered,
+# not the default, until the GPU says it helps.
+STREAMING_LOADS = False
 # The grid: the fewest blocks (at most BLOCKS_PER_SM an SM) whose laps are whole (common.grid_stride_blocks). At
 # 2^24 elements the full grid's threads each read 62 elements: 7 laps of 8, then 6 loads one after another, each
 # waiting on DRAM; a grid of 512 blocks reads 64 a thread, 8 whole laps.
@@ -62,11 +65,12 @@ BALANCED_GRID = True
 
 
 @cache
-def thread_sum(unroll: int, vector: bool = False):
+def thread_sum(unroll: int, vector: bool = False, streaming: bool = False):
     """This thread's share of x: a grid-stride walk, ``unroll`` loads in flight, each
     into its own float32 accumulator (independent adds, shorter sums, less rounding).
     ``vector``: the walk is over 16-byte vectors (x 16-byte aligned), then the
-    last x.size % 4 elements one at a time."""
+    last x.size % 4 elements one at a time; ``streaming``: those vectors loaded evict-first."""
+    load4 = load_f32x4_streaming if streaming else load_f32x4
 
     @cuda.jit(device=True)
     def thread_sum_of(x):
@@ -80,11 +84,11 @@ def thread_sum(unroll: int, vector: bool = False):
             n4 = n // 4
             while i + (unroll - 1) * stride < n4:
                 for u in range(unroll):
-                    a, b, c, d = load_f32x4(x, uint64(i + u * stride))
+                    a, b, c, d = load4(x, uint64(i + u * stride))
                     acc[u] += (a + b) + (c + d)
                 i += unroll * stride
             while i < n4:
-                a, b, c, d = load_f32x4(x, uint64(i))
+                a, b, c, d = load4(x, uint64(i))
                 acc[0] += (a + b) + (c + d)
                 i += stride
             i = n4 * 4 + cuda.grid(1)  # fewer than 4 elements left, for the first threads
@@ -104,10 +108,11 @@ def thread_sum(unroll: int, vector: bool = False):
 
 
 @cache
-def partial_sums_kernel(threads: int, blocks_per_sm: int, unroll: int, vector: bool = False):
+def partial_sums_kernel(threads: int, blocks_per_sm: int, unroll: int, vector: bool = False,
+                        streaming: bool = False):
     """Launch 1 for one launch shape (each shape compiles once)."""
 
-    sum_of = thread_sum(unroll, vector)
+    sum_of = thread_sum(unroll, vector, streaming)
 
     @jit_bounded(threads, blocks_per_sm)
     def partial_sums(x, partials):
@@ -121,10 +126,11 @@ def partial_sums_kernel(threads: int, blocks_per_sm: int, unroll: int, vector: b
 
 
 @cache
-def mean_one_launch_kernel(threads: int, blocks_per_sm: int, unroll: int, vector: bool = False):
+def mean_one_launch_kernel(threads: int, blocks_per_sm: int, unroll: int, vector: bool = False,
+                           streaming: bool = False):
     """Partial sums, and the last block to finish sums them (each shape compiles once)."""
 
-    sum_of = thread_sum(unroll, vector)
+    sum_of = thread_sum(unroll, vector, streaming)
 
     @jit_bounded(threads, blocks_per_sm)
     def mean_one_launch(x, partials, counter, out, n_elements):
@@ -188,10 +194,10 @@ def finish_mean(partials, out, n):
 def launch_mean(x: torch.Tensor, out: torch.Tensor | None = None, threads: int | None = None,
                 blocks_per_sm: int | None = None, unroll: int | None = None,
                 one_launch: bool | None = None, vector_loads: bool | None = None,
-                balanced_grid: bool | None = None) -> torch.Tensor:
+                balanced_grid: bool | None = None, streaming_loads: bool | None = None) -> torch.Tensor:
     """mean with an explicit launch shape for the partial sums, one launch or two, 16-byte loads or 4-byte ones,
-    the grid balanced to whole laps or full (None: the module defaults). 16-byte loads only where x's data is
-    16-byte aligned (a sliced view may not be)."""
+    the grid balanced to whole laps or full, the 16-byte loads evict-first or not (None: the module defaults).
+    16-byte loads only where x's data is 16-byte aligned (a sliced view may not be)."""
     threads = threads or (SIM_THREADS if SIMULATED else THREADS)
     blocks_per_sm = resident_blocks_per_sm(threads, blocks_per_sm or BLOCKS_PER_SM)
     check_threads(threads)
@@ -200,6 +206,7 @@ def launch_mean(x: torch.Tensor, out: torch.Tensor | None = None, threads: int |
     y = torch.empty((), device=x.device, dtype=x.dtype) if out is None else out
     n = x.numel()
     balanced = BALANCED_GRID if balanced_grid is None else balanced_grid
+    streaming = vector and (STREAMING_LOADS if streaming_loads is None else streaming_loads)
     blocks = grid_stride_blocks(x.device, n, threads * unroll * (4 if vector else 1), blocks_per_sm, balanced)
     partials = torch.empty(blocks, device=x.device, dtype=torch.float32)
     s = stream()
@@ -207,11 +214,11 @@ def launch_mean(x: torch.Tensor, out: torch.Tensor | None = None, threads: int |
     with quick_barriers():
         if ONE_LAUNCH if one_launch is None else one_launch:
             counter = ticket_counter(x.device)
-            mean_one_launch_kernel(threads, blocks_per_sm, unroll, vector)[blocks, threads, s](
+            mean_one_launch_kernel(threads, blocks_per_sm, unroll, vector, streaming)[blocks, threads, s](
                 as_array(x.view(-1)), as_array(partials), as_array(counter), as_array(y.view(1)), np.int64(n))
             return y
-        partial_sums_kernel(threads, blocks_per_sm, unroll, vector)[blocks, threads, s](as_array(x.view(-1)),
-                                                                                as_array(partials))
+        partial_sums_kernel(threads, blocks_per_sm, unroll, vector, streaming)[blocks, threads, s](
+            as_array(x.view(-1)), as_array(partials))
         finish_mean[1, finish, s](as_array(partials), as_array(y.view(1)), np.int64(n))
     return y
 

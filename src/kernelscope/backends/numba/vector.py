@@ -8,6 +8,10 @@ those extra instructions can be what a memory-bound kernel runs out of (issue
 #15: mean-numba at 2^24 elements trails mean-compile by 7% on the H100 and 11%
 on the H200, in the suite runs of c6c2837 and d456f66).
 
+``load_f32x4_streaming(x, i)`` is the same load marked evict-first, as CUDA
+C++'s ``__ldcs``: ``ld.global.cs.v4.f32`` by inline PTX (a read that no kernel
+reads again need not keep L2 lines; mean-cuda reads through it).
+
 ``load_f32x4(x, i)`` returns x[4i], ..., x[4i + 3] from one load: an
 ``@intrinsic`` (numba.cuda.extending) that emits LLVM's ``load <4 x float>``
 with 16-byte alignment from the array's data, which NVVM compiles to
@@ -27,6 +31,8 @@ if SIMULATED:
     def load_f32x4(x, i):
         j = 4 * i
         return x[j], x[j + 1], x[j + 2], x[j + 3]
+
+    load_f32x4_streaming = load_f32x4
 
     @cuda.jit(device=True)
     def store_f32x4(y, i, a, b, c, d):
@@ -53,6 +59,23 @@ else:
             address = _vector_address(context, builder, signature.args[0], args[0], signature.args[1], args[1])
             vector = builder.load(address, align=16)
             lanes = [builder.extract_element(vector, ir.Constant(ir.IntType(32), k)) for k in range(4)]
+            return context.make_tuple(builder, signature.return_type, lanes)
+
+        return sig, codegen
+
+    @intrinsic
+    def load_f32x4_streaming(typingctx, x, i):
+        if not (isinstance(x, types.Array) and x.dtype == types.float32 and isinstance(i, types.Integer)):
+            return None
+        sig = types.UniTuple(types.float32, 4)(x, i)
+
+        def codegen(context, builder, signature, args):
+            address = _vector_address(context, builder, signature.args[0], args[0], signature.args[1], args[1])
+            lanes_type = ir.LiteralStructType([ir.FloatType()] * 4)
+            loaded = builder.asm(ir.FunctionType(lanes_type, [ir.IntType(64)]),
+                                 "ld.global.cs.v4.f32 {$0, $1, $2, $3}, [$4];", "=f,=f,=f,=f,l",
+                                 [builder.ptrtoint(address, ir.IntType(64))], False)
+            lanes = [builder.extract_value(loaded, k) for k in range(4)]
             return context.make_tuple(builder, signature.return_type, lanes)
 
         return sig, codegen

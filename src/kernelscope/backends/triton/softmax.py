@@ -112,6 +112,14 @@ def softmax_online(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Te
 #             With 4 stages at one program an SM (PERSIST_STAGES), float32 in the
 #             suite runs of fa6d11e (H100) and d1a0df1 (H200): 68.0% and 60.4%.
 #
+# * "tiles":  one program of TILES_WARPS warps a row, the row held whole in registers as up to three
+#             power-of-two tiles (softmax_tiles_kernel): 50257 columns are 32768 + 16384 + 2048, 51200
+#             slots where one power of two would be 65536. One read and one write, no re-read. sm_90 SASS
+#             (Triton 3.9, compiled here): 64 registers a thread and no spill at 32 warps in float32 and
+#             bfloat16, where the row kernel's single 65536 tile spills 296 bytes a thread. One program an SM
+#             (its registers fill the SM's), so an SM's next row loads only once its row is written. Offered,
+#             not chosen (``tiles_max_cols``), until the GPU says it beats "persist".
+#
 # H100 measurements behind the defaults (scripts/gpu/tune_triton.py):
 # * 1024-wide rows, one to a program with 4 warps, beat 4 to a program with 16
 #   (1024x1024 f32 3.73 vs 3.96 us; 16384x1000 f32 47.24 vs 47.42): pack only rows up to 512.
@@ -141,14 +149,20 @@ PERSIST_STAGES = {1: 4, 2: 3}
 # 8192 columns 51.5% of copy on the H100 and 38.4% on the H200 against split's 45.4% and 34.6% (4096 columns:
 # 41.9% on the H100); float32 at 8192 columns lost (46.0% against 62.8% at 4096).
 PERSIST_CHUNK_BYTES = 16 << 10
+# tiles: the widest rows held whole in a program's registers as up to three power-of-two tiles (0: never chosen),
+# the smallest tile, and the program's warps (1024 threads: 64 registers a thread, 50 floats of a 50257-wide row).
+TILES_MAX_COLS = 0
+TILES_MIN_TILE = 2048
+TILES_WARPS = 32
 
 
 @dataclass(frozen=True)
 class SoftmaxPlan:
     """How ``softmax_tuned`` launches for one shape: see ``softmax_plan``."""
 
-    strategy: str  # "row", "narrow", "split", "pipe" or "persist"
-    block: int  # columns one program loads: the row's next power of two, or the split's (or persist's) chunk
+    strategy: str  # "row", "narrow", "split", "pipe", "persist" or "tiles"
+    block: int  # columns one program loads: the row's next power of two, the split's (or persist's) chunk, or
+    # the tiles' slots
     num_warps: int
     rows_per_program: int = 1  # row / narrow
     chunks: int = 1  # split: programs per row
@@ -158,6 +172,7 @@ class SoftmaxPlan:
     stages: int = 0  # persist: pass 1's chunks in flight a program
     group: int = 1  # persist: pass 1's tile rows; a thread folds group x 16 bytes of a chunk into one (max, sum)
     vectorize: bool = True  # persist: cut each row where it is 16-byte aligned (see softmax_persistent_kernel)
+    tiles: tuple[int, int, int] = (0, 0, 0)  # tiles: the row's tiles, largest first (1: an unused tile)
 
     def launches(self, rows: int) -> int:
         groups = triton.cdiv(rows, self.group_rows) if self.group_rows else 1
@@ -188,7 +203,7 @@ def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_c
                  pipe_group_bytes: int = PIPE_GROUP_BYTES, persistent: bool | None = None,
                  persist_programs_per_sm: int | None = None, l2_bytes: int = 0,
                  persist_stages: int | None = None, persist_group: int | None = None,
-                 persist_vectorize: bool = True) -> SoftmaxPlan:
+                 persist_vectorize: bool = True, tiles_max_cols: int = TILES_MAX_COLS) -> SoftmaxPlan:
     """The launch shape for a (rows, cols) softmax: pure Python, the thresholds are parameters.
 
     Rows up to ``max_row_block`` columns stay whole in one program (packed
@@ -205,7 +220,8 @@ def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_c
     passes ``persist_stages`` deep (by default PERSIST_STAGES for its programs an
     SM), pass 1 ``persist_group`` rows in its tile (by default a thread's share
     of a chunk in one (max, sum) pair), 16 bytes an access where the rows allow
-    (``persist_vectorize``); by default (None) when the rows give every program one.
+    (``persist_vectorize``); by default (None) when the rows give every program one. Rows wider than
+    ``max_row_block`` but at most ``tiles_max_cols`` columns: one program a row, the row in row_tiles' tiles.
     """
     block = next_power_of_2(cols)
     if block <= max_row_block:
@@ -217,6 +233,9 @@ def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_c
         cap = few_warps if rows_per_program == 1 and block <= few_warps_cols else max_warps
         return SoftmaxPlan("narrow" if rows_per_program > 1 else "row", block,
                            _warps(rows_per_program * block, elems_per_thread, cap), rows_per_program)
+    if cols <= tiles_max_cols:
+        tiles = row_tiles(cols)
+        return SoftmaxPlan("tiles", sum(t for t in tiles if t > 1), TILES_WARPS, tiles=tiles)
     if persist_programs_per_sm is None:
         persist_programs_per_sm = persist_programs(cols * itemsize, sm_count, l2_bytes)
     if persistent is None:  # see PERSIST_L2_SHARE and PERSIST_CHUNK_BYTES; rows too few for the grid lost
@@ -241,6 +260,20 @@ def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_c
                        chunks=chunks, group_rows=group_rows, l2_hints=l2_hints)
 
 
+def row_tiles(cols: int, min_tile: int = TILES_MIN_TILE) -> tuple[int, int, int]:
+    """Three powers of two, largest first, whose sum covers ``cols`` columns rounded up to ``min_tile``: the
+    first two the largest that fit, the third what is left, rounded up to a power of two; 1 where a tile is not
+    needed (a tile of one column, masked off). 50257 -> (32768, 16384, 2048); 65536 -> (65536, 1, 1)."""
+    left = -(-cols // min_tile) * min_tile
+    tiles = []
+    for _ in range(2):
+        tile = _floor_power_of_2(left) if left else 1
+        tiles.append(tile)
+        left -= tile if left else 0
+    tiles.append(next_power_of_2(left) if left else 1)
+    return tuple(tiles)
+
+
 def persist_programs(row_bytes: int, sm_count: int, l2_bytes: int) -> int:
     """Programs an SM for the persist plan: the most, 1 to PERSIST_MAX_PROGRAMS_PER_SM, whose rows in flight
     fill about PERSIST_L2_SHARE of L2 (rounded: 1.98 grids of rows fit is 2); the most where l2_bytes is 0."""
@@ -262,6 +295,16 @@ def sm_count(device: torch.device) -> int:
     if device.type != "cuda":
         return 4  # the interpreter: a small stand-in, so that short check shapes pack rows
     return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+@triton.jit
+def _exp(FREE: tl.constexpr, z):
+    """exp(z) in softmax-triton-tuned's wide-row kernels; FREE (scripts/gpu/floor_probe.py's measurement only):
+    z itself, so a kernel moves its bytes and reduces as it does with no exp math (its output is no softmax)."""
+    if FREE:
+        return z
+    else:
+        return tl.exp(z)
 
 
 @triton.jit
@@ -290,19 +333,20 @@ def softmax_rows_tuned_kernel(x_ptr, y_ptr, n_rows, n_cols, x_row_stride, y_row_
 # kernel for all of them, not one per value's divisibility.
 @triton.jit(do_not_specialize=["row0"])
 def softmax_chunk_stats_kernel(x_ptr, max_ptr, sum_ptr, row0, n_cols, x_row_stride, n_chunks,
-                               CHUNK: tl.constexpr, KEEP: tl.constexpr):
+                               CHUNK: tl.constexpr, KEEP: tl.constexpr, FREE_EXPS: tl.constexpr):
     """Split pass 1: one program per chunk of a row, writes the chunk's max and sum of exp(x - max).
 
     Reads its CHUNK elements of x once (from DRAM) and writes two floats.
     KEEP is the L2 eviction policy of the read: "evict_last" asks L2 to keep
     the chunk for pass 2 ("" leaves the default).
     """
-    _chunk_stats(x_ptr, max_ptr, sum_ptr, tl.program_id(0), row0, n_cols, x_row_stride, n_chunks, CHUNK, KEEP)
+    _chunk_stats(x_ptr, max_ptr, sum_ptr, tl.program_id(0), row0, n_cols, x_row_stride, n_chunks, CHUNK, KEEP,
+                 FREE_EXPS)
 
 
 @triton.jit
 def _chunk_stats(x_ptr, max_ptr, sum_ptr, index, row0, n_cols, x_row_stride, n_chunks, CHUNK: tl.constexpr,
-                 KEEP: tl.constexpr):
+                 KEEP: tl.constexpr, FREE_EXPS: tl.constexpr):
     """Pass 1 of chunk ``index`` of the group from row0 (the split and pipe plans share it)."""
     row = index // n_chunks
     chunk = index % n_chunks
@@ -315,13 +359,13 @@ def _chunk_stats(x_ptr, max_ptr, sum_ptr, index, row0, n_cols, x_row_stride, n_c
     # stand-in so that no -inf - (-inf) = NaN is formed.
     shift = tl.where(chunk_max == -float("inf"), 0.0, chunk_max)
     tl.store(max_ptr + index, chunk_max)
-    tl.store(sum_ptr + index, tl.sum(tl.exp(x - shift), axis=0))
+    tl.store(sum_ptr + index, tl.sum(_exp(FREE_EXPS, x - shift), axis=0))
 
 
 @triton.jit(do_not_specialize=["row0", "n_group_rows"])
 def softmax_chunk_write_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, row0, n_group_rows, n_cols,
                                x_row_stride, y_row_stride, n_chunks, CHUNK: tl.constexpr,
-                               CHUNKS_BLOCK: tl.constexpr, LAST_USE: tl.constexpr):
+                               CHUNKS_BLOCK: tl.constexpr, LAST_USE: tl.constexpr, FREE_EXPS: tl.constexpr):
     """Split pass 2: combine the row's chunk statistics, re-read the chunk, write exp(x - max) / sum.
 
     Reads n_chunks pairs of floats and CHUNK elements of x (from L2, pass 1
@@ -332,12 +376,12 @@ def softmax_chunk_write_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, row0, n_group_row
     # Walk the group backwards: the chunks pass 1 read last are the likeliest
     # to be still in L2 if the group turns out larger than the cache.
     _chunk_write(x_ptr, y_ptr, max_ptr, sum_ptr, n_group_rows * n_chunks - 1 - tl.program_id(0), row0, n_cols,
-                 x_row_stride, y_row_stride, n_chunks, CHUNK, CHUNKS_BLOCK, LAST_USE)
+                 x_row_stride, y_row_stride, n_chunks, CHUNK, CHUNKS_BLOCK, LAST_USE, FREE_EXPS)
 
 
 @triton.jit
 def _chunk_write(x_ptr, y_ptr, max_ptr, sum_ptr, index, row0, n_cols, x_row_stride, y_row_stride, n_chunks,
-                 CHUNK: tl.constexpr, CHUNKS_BLOCK: tl.constexpr, LAST_USE: tl.constexpr):
+                 CHUNK: tl.constexpr, CHUNKS_BLOCK: tl.constexpr, LAST_USE: tl.constexpr, FREE_EXPS: tl.constexpr):
     """Pass 2 of chunk ``index`` of the group from row0 (the split and pipe plans share it)."""
     row = index // n_chunks
     chunk = index % n_chunks
@@ -347,11 +391,11 @@ def _chunk_write(x_ptr, y_ptr, max_ptr, sum_ptr, index, row0, n_cols, x_row_stri
     chunk_sum = tl.load(sum_ptr + stats, mask=c < n_chunks, other=0.0)
     row_max = tl.max(chunk_max, axis=0)
     # Rescale each chunk's sum from its own max to the row's (0 for an all -inf chunk).
-    row_sum = tl.sum(chunk_sum * tl.exp(chunk_max - row_max), axis=0)
+    row_sum = tl.sum(chunk_sum * _exp(FREE_EXPS, chunk_max - row_max), axis=0)
     cols = chunk * CHUNK + tl.arange(0, CHUNK)
     mask = cols < n_cols
     x = tl.load(x_ptr + (row0 + row) * x_row_stride + cols, mask=mask, other=0.0, eviction_policy=LAST_USE)
-    y = tl.exp(x.to(tl.float32) - row_max) * (1.0 / row_sum)
+    y = _exp(FREE_EXPS, x.to(tl.float32) - row_max) * (1.0 / row_sum)
     tl.store(y_ptr + (row0 + row) * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=mask,
              eviction_policy=LAST_USE)
 
@@ -360,7 +404,7 @@ def _chunk_write(x_ptr, y_ptr, max_ptr, sum_ptr, index, row0, n_cols, x_row_stri
 def softmax_pipe_kernel(x_ptr, y_ptr, write_max_ptr, write_sum_ptr, stats_max_ptr, stats_sum_ptr,
                         write_row0, n_write_rows, stats_row0, n_stats_rows, n_cols, x_row_stride, y_row_stride,
                         n_chunks, CHUNK: tl.constexpr, CHUNKS_BLOCK: tl.constexpr, KEEP: tl.constexpr,
-                        LAST_USE: tl.constexpr):
+                        LAST_USE: tl.constexpr, FREE_EXPS: tl.constexpr):
     """The pipe plan's launch: pass 2 of one row group (its statistics at write_*) and pass 1 of the next
     (statistics into stats_*), as the split plan's two kernels do them, in one grid. Programs alternate
     between the two while both have chunks left, so every wave reads from DRAM, re-reads from L2 and writes.
@@ -377,10 +421,10 @@ def softmax_pipe_kernel(x_ptr, y_ptr, write_max_ptr, write_sum_ptr, stats_max_pt
         index = pid - both
     if is_write:  # backwards, as the split's pass 2: the chunks pass 1 read last first
         _chunk_write(x_ptr, y_ptr, write_max_ptr, write_sum_ptr, n_write - 1 - index, write_row0, n_cols,
-                     x_row_stride, y_row_stride, n_chunks, CHUNK, CHUNKS_BLOCK, LAST_USE)
+                     x_row_stride, y_row_stride, n_chunks, CHUNK, CHUNKS_BLOCK, LAST_USE, FREE_EXPS)
     else:
         _chunk_stats(x_ptr, stats_max_ptr, stats_sum_ptr, index, stats_row0, n_cols, x_row_stride, n_chunks,
-                     CHUNK, KEEP)
+                     CHUNK, KEEP, FREE_EXPS)
 
 
 def _l2_hints(plan: SoftmaxPlan) -> tuple[str, str]:
@@ -388,7 +432,7 @@ def _l2_hints(plan: SoftmaxPlan) -> tuple[str, str]:
     return ("evict_last", "evict_first") if plan.l2_hints else ("", "")
 
 
-def _softmax_piped(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torch.Tensor:
+def _softmax_piped(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan, free_exps: bool) -> torch.Tensor:
     """The pipe plan: groups g = 0..G-1, launch k = pass 2 of group k - 1 beside pass 1 of group k.
 
     Group g's statistics live in slot g % 2: launch k writes slot k % 2 and reads slot (k - 1) % 2, and the
@@ -408,14 +452,14 @@ def _softmax_piped(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torch
         softmax_pipe_kernel[((n_write + n_stats) * plan.chunks,)](
             x, y, w[0], w[1], st[0], st[1], write_row0, n_write, stats_row0, n_stats, cols, x.stride(0),
             y.stride(0), plan.chunks, CHUNK=plan.block, CHUNKS_BLOCK=next_power_of_2(plan.chunks), KEEP=keep,
-            LAST_USE=last_use, num_warps=plan.num_warps)
+            LAST_USE=last_use, FREE_EXPS=free_exps, num_warps=plan.num_warps)
     return y
 
 
 @triton.jit
 def softmax_persistent_kernel(x_ptr, y_ptr, n_rows, n_cols, x_row_stride, y_row_stride, CHUNK: tl.constexpr,
                               GROUP: tl.constexpr, VEC: tl.constexpr, STAGES: tl.constexpr, KEEP: tl.constexpr,
-                              LAST_USE: tl.constexpr):
+                              LAST_USE: tl.constexpr, FREE_EXPS: tl.constexpr):
     """The persist plan: program p takes rows p, p + grid, ...; each row read twice (the second time from L2).
 
     VEC > 1: x and y start 16-byte aligned with equal row strides, VEC elements are 16 bytes, and each row is
@@ -452,39 +496,95 @@ def softmax_persistent_kernel(x_ptr, y_ptr, n_rows, n_cols, x_row_stride, y_row_
             x = x.to(tl.float32)
             m_new = tl.maximum(m, tl.max(tl.max(x, axis=2), axis=0))
             shift = tl.where(m_new == -float("inf"), 0.0, m_new)  # lanes of padding only: no -inf - -inf
-            s = s * tl.exp(m - shift) + tl.sum(tl.sum(tl.exp(x - shift[None, :, None]), axis=2), axis=0)
+            s = (s * _exp(FREE_EXPS, m - shift)
+                 + tl.sum(tl.sum(_exp(FREE_EXPS, x - shift[None, :, None]), axis=2), axis=0))
             m = m_new
         row_max = tl.maximum(tl.max(m, axis=0), tl.max(x_edge, axis=0))
         shift = tl.where(row_max == -float("inf"), 0.0, row_max)
-        inv = 1.0 / (tl.sum(s * tl.exp(m - shift), axis=0) + tl.sum(tl.exp(x_edge - shift), axis=0))
-        tl.store(y_row + e_col, (tl.exp(x_edge - shift) * inv).to(y_ptr.dtype.element_ty), mask=e_mask)
+        inv = 1.0 / (tl.sum(s * _exp(FREE_EXPS, m - shift), axis=0)
+                     + tl.sum(_exp(FREE_EXPS, x_edge - shift), axis=0))
+        tl.store(y_row + e_col, (_exp(FREE_EXPS, x_edge - shift) * inv).to(y_ptr.dtype.element_ty), mask=e_mask)
         for start in tl.range(0, n_body, CHUNK, num_stages=STAGES):
             cols = start + tl.arange(0, CHUNK)
             mask = cols < n_body
             x = tl.load(x_body + cols, mask=mask, other=0.0, eviction_policy=LAST_USE).to(tl.float32)
-            tl.store(y_body + cols, (tl.exp(x - shift) * inv).to(y_ptr.dtype.element_ty), mask=mask,
+            tl.store(y_body + cols, (_exp(FREE_EXPS, x - shift) * inv).to(y_ptr.dtype.element_ty), mask=mask,
                      eviction_policy=LAST_USE)
 
 
-def persist_vec(plan: SoftmaxPlan, x: torch.Tensor, y: torch.Tensor) -> int:
-    """The persist kernel's VEC: 16 bytes of elements where x and y start 16-byte aligned with one row stride
-    (every row then cut at the same column), else 1; and 1 where the plan asks for the per-element form."""
-    vec = 16 // x.element_size() if plan.vectorize else 1
+@triton.jit
+def _tile_load(x_body, start, n_body, TILE: tl.constexpr):
+    cols = start + tl.arange(0, TILE)
+    return tl.load(x_body + cols, mask=cols < n_body, other=-float("inf")).to(tl.float32)
+
+
+@triton.jit
+def _tile_store(y_body, start, n_body, e, inv, TILE: tl.constexpr):
+    cols = start + tl.arange(0, TILE)
+    tl.store(y_body + cols, (e * inv).to(y_body.dtype.element_ty), mask=cols < n_body)
+
+
+@triton.jit
+def softmax_tiles_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, A: tl.constexpr, B: tl.constexpr,
+                         C: tl.constexpr, VEC: tl.constexpr, FREE_EXPS: tl.constexpr):
+    """The tiles plan: program r holds row r whole, its 16-byte body (cut as softmax_persistent_kernel's, VEC
+    elements an access) in tiles of A, B and C columns and its edges in one of 2 x VEC: one read, one write."""
+    row = tl.program_id(0)
+    x_row = x_ptr + row * x_row_stride
+    y_row = y_ptr + row * y_row_stride
+    head = tl.minimum((VEC - (row * x_row_stride) % VEC) % VEC, n_cols)
+    n_body = tl.multiple_of((n_cols - head) // VEC * VEC, VEC)
+    x_body = x_ptr + tl.multiple_of(row * x_row_stride + head, VEC)
+    y_body = y_ptr + tl.multiple_of(row * y_row_stride + head, VEC)
+    e = tl.arange(0, 2 * VEC)
+    e_col = tl.where(e < VEC, e, head + n_body + e - VEC)
+    e_mask = tl.where(e < VEC, e < head, e_col < n_cols)
+    x_edge = tl.load(x_row + e_col, mask=e_mask, other=-float("inf")).to(tl.float32)
+    xa = _tile_load(x_body, 0, n_body, A)
+    xb = _tile_load(x_body, A, n_body, B)
+    xc = _tile_load(x_body, A + B, n_body, C)
+    row_max = tl.maximum(tl.maximum(tl.max(xa, axis=0), tl.max(xb, axis=0)),
+                         tl.maximum(tl.max(xc, axis=0), tl.max(x_edge, axis=0)))
+    shift = tl.where(row_max == -float("inf"), 0.0, row_max)  # a row all -inf: exps of 0, no -inf - -inf
+    ea, eb, ec = _exp(FREE_EXPS, xa - shift), _exp(FREE_EXPS, xb - shift), _exp(FREE_EXPS, xc - shift)
+    ee = _exp(FREE_EXPS, x_edge - shift)
+    inv = 1.0 / (tl.sum(ea, axis=0) + tl.sum(eb, axis=0) + tl.sum(ec, axis=0) + tl.sum(ee, axis=0))
+    tl.store(y_row + e_col, (ee * inv).to(y_ptr.dtype.element_ty), mask=e_mask)
+    _tile_store(y_body, 0, n_body, ea, inv, A)
+    _tile_store(y_body, A, n_body, eb, inv, B)
+    _tile_store(y_body, A + B, n_body, ec, inv, C)
+
+
+def cut_vec(x: torch.Tensor, y: torch.Tensor) -> int:
+    """The elements of 16 bytes where x and y start 16-byte aligned with one row stride (every row of both then
+    cut at the same column, softmax_persistent_kernel's and softmax_tiles_kernel's VEC), else 1."""
     same_cut = x.stride(0) == y.stride(0) and x.data_ptr() % 16 == 0 and y.data_ptr() % 16 == 0
-    return vec if same_cut and plan.block % (plan.group * vec) == 0 else 1
+    return 16 // x.element_size() if same_cut else 1
 
 
-def softmax_planned(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torch.Tensor:
-    """Run ``plan`` on a 2-D ``x`` into ``y`` (same shape, contiguous rows)."""
+def persist_vec(plan: SoftmaxPlan, x: torch.Tensor, y: torch.Tensor) -> int:
+    """The persist kernel's VEC: cut_vec's, or 1 where the plan asks for the per-element form or its chunk's
+    tiles do not divide into vectors."""
+    vec = cut_vec(x, y) if plan.vectorize else 1
+    return vec if plan.block % (plan.group * vec) == 0 else 1
+
+
+def softmax_planned(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan, free_exps: bool = False) -> torch.Tensor:
+    """Run ``plan`` on a 2-D ``x`` into ``y`` (same shape, contiguous rows). ``free_exps``: the wide-row kernels
+    with every exp an identity (scripts/gpu/floor_probe.py's floors: their bytes and reductions, no softmax)."""
     rows, cols = x.shape
     if plan.strategy == "pipe":
-        return _softmax_piped(x, y, plan)
+        return _softmax_piped(x, y, plan, free_exps)
     if plan.strategy == "persist":
         keep, last_use = _l2_hints(plan)
         softmax_persistent_kernel[(plan.programs,)](x, y, rows, cols, x.stride(0), y.stride(0), CHUNK=plan.block,
                                                      GROUP=plan.group, VEC=persist_vec(plan, x, y),
                                                      STAGES=plan.stages, KEEP=keep, LAST_USE=last_use,
-                                                     num_warps=plan.num_warps)
+                                                     FREE_EXPS=free_exps, num_warps=plan.num_warps)
+        return y
+    if plan.strategy == "tiles":
+        softmax_tiles_kernel[(rows,)](x, y, cols, x.stride(0), y.stride(0), *plan.tiles, VEC=cut_vec(x, y),
+                                      FREE_EXPS=free_exps, num_warps=plan.num_warps)
         return y
     if plan.strategy != "split":
         grid = (triton.cdiv(rows, plan.rows_per_program),)
@@ -499,11 +599,12 @@ def softmax_planned(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torc
         group_rows = min(plan.group_rows, rows - row0)
         grid = (group_rows * plan.chunks,)
         softmax_chunk_stats_kernel[grid](x, chunk_max, chunk_sum, row0, cols, x.stride(0), plan.chunks,
-                                         CHUNK=plan.block, KEEP=keep, num_warps=plan.num_warps)
+                                         CHUNK=plan.block, KEEP=keep, FREE_EXPS=free_exps,
+                                         num_warps=plan.num_warps)
         softmax_chunk_write_kernel[grid](x, y, chunk_max, chunk_sum, row0, group_rows, cols, x.stride(0),
                                          y.stride(0), plan.chunks, CHUNK=plan.block,
                                          CHUNKS_BLOCK=next_power_of_2(plan.chunks), LAST_USE=last_use,
-                                         num_warps=plan.num_warps)
+                                         FREE_EXPS=free_exps, num_warps=plan.num_warps)
     return y
 
 
