@@ -68,7 +68,7 @@ def test_plan_packs_narrow_rows_but_leaves_a_program_per_sm():
 @pytest.mark.parametrize("rows,cols,itemsize", [(512, 50257, 4), (512, 50257, 2), (64, 262144, 4),
                                                 (64, 262144, 2)])
 def test_plan_splits_wide_rows_in_groups_that_fit_l2(rows, cols, itemsize):
-    plan = softmax_plan(rows, cols, itemsize, H100_SMS, persistent=False)  # the default for 512x50257 float32: persist
+    plan = softmax_plan(rows, cols, itemsize, H100_SMS, persistent=False)  # 512x50257's default: tiles
     assert plan.strategy == "split"
     assert plan.chunks == -(-cols // plan.block) and plan.block == tsoftmax.SPLIT_CHUNK
     groups = -(-rows // plan.group_rows)
@@ -93,13 +93,14 @@ def test_a_persistent_plan_is_one_launch_of_about_a_program_an_sm():
     assert (plan.strategy, plan.programs, plan.stages, plan.launches(512)) == ("persist", H100_SMS, 4, 1)
     # what L2 must keep for the re-read: a grid's worth of rows, 26.5 MB of the H100's 50
     assert plan.programs * 50257 * 4 < 30e6 and plan.predict(512, 50257, 4)["l2_reread_bytes"] == _io(512, 50257, 4)
-    # the default: float32 rows enough for the grid (H100 a08c0b0: 62.7% of copy, split 56.3%); where L2's size is
-    # not known, 2 programs an SM
-    assert softmax_plan(512, 50257, 4, H100_SMS).strategy == "persist"
-    assert softmax_plan(512, 50257, 4, H100_SMS).programs == 2 * H100_SMS
-    bf16 = softmax_plan(512, 50257, 2, H100_SMS)  # 16 KiB chunks: 8192 bfloat16 columns (51.5% against split's 45.4%)
+    # the default where "tiles" does not hold the row (tiles_max_cols=0 here): float32 rows enough for the grid
+    # (H100 a08c0b0: 62.7% of copy, split 56.3%); where L2's size is not known, 2 programs an SM
+    assert softmax_plan(512, 50257, 4, H100_SMS, tiles_max_cols=0).strategy == "persist"
+    assert softmax_plan(512, 50257, 4, H100_SMS, tiles_max_cols=0).programs == 2 * H100_SMS
+    # 16 KiB chunks: 8192 bfloat16 columns (51.5% against split's 45.4%)
+    bf16 = softmax_plan(512, 50257, 2, H100_SMS, tiles_max_cols=0)
     assert (bf16.strategy, bf16.block) == ("persist", tsoftmax.PERSIST_CHUNK_BYTES // 2)
-    assert softmax_plan(512, 50257, 4, H100_SMS).block == tsoftmax.PERSIST_CHUNK_BYTES // 4
+    assert softmax_plan(512, 50257, 4, H100_SMS, tiles_max_cols=0).block == tsoftmax.PERSIST_CHUNK_BYTES // 4
     assert softmax_plan(64, 262144, 4, H100_SMS).strategy == "split"  # 64 rows for 264 programs
     assert softmax_plan(512, 50257, 4, H100_SMS, persistent=False).strategy == "split"
     assert softmax_plan(64, 262144, 2, H100_SMS, persistent=True, persist_programs_per_sm=2).programs == 64
@@ -107,12 +108,12 @@ def test_a_persistent_plan_is_one_launch_of_about_a_program_an_sm():
     # pass 1 folds a thread's share of each chunk into one (max, sum) pair: 4096 columns over 16 warps, 8 each,
     # two vectors of 4; 8192 bfloat16 columns, 16 each, two vectors of 8
     for itemsize in (4, 2):
-        plan = softmax_plan(512, 50257, itemsize, H100_SMS)
+        plan = softmax_plan(512, 50257, itemsize, H100_SMS, tiles_max_cols=0)
         assert (plan.num_warps, plan.group, plan.vectorize) == (16, 2, True)
         assert plan.group * (16 // itemsize) * 32 * plan.num_warps == plan.block
-    assert softmax_plan(512, 50257, 4, H100_SMS, persist_group=1).group == 1
+    assert softmax_plan(512, 50257, 4, H100_SMS, persistent=True, persist_group=1).group == 1
     with pytest.raises(ValueError, match="persist_group=3"):
-        softmax_plan(512, 50257, 4, H100_SMS, persist_group=3)
+        softmax_plan(512, 50257, 4, H100_SMS, persistent=True, persist_group=3)
 
 
 H100_L2 = 50 << 20
@@ -122,8 +123,8 @@ def test_the_persist_grid_keeps_its_rows_in_flight_within_half_of_l2():
     # A grid's rows in flight are what pass 2 re-reads from L2. H100 (8ece016), 512x50257: float32 rows (201 KB)
     # at 2 programs an SM are 53 MB, the re-read missed (59.5% of copy, L2 hit 52%); at 1, 26.5 MB: 63.9%.
     # bfloat16 rows (100 KB) at 2 an SM are 26.5 MB: 61.2%.
-    f32 = softmax_plan(512, 50257, 4, H100_SMS, l2_bytes=H100_L2)
-    bf16 = softmax_plan(512, 50257, 2, H100_SMS, l2_bytes=H100_L2)
+    f32 = softmax_plan(512, 50257, 4, H100_SMS, l2_bytes=H100_L2, tiles_max_cols=0)
+    bf16 = softmax_plan(512, 50257, 2, H100_SMS, l2_bytes=H100_L2, tiles_max_cols=0)
     assert (f32.strategy, f32.programs) == ("persist", H100_SMS)
     assert (bf16.strategy, bf16.programs) == ("persist", 2 * H100_SMS)
     for plan, itemsize in ((f32, 4), (bf16, 2)):
@@ -132,23 +133,24 @@ def test_the_persist_grid_keeps_its_rows_in_flight_within_half_of_l2():
     # float32 at one an SM: 4 stages 66.4% of copy on the H100 and 60.6% on the H200, 3 stages 63.5% and 55.3%;
     # bfloat16 at two an SM: 3 stages 60.3% and 51.1%, 4 stages 59.5% and 49.6%)
     assert (f32.stages, bf16.stages) == (4, 3)
-    assert softmax_plan(512, 50257, 4, H100_SMS, l2_bytes=H100_L2, persist_stages=6).stages == 6
+    assert softmax_plan(512, 50257, 4, H100_SMS, l2_bytes=H100_L2, persist_stages=6, tiles_max_cols=0).stages == 6
     # narrower rows: never more than 2 an SM; rows wider than half of L2 over the SMs: still 1
     assert tsoftmax.persist_programs(20_000 * 4, H100_SMS, H100_L2) == tsoftmax.PERSIST_MAX_PROGRAMS_PER_SM
     assert tsoftmax.persist_programs(1 << 20, H100_SMS, H100_L2) == 1
     assert tsoftmax.persist_programs(201_028, H100_SMS, 0) == tsoftmax.PERSIST_MAX_PROGRAMS_PER_SM
     # 512 rows fill the grid of 132 or 264; fewer rows than the grid keep the split plan
-    assert softmax_plan(200, 50257, 4, H100_SMS, l2_bytes=H100_L2).strategy == "persist"
-    assert softmax_plan(200, 50257, 2, H100_SMS, l2_bytes=H100_L2).strategy == "split"
+    assert softmax_plan(200, 60000, 4, H100_SMS, l2_bytes=H100_L2).strategy == "persist"
+    assert softmax_plan(200, 60000, 2, H100_SMS, l2_bytes=H100_L2).strategy == "split"
 
 
 def test_plan_thresholds_are_parameters():
-    plan = softmax_plan(3, 5000, 4, 4, max_row_block=1024, chunk=1024, group_bytes=2 * 5000 * 4)
+    plan = softmax_plan(3, 5000, 4, 4, max_row_block=1024, chunk=1024, group_bytes=2 * 5000 * 4, tiles_max_cols=0)
     assert (plan.strategy, plan.chunks, plan.group_rows, plan.launches(3)) == ("split", 5, 2, 4)
     assert softmax_plan(3, 5000, 4, 4).strategy == "row"
     # a group is never less than a row, whatever the budget
-    assert softmax_plan(3, 5000, 4, 4, max_row_block=1024, group_bytes=1).group_rows == 1
-    assert softmax_plan(3, 5000, 4, 4, max_row_block=1024, split_warps=2).num_warps == 2
+    assert softmax_plan(3, 5000, 4, 4, max_row_block=1024, group_bytes=1, persistent=False).group_rows == 1
+    assert softmax_plan(3, 5000, 4, 4, max_row_block=1024, split_warps=2, persistent=False).num_warps == 2
+    assert softmax_plan(3, 5000, 4, 4, max_row_block=1024).strategy == "tiles"
 
 
 def test_a_row_is_cut_into_at_most_three_power_of_two_tiles():
@@ -160,11 +162,21 @@ def test_a_row_is_cut_into_at_most_three_power_of_two_tiles():
         tiles = tsoftmax.row_tiles(cols)
         assert sum(t for t in tiles if t > 1) >= cols and all(t & (t - 1) == 0 for t in tiles), (cols, tiles)
         assert list(tiles) == sorted(tiles, reverse=True)
-    # offered, not chosen: the default keeps 512x50257 on persist until the GPU says otherwise
-    assert softmax_plan(512, 50257, 4, H100_SMS).strategy == "persist"
-    plan = softmax_plan(512, 50257, 4, H100_SMS, tiles_max_cols=65536)
-    assert (plan.strategy, plan.tiles, plan.block, plan.num_warps) == ("tiles", (32768, 16384, 2048), 51200, 32)
-    assert softmax_plan(64, 262144, 4, H100_SMS, tiles_max_cols=65536).strategy != "tiles"  # too wide
+    # 512x50257's plan in both dtypes (H100 at 21b619a: float32 75.1% of copy against persist's 67.5%, bfloat16
+    # 63.3% against 61.3%): a program a row, or persistent with the next row in shared memory
+    for itemsize in (4, 2):
+        plan = softmax_plan(512, 50257, itemsize, H100_SMS)
+        assert (plan.strategy, plan.tiles, plan.block, plan.num_warps) == ("tiles", (32768, 16384, 2048), 51200, 32)
+        assert (plan.programs, plan.stages, plan.launches(512)) == (0, 1, 1)
+        assert plan.predict(512, 50257, itemsize)["l2_reread_bytes"] == 0  # one read, one write
+    plan = softmax_plan(512, 50257, 4, H100_SMS, tiles_persistent=True, tiles_stages=2)
+    assert (plan.strategy, plan.programs, plan.stages) == ("tiles", H100_SMS, 2)
+    assert softmax_plan(64, 262144, 4, H100_SMS).strategy != "tiles"  # too wide for a program's registers
+    assert softmax_plan(512, 51201, 4, H100_SMS).strategy == "persist"  # wider than TILES_MAX_COLS
+    # asking for persist or pipe gets them
+    assert softmax_plan(512, 50257, 4, H100_SMS, persistent=True).strategy == "persist"
+    assert softmax_plan(512, 50257, 4, H100_SMS, pipelined=True).strategy == "pipe"
+    assert softmax_plan(512, 50257, 4, H100_SMS, tiles_max_cols=0).strategy == "persist"
 
 
 def triton_next_pow2(n):
@@ -178,7 +190,8 @@ PATHS = {
     "narrow": ((13, 100), dict(sm_count=2), "narrow"),  # 4 rows a program, the last program part empty
     "row": ((5, 3000), dict(sm_count=4), "row"),
     # 3 rows in groups of 2 (so the stats buffer is reused), 5 chunks a row, the last one part full
-    "split": ((3, 5000), dict(sm_count=4, max_row_block=1024, chunk=1024, group_bytes=2 * 5000 * 4), "split"),
+    "split": ((3, 5000), dict(sm_count=4, max_row_block=1024, chunk=1024, group_bytes=2 * 5000 * 4,
+                              tiles_max_cols=0), "split"),
     # 5 rows in groups of 2, 2 and 1: four launches (pass 1 alone, two with both passes, the last one with more
     # pass-2 programs than pass-1 ones, then pass 2 alone), the statistics' two slots each used twice
     "pipe": ((5, 5000), dict(sm_count=4, max_row_block=1024, chunk=1024, pipelined=True,
@@ -196,6 +209,9 @@ PATHS = {
     "tiles": ((3, 14003), dict(sm_count=4, max_row_block=1024, tiles_max_cols=16384), "tiles"),
     # a row that one tile covers, the other two unused (one masked-off column each)
     "tiles-one": ((3, 4000), dict(sm_count=4, max_row_block=1024, tiles_max_cols=16384), "tiles"),
+    # persistent: 5 rows over 2 programs, each taking its rows in turn, the next row's tiles pipelined
+    "tiles-persistent": ((5, 14003), dict(sm_count=2, max_row_block=1024, tiles_persistent=True, tiles_stages=2),
+                         "tiles"),
 }
 
 
@@ -241,7 +257,7 @@ def test_rows_cut_at_16_bytes_match_the_reference(strategy, cols, where, dtype):
     # y start aligned with one row stride, else one element an access (cut_vec says which).
     rows = 9
     plan = softmax_plan(rows, cols, 4 if dtype == "float32" else 2, 2, max_row_block=2, chunk=256,
-                        persistent=strategy == "persist", tiles_max_cols=0 if strategy == "persist" else 2048)
+                        persistent=True if strategy == "persist" else None)
     assert plan.strategy == strategy and plan.vectorize
     if where == "x off 16 bytes":  # the same row stride as y, one element past an aligned start
         x = scaled((rows * cols + 1,), dtype, DEVICE, 0)[1:].view(rows, cols)

@@ -78,15 +78,18 @@ SPLIT_SWEEP = [{"persistent": True, "persist_stages": 3},
                {"pipelined": True}, {"persistent": True, "l2_hints": False},
                {"pipelined": True, "pipe_group_bytes": 8 * MB},
                {"pipelined": True, "pipe_group_bytes": 24 * MB}, {"pipelined": True, "chunk": 8192},
-               {"group_bytes": 32 * MB}, {"chunk": 8192}, {"split_warps": 8}, {"chunk": 8192, "split_warps": 8}]
+               {"group_bytes": 32 * MB, "persistent": False}, {"chunk": 8192, "persistent": False},
+               {"split_warps": 8, "persistent": False}, {"chunk": 8192, "split_warps": 8, "persistent": False}]
 # The row and narrow paths' alternatives to the defaults, in both dtypes: the
 # old defaults (narrow 4 rows / 16 warps at 1024 columns, 16 warps at 4096), 8 warps.
 ROW_SWEEP = {
     (1024, 1024): [{"narrow_cols": 1024}],
     (4096, 4096): [{"few_warps_cols": 2048}, {"few_warps": 8}],
     (16384, 1000): [{"narrow_cols": 1024}],
-    # one program a row: the lecture's launch (a 65536 tile, which spills), and the row in three tiles (51200)
-    (512, 50257): [{"tiles_max_cols": 65536}, {"max_row_block": 65536}],
+    # the tiles plan (the default since session 18) persistent, its next row pipelined or not; persist (the default
+    # before it); one program a row holding a 65536 tile (the lecture's launch, which spills)
+    (512, 50257): [{"tiles_persistent": True, "tiles_stages": 2}, {"tiles_persistent": True},
+                   {"tiles_max_cols": 0}, {"max_row_block": 65536}],
 }
 QUICK_SHAPES = [(4096, 4096), (512, 50257), (64, 262144)]
 QUICK_SPLIT = 9  # the first of SPLIT_SWEEP under --quick

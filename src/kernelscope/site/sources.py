@@ -65,7 +65,10 @@ def python_symbol(path: Path, symbol: str) -> SourceRef:
     scope: list[ast.stmt] = tree.body
     node = None
     for part in symbol.split("."):
-        node = next((n for n in scope if _defines(n, part)), None)
+        found = [n for n in _statements(scope) if _defines(n, part)]
+        # a def before a plain assignment: vector.py defines its intrinsics under `if SIMULATED: ... else:`, the
+        # simulator's names assigned, the GPU's defined
+        node = next((n for n in found if not isinstance(n, (ast.Assign, ast.AnnAssign))), found[0] if found else None)
         if node is None:
             raise SourceNotFound(f"{symbol} is not defined in {path.relative_to(ROOT)}")
         scope = getattr(node, "body", [])
@@ -73,6 +76,15 @@ def python_symbol(path: Path, symbol: str) -> SourceRef:
     while start > 1 and lines[start - 2].lstrip().startswith("#"):  # a comment block that introduces it
         start -= 1
     return SourceRef(path, start, node.end_lineno)
+
+
+def _statements(scope: list[ast.stmt]):
+    """The statements of a scope, those of its if/else blocks (at any depth) included, in order."""
+    for node in scope:
+        yield node
+        if isinstance(node, ast.If):
+            yield from _statements(node.body)
+            yield from _statements(node.orelse)
 
 
 def _defines(node: ast.stmt, name: str) -> bool:

@@ -212,13 +212,13 @@ __device__ __forceinline__ float softmax_exp2(float v) {
     return r;
 }
 
+#ifndef KERNELSCOPE_FREE_EXPS
+constexpr float SOFTMAX_LOG2E = 1.4426950408889634f;
+
 // exp(x - m) as 2^((x - m) log2(e)). x = -inf gives 0; m must be finite (the kernels shift by 0 for a row or
 // slice whose max is -inf). Not one FFMA, x log2(e) - m log2(e): m log2(e) rounds to float, an error of up to
 // 6e-5 in the exponent at m = 1000 that differs between the blocks of a cluster, each with its own max (the
 // offset stress input read 1.5e-5 to 4e-5 relative error at b61f0bc on the H200, over the 1e-5 tolerance).
-#ifndef KERNELSCOPE_FREE_EXPS
-constexpr float SOFTMAX_LOG2E = 1.4426950408889634f;
-
 __device__ __forceinline__ float softmax_exp(float x, float m) {
     return softmax_exp2((x - m) * SOFTMAX_LOG2E);
 }

@@ -55,9 +55,10 @@ ONE_LAUNCH = True
 # 20.56 against 20.81 on the H200 (tune_numba.py --quick at c7b370f and a757696, balanced grids).
 VECTOR_LOADS = True
 VECTOR_UNROLL = 2
-# The 16-byte loads marked evict-first (vector.load_f32x4_streaming, ld.global.cs), as mean-cuda's __ldcs: offered,
-# not the default, until the GPU says it helps.
-STREAMING_LOADS = False
+# The 16-byte loads marked evict-first (vector.load_f32x4_streaming, ld.global.cs), as mean-cuda's __ldcs. H100 at
+# 21b619a (tune_numba.py --quick): 26.43 us at 2^24 against 27.25 (numba_asm_probe.py: 30 registers, no local
+# memory); at 2^28 349.4 against 350.3.
+STREAMING_LOADS = True
 # The grid: the fewest blocks (at most BLOCKS_PER_SM an SM) whose laps are whole (common.grid_stride_blocks). At
 # 2^24 elements the full grid's threads each read 62 elements: 7 laps of 8, then 6 loads one after another, each
 # waiting on DRAM; a grid of 512 blocks reads 64 a thread, 8 whole laps.
