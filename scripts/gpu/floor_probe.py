@@ -56,10 +56,9 @@ CASES = [
 
 WIDE = [((512, 50257), "float32"), ((512, 50257), "bfloat16"), ((64, 262144), "float32"), ((64, 262144), "bfloat16")]
 # softmax-triton-tuned's designs at the wide rows, softmax_plan overrides: one program a row reading it twice
-# (persist, 1 and 2 programs an SM), chunks in two launches (split), a persistent program an SM holding a row
-# while the next one comes into shared memory (tiles, pipelined; the default tiles plan is a program a row).
+# (persist, 1 and 2 programs an SM), chunks in two launches (split); the default at 512x50257 holds the row (tiles).
 TRITON_PLANS = [{"persistent": True, "persist_programs_per_sm": 1}, {"persistent": True, "persist_programs_per_sm": 2},
-                {"persistent": False}, {"tiles_persistent": True, "tiles_stages": 2}]
+                {"persistent": False}]
 
 
 def kernel_floors(table: Table, quick: bool) -> None:

@@ -86,10 +86,9 @@ ROW_SWEEP = {
     (1024, 1024): [{"narrow_cols": 1024}],
     (4096, 4096): [{"few_warps_cols": 2048}, {"few_warps": 8}],
     (16384, 1000): [{"narrow_cols": 1024}],
-    # the tiles plan (the default since session 18) persistent, its next row pipelined or not; persist (the default
-    # before it); one program a row holding a 65536 tile (the lecture's launch, which spills)
-    (512, 50257): [{"tiles_persistent": True, "tiles_stages": 2}, {"tiles_persistent": True},
-                   {"tiles_max_cols": 0}, {"max_row_block": 65536}],
+    # persist (the default before the tiles plan, session 18); one program a row holding a 65536 tile (the
+    # lecture's launch, which spills)
+    (512, 50257): [{"tiles_max_cols": 0}, {"max_row_block": 65536}],
 }
 QUICK_SHAPES = [(4096, 4096), (512, 50257), (64, 262144)]
 QUICK_SPLIT = 9  # the first of SPLIT_SWEEP under --quick

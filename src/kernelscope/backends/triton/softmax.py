@@ -118,9 +118,8 @@ def softmax_online(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Te
 #             slots where one power of two would be 65536. One read and one write, no re-read. sm_90 SASS
 #             (Triton 3.9, compiled here): 64 registers a thread and no spill at 32 warps in float32 and
 #             bfloat16, where the row kernel's single 65536 tile spills 296 bytes a thread. One program an SM
-#             (its registers fill the SM's), so an SM's next row loads only once its row is written, unless
-#             the program is persistent and Triton's pipeliner copies the next row into shared memory
-#             (``tiles_persistent``, ``tiles_stages`` = 2: 200 KB of it in float32). Chosen for rows up to
+#             (its registers fill the SM's), so an SM's next row loads only once its row is written (a
+#             persistent form, the next row pipelined into shared memory, read slower). Chosen for rows up to
 #             TILES_MAX_COLS columns (512x50257, H100: float32 75.1% of copy, bfloat16 63.3%, against persist's
 #             67.5% and 61.3%; floor_probe.py --kernels: with its exps free, 83.5% and 71.2%).
 #
@@ -157,7 +156,8 @@ PERSIST_CHUNK_BYTES = 16 << 10
 # smallest tile, and the program's warps (1024 threads: 64 registers a thread, 50 floats of a 50257-wide row).
 # H100 at 21b619a, 512x50257, a program a row: float32 75.1% of copy against persist's 67.5%, bfloat16 63.3% against
 # 61.3% (tune_triton.py --quick; floor_probe.py --kernels in the same lease: 75.2% and 63.6% against 68.1% and
-# 61.3%). 51200: the measured row's slots; a row of more floats a thread than that is untried.
+# 61.3%). The suite run of d28e6fb timed the kernel's row-loop form, since undone (softmax_tiles_kernel).
+# 51200: the measured row's slots; a row of more floats a thread than that is untried.
 TILES_MAX_COLS = 51200
 TILES_MIN_TILE = 2048
 TILES_WARPS = 32
@@ -175,8 +175,8 @@ class SoftmaxPlan:
     chunks: int = 1  # split: programs per row
     group_rows: int = 0  # split: rows per (pass 1, pass 2) pair of launches
     l2_hints: bool = True  # split, persist: L2 eviction hints (keep x for pass 2, stream the re-read and y)
-    programs: int = 0  # persist (tiles: 0, a program a row): the grid (programs taking rows in turn)
-    stages: int = 0  # persist: pass 1's chunks in flight a program; tiles: rows in flight a program
+    programs: int = 0  # persist: the grid (programs taking rows in turn)
+    stages: int = 0  # persist: pass 1's chunks in flight a program
     group: int = 1  # persist: pass 1's tile rows; a thread folds group x 16 bytes of a chunk into one (max, sum)
     vectorize: bool = True  # persist: cut each row where it is 16-byte aligned (see softmax_persistent_kernel)
     tiles: tuple[int, int, int] = (0, 0, 0)  # tiles: the row's tiles, largest first (1: an unused tile)
@@ -210,8 +210,7 @@ def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_c
                  pipe_group_bytes: int = PIPE_GROUP_BYTES, persistent: bool | None = None,
                  persist_programs_per_sm: int | None = None, l2_bytes: int = 0,
                  persist_stages: int | None = None, persist_group: int | None = None,
-                 persist_vectorize: bool = True, tiles_max_cols: int = TILES_MAX_COLS,
-                 tiles_persistent: bool = False, tiles_stages: int = 1) -> SoftmaxPlan:
+                 persist_vectorize: bool = True, tiles_max_cols: int = TILES_MAX_COLS) -> SoftmaxPlan:
     """The launch shape for a (rows, cols) softmax: pure Python, the thresholds are parameters.
 
     Rows up to ``max_row_block`` columns stay whole in one program (packed
@@ -229,8 +228,7 @@ def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_c
     SM), pass 1 ``persist_group`` rows in its tile (by default a thread's share
     of a chunk in one (max, sum) pair), 16 bytes an access where the rows allow
     (``persist_vectorize``); by default (None) when the rows give every program one. Rows wider than
-    ``max_row_block`` but at most ``tiles_max_cols`` columns: the row in row_tiles' tiles, a program a row or
-    (``tiles_persistent``) a program an SM taking rows in turn, ``tiles_stages`` rows in flight.
+    ``max_row_block`` but at most ``tiles_max_cols`` columns: a program a row, the row in row_tiles' tiles.
     """
     block = next_power_of_2(cols)
     if block <= max_row_block:
@@ -244,8 +242,7 @@ def softmax_plan(rows: int, cols: int, itemsize: int, sm_count: int, *, narrow_c
                            _warps(rows_per_program * block, elems_per_thread, cap), rows_per_program)
     if cols <= tiles_max_cols and persistent is None and not pipelined:  # asked for persist or pipe: not tiles
         tiles = row_tiles(cols)
-        return SoftmaxPlan("tiles", sum(t for t in tiles if t > 1), TILES_WARPS, tiles=tiles,
-                           programs=min(rows, sm_count) if tiles_persistent else 0, stages=tiles_stages)
+        return SoftmaxPlan("tiles", sum(t for t in tiles if t > 1), TILES_WARPS, tiles=tiles)
     if persist_programs_per_sm is None:
         persist_programs_per_sm = persist_programs(cols * itemsize, sm_count, l2_bytes)
     if persistent is None:  # see PERSIST_L2_SHARE and PERSIST_CHUNK_BYTES; rows too few for the grid lost
@@ -535,37 +532,37 @@ def _tile_store(y_body, start, n_body, e, inv, TILE: tl.constexpr):
 
 
 @triton.jit
-def softmax_tiles_kernel(x_ptr, y_ptr, n_rows, n_cols, x_row_stride, y_row_stride, A: tl.constexpr,
-                         B: tl.constexpr, C: tl.constexpr, VEC: tl.constexpr, STAGES: tl.constexpr,
-                         FREE_EXPS: tl.constexpr):
-    """The tiles plan: a program holds a row whole, its 16-byte body (cut as softmax_persistent_kernel's, VEC
+def softmax_tiles_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, A: tl.constexpr, B: tl.constexpr,
+                         C: tl.constexpr, VEC: tl.constexpr, FREE_EXPS: tl.constexpr):
+    """The tiles plan: program r holds row r whole, its 16-byte body (cut as softmax_persistent_kernel's, VEC
     elements an access) in tiles of A, B and C columns and its edges in one of 2 x VEC: one read, one write.
-    A program a row (grid = rows), or persistent (rows p, p + grid, ...) with the next row's tiles on their way
-    into shared memory while this one is reduced and written (STAGES = 2: Triton's pipeliner, cp.async)."""
-    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0), num_stages=STAGES):
-        x_row = x_ptr + row * x_row_stride
-        y_row = y_ptr + row * y_row_stride
-        head = tl.minimum((VEC - (row * x_row_stride) % VEC) % VEC, n_cols)
-        n_body = tl.multiple_of((n_cols - head) // VEC * VEC, VEC)
-        x_body = x_ptr + tl.multiple_of(row * x_row_stride + head, VEC)
-        y_body = y_ptr + tl.multiple_of(row * y_row_stride + head, VEC)
-        e = tl.arange(0, 2 * VEC)
-        e_col = tl.where(e < VEC, e, head + n_body + e - VEC)
-        e_mask = tl.where(e < VEC, e < head, e_col < n_cols)
-        x_edge = tl.load(x_row + e_col, mask=e_mask, other=-float("inf")).to(tl.float32)
-        xa = _tile_load(x_body, 0, n_body, A)
-        xb = _tile_load(x_body, A, n_body, B)
-        xc = _tile_load(x_body, A + B, n_body, C)
-        row_max = tl.maximum(tl.maximum(tl.max(xa, axis=0), tl.max(xb, axis=0)),
-                             tl.maximum(tl.max(xc, axis=0), tl.max(x_edge, axis=0)))
-        shift = tl.where(row_max == -float("inf"), 0.0, row_max)  # a row all -inf: exps of 0, no -inf - -inf
-        ea, eb, ec = _exp(FREE_EXPS, xa - shift), _exp(FREE_EXPS, xb - shift), _exp(FREE_EXPS, xc - shift)
-        ee = _exp(FREE_EXPS, x_edge - shift)
-        inv = 1.0 / (tl.sum(ea, axis=0) + tl.sum(eb, axis=0) + tl.sum(ec, axis=0) + tl.sum(ee, axis=0))
-        tl.store(y_row + e_col, (ee * inv).to(y_ptr.dtype.element_ty), mask=e_mask)
-        _tile_store(y_body, 0, n_body, ea, inv, A)
-        _tile_store(y_body, A, n_body, eb, inv, B)
-        _tile_store(y_body, A + B, n_body, ec, inv, C)
+    One row a program, no loop: the same kernel taking rows in turn (for row in tl.range(...)) read slower on
+    the H100 at d28e6fb, a program a row or not (float32 72.7% of copy against 75.2%, bfloat16 59.4% against
+    63.6%), and its persistent form with the next row pipelined into shared memory slower still (67.6%, 56.6%)."""
+    row = tl.program_id(0)
+    x_row = x_ptr + row * x_row_stride
+    y_row = y_ptr + row * y_row_stride
+    head = tl.minimum((VEC - (row * x_row_stride) % VEC) % VEC, n_cols)
+    n_body = tl.multiple_of((n_cols - head) // VEC * VEC, VEC)
+    x_body = x_ptr + tl.multiple_of(row * x_row_stride + head, VEC)
+    y_body = y_ptr + tl.multiple_of(row * y_row_stride + head, VEC)
+    e = tl.arange(0, 2 * VEC)
+    e_col = tl.where(e < VEC, e, head + n_body + e - VEC)
+    e_mask = tl.where(e < VEC, e < head, e_col < n_cols)
+    x_edge = tl.load(x_row + e_col, mask=e_mask, other=-float("inf")).to(tl.float32)
+    xa = _tile_load(x_body, 0, n_body, A)
+    xb = _tile_load(x_body, A, n_body, B)
+    xc = _tile_load(x_body, A + B, n_body, C)
+    row_max = tl.maximum(tl.maximum(tl.max(xa, axis=0), tl.max(xb, axis=0)),
+                         tl.maximum(tl.max(xc, axis=0), tl.max(x_edge, axis=0)))
+    shift = tl.where(row_max == -float("inf"), 0.0, row_max)  # a row all -inf: exps of 0, no -inf - -inf
+    ea, eb, ec = _exp(FREE_EXPS, xa - shift), _exp(FREE_EXPS, xb - shift), _exp(FREE_EXPS, xc - shift)
+    ee = _exp(FREE_EXPS, x_edge - shift)
+    inv = 1.0 / (tl.sum(ea, axis=0) + tl.sum(eb, axis=0) + tl.sum(ec, axis=0) + tl.sum(ee, axis=0))
+    tl.store(y_row + e_col, (ee * inv).to(y_ptr.dtype.element_ty), mask=e_mask)
+    _tile_store(y_body, 0, n_body, ea, inv, A)
+    _tile_store(y_body, A, n_body, eb, inv, B)
+    _tile_store(y_body, A + B, n_body, ec, inv, C)
 
 
 def cut_vec(x: torch.Tensor, y: torch.Tensor) -> int:
@@ -596,9 +593,8 @@ def softmax_planned(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan, free_ex
                                                      FREE_EXPS=free_exps, num_warps=plan.num_warps)
         return y
     if plan.strategy == "tiles":
-        softmax_tiles_kernel[(plan.programs or rows,)](x, y, rows, cols, x.stride(0), y.stride(0), *plan.tiles,
-                                                       VEC=cut_vec(x, y), STAGES=plan.stages or 1,
-                                                       FREE_EXPS=free_exps, num_warps=plan.num_warps)
+        softmax_tiles_kernel[(rows,)](x, y, cols, x.stride(0), y.stride(0), *plan.tiles, VEC=cut_vec(x, y),
+                                      FREE_EXPS=free_exps, num_warps=plan.num_warps)
         return y
     if plan.strategy != "split":
         grid = (triton.cdiv(rows, plan.rows_per_program),)
