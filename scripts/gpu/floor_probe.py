@@ -24,7 +24,11 @@ the copy is the design's, not its math's. The free rows' outputs are no
 softmax and are not checked; the kernels themselves are checked before they
 are timed.
 
-Usage (GPU box): python3 scripts/gpu/floor_probe.py [--kernels [--quick]] [--json FILE]
+With ``--kernels`` (not ``--quick``) every row also goes to
+``evidence/<machine>/floors.json`` (kernelscope.results.floors), which the
+softmax and mean pages show.
+
+Usage (GPU box): python3 scripts/gpu/floor_probe.py [--kernels [--quick]] [--json FILE] [--evidence FILE]
     (the copies: under a minute on an H100; --kernels: one more build of the extension, about a minute, and
     about two minutes of timing, --quick: the default plans alone)
 """
@@ -37,12 +41,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import argparse  # noqa: E402
+import json  # noqa: E402
 
 from tune import Table  # noqa: E402  (tune puts src/ on sys.path)
 
 import torch  # noqa: E402
 
 from kernelscope.ops import normal, shape_str  # noqa: E402
+from kernelscope.results import floors  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # (op, shape, dtypes): issue #15's cases
 CASES = [
@@ -107,6 +115,9 @@ def kernel_floors(table: Table, quick: bool) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="write the rows as JSON records to this file")
+    parser.add_argument("--evidence", type=Path, help="with --kernels: the evidence file (default "
+                        "evidence/<machine>/floors.json, the machine as asv names it; the softmax and mean pages "
+                        "show it)")
     parser.add_argument("--kernels", action="store_true",
                         help="also each wide-row kernel beside itself with free exps (its design's floor)")
     parser.add_argument("--quick", action="store_true", help="--kernels: the default plans alone")
@@ -127,9 +138,22 @@ def main() -> int:
                 table.add("torch.mean", lambda: torch.mean(x), size, shape_str(shape), dtype)
             del x
     if opts.kernels:
-        kernel_floors(Table("the wide-row kernels, and each with free exps (its design's floor)", table.copy_gbps),
-                      opts.quick)
+        kernels = Table("the wide-row kernels, and each with free exps (its design's floor)", table.copy_gbps)
+        kernel_floors(kernels, opts.quick)
+        table.rows += kernels.rows
+    for row in table.rows:
+        row["op"] = floors.op_of(row["shape"])
     table.dump(opts.json)
+    if opts.kernels and not opts.quick:
+        from kernelscope.profiling.capture import git_commit, machine_name
+
+        machine = machine_name()
+        path = opts.evidence or ROOT / "evidence" / machine / floors.FILE
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = floors.stamp(machine, torch.cuda.get_device_name(), git_commit(),
+                            "python3 scripts/gpu/floor_probe.py " + " ".join(sys.argv[1:]), table.copy_gbps, table.rows)
+        path.write_text(json.dumps(data, indent=1) + "\n")
+        print(f"floors: {path}", flush=True)
     return 1 if opts.kernels and __import__("tune_cuda").FAILURES else 0
 
 

@@ -1,10 +1,12 @@
 """What the site knows of ``evidence/``: the method's evidence as data, per machine.
 
-Two files per machine: ``evidence/<machine>/peers.json``, written by
+Three files per machine: ``evidence/<machine>/peers.json``, written by
 ``kernelscope crosscheck`` (:mod:`kernelscope.peers.data` owns its format;
-nothing here opens a path that module does not name), and
+nothing here opens a path that module does not name),
 ``evidence/<machine>/canary.json``, written by ``scripts/gpu/canary.sh``
-(:mod:`kernelscope.results.canary` owns that one).
+(:mod:`kernelscope.results.canary` owns that one), and
+``evidence/<machine>/floors.json``, written by ``scripts/gpu/floor_probe.py
+--kernels`` (:mod:`kernelscope.results.floors`).
 ``KERNELSCOPE_EVIDENCE_DIR`` builds the site from another folder (the tests'
 fixture). A missing folder, or one with no file in it, is not an error: the
 pages say so and give the command that writes it.
@@ -19,7 +21,7 @@ from pathlib import Path
 
 from kernelscope.peers import agreement, data as peers_data
 from kernelscope.peers.data import PeersFile
-from kernelscope.results import canary
+from kernelscope.results import canary, floors
 
 EVIDENCE_ENV = "KERNELSCOPE_EVIDENCE_DIR"
 PEERS_COMMAND = "kernelscope crosscheck --gate"
@@ -54,8 +56,14 @@ class EvidenceData:
         self.root = Path(root) if root is not None else None
         self.machines: dict[str, MachinePeers] = {}
         self.canaries: dict[str, dict] = {}  # machine -> canary.json's content
+        self.floors: dict[str, dict] = {}  # machine -> floors.json's content
         if self.root is None:
             return
+        for path in sorted(self.root.glob(f"*/{floors.FILE}")) if self.root.is_dir() else []:
+            try:
+                self.floors[path.parent.name] = floors.read(path)
+            except (OSError, ValueError, KeyError) as exc:
+                raise EvidenceError(f"{path}: {type(exc).__name__}: {exc}") from exc
         for path in sorted(self.root.glob(f"*/{canary.FILE}")) if self.root.is_dir() else []:
             try:
                 data = json.loads(path.read_text())

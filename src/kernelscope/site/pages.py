@@ -16,7 +16,7 @@ from kernelscope.ops import numel, parse_shape, shape_str
 from kernelscope.results import compare, history as results_history
 from kernelscope.results.export import mostly_low_clock
 from kernelscope.results.machine import fp32_peak
-from kernelscope.site import chart_data, charts, profile_pages
+from kernelscope.site import chart_data, charts, floor_pages, profile_pages
 from kernelscope.site.data import (BACKEND_TITLES, KIND_WORDS, MODE_WORDS, MODES, SiteData, day, dtype_order,
                                    fmt_gbps, fmt_pct, fmt_time, in_sweep, largest_shape, variant_kind)
 from kernelscope.site.markdown import WIDE, chart, indent, note, table, tabs, variant_cell
@@ -218,6 +218,9 @@ def _op_results(data: SiteData, op: str, machine: str) -> str:
                   "gives each row to one program has few programs when rows are few and wide.\n",
                   chart(charts.row_shapes(f"data/{op}.json", modes, [machine], dtypes, [anchor] + others,
                                           f"{op}: GB/s by row shape ({machine})"))]
+    floor = floor_pages.op_section(data.evidence.floors.get(machine), op)
+    if floor:
+        parts.append(floor)
     parts += ["## Numbers\n", "Median time per call and its 99% interval (asv's), then bandwidth and percent of "
               "the copy bandwidth. A dash: not measured (the variant does not take that size, or failed).\n",
               tabs([(mode, _mode_tables(data, op, machine, mode)) for mode in MODES if mode in modes])]

@@ -1,0 +1,70 @@
+"""The softmax and mean pages' "Floors" section, from ``evidence/<machine>/floors.json``.
+
+Per case of issue #15 (the wide rows, softmax-numba's sizes, the mean at 2^24):
+the copy of the input at that very size (or ``torch.sum``'s one read), then
+each plan of softmax-cuda and softmax-triton-tuned as checked and timed, beside
+the same plan with its exps made free. A kernel's free-exps time is how fast its
+way of moving the row's bytes goes with no math; where even that is under a
+target, no tuning of the math reaches it. Every number is floors.json's
+(:mod:`kernelscope.results.floors`).
+"""
+
+from __future__ import annotations
+
+from kernelscope.results import floors
+from kernelscope.site.markdown import table
+
+FLOORS_COMMAND = "python3 scripts/gpu/floor_probe.py --kernels"
+BACKENDS = {"cuda": "softmax-cuda", "triton": "softmax-triton-tuned"}  # the probe's row prefixes
+
+
+def _what(config: str) -> str:
+    backend, _, plan = config.partition(" ")
+    if backend in BACKENDS:
+        default = plan.endswith(floors.DEFAULT)
+        plan = plan[:-len(floors.DEFAULT)] if default else plan
+        return f"`{BACKENDS[backend]}` {plan}" + (" **(its plan)**" if default else "")
+    return config + " *(floor)*" if config.startswith(("copy", "torch.sum")) else config
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f}%"
+
+
+def case_table(case: floors.Case) -> str:
+    rows = [[_what(ln.config), f"{ln.time_us:.2f} us", _pct(ln.pct_copy), _pct(ln.free_pct)] for ln in case.lines]
+    out = [f"**{case.shape}, {case.dtype}**", "",
+           table(["what", "time", "% of copy", "with its exps free"], rows, ["l", "r", "r", "r"])]
+    bests = [(name, floors.best(case, backend, free=True)) for backend, name in BACKENDS.items()]
+    said = [f"`{name}` {ln.free_pct:.1f}% ({ln.config.partition(' ')[2].removesuffix(floors.DEFAULT)})"
+            for name, ln in bests if ln is not None]
+    if said and case.copy is not None:
+        out += ["", f"Fastest way of moving these rows with free exps: {'; '.join(said)}. "
+                    f"The copy at this size: {case.copy.pct_copy:.1f}%."]
+    return "\n".join(out)
+
+
+def op_section(data: dict | None, op: str) -> str:
+    """This op's floors on the machine whose floors.json ``data`` is (None: none measured there yet)."""
+    if data is None:
+        return ""
+    mine = [c for c in floors.cases(data) if c.op == op]
+    if not mine:
+        return ""
+    words = {
+        "softmax": "A softmax reads every element and writes it once, and no element of a row can be written before "
+                   "the whole row has been read. The copy of the input at each size is the least such a kernel "
+                   "moves. Each plan of the tuned kernels was checked against the reference, timed with the warm "
+                   "clock, then timed again with every exp made free (an identity in Triton, a subtract in CUDA "
+                   "C++): the same loads, stores, reductions and cluster exchanges, no exp math. A plan's free-exps "
+                   "time is as fast as its way of moving the row can go.",
+        "mean": "A mean reads every element once: `torch.sum` at this size is the floor beside it.",
+    }
+    return "\n\n".join([
+        "## Floors\n",
+        words.get(op, ""),
+        f"Measured on {data['gpu']} at `{data['commit'][:8]}` ({data['date'][:10]}), `{data['command']}`; "
+        f"% of the copy bandwidth measured in the same process ({data['copy_gbps']:.0f} GB/s on 1 GiB). "
+        f"`evidence/{data['machine']}/{floors.FILE}` holds every row.",
+        *[case_table(c) for c in mine],
+    ])
