@@ -213,7 +213,8 @@ def test_the_ring_kernels_take_few_registers_so_several_blocks_share_an_sm(compi
     # softmax_ring_kernel holds no row in registers: its slices sit in shared memory, 1 to 3 rows of them
     _, kernels = compiled("softmax.cu")
     rings = {name: regs for name, (regs, _) in kernels.items() if "softmax_ring_kernel" in name}
-    assert len(rings) == 6 and all(regs <= 64 for regs in rings.values()), rings  # 1, 2 and 3 stages, two dtypes
+    # 1, 2 and 3 stages and one stage with one exp an element, two dtypes
+    assert len(rings) == 8 and all(regs <= 64 for regs in rings.values()), rings
 
 
 def test_the_ring_limit_is_the_kernels():
@@ -224,6 +225,18 @@ def test_the_ring_limit_is_the_kernels():
     names = {1: "ring1", 2: "ring", 3: "ring3"}
     assert {f"SOFTMAX_RING{n} = {K.SOFTMAX_STRATEGIES[names[n]]}" for n in names} <= {
         m.group(0) for m in re.finditer(r"SOFTMAX_RING\d = \d", text)}
+
+
+def test_every_launch_code_means_the_same_strategy_on_both_sides():
+    from kernelscope.backends.cuda import kernels as K
+
+    text = (build.HERE / "softmax.cu").read_text()
+    enum = re.search(r"enum SoftmaxStrategy \{(.*?)\};", text, re.S).group(1)
+    codes = {name: int(code) for name, code in re.findall(r"SOFTMAX_(\w+) = (\d+)", enum)}
+    names = {"WARP": "warp", "BLOCK": "block", "LOOP": "loop", "PIPE": "pipe", "RING2": "ring", "RING3": "ring3",
+             "RING1": "ring1", "LOOP_PERSISTENT": "loopp", "RING1E": "ring1e"}
+    assert {names[n]: c for n, c in codes.items()} == {k: v for k, v in K.SOFTMAX_STRATEGIES.items() if k != "cluster"}
+    assert K.SOFTMAX_STRATEGIES["cluster"] == codes["BLOCK"]  # a block a row is a cluster of one
 
 
 def test_softmax_instantiates_the_register_sizes_kernels_py_plans_for():
@@ -307,7 +320,7 @@ def test_the_persistent_cluster_kernels_exchange_a_rows_pairs_without_a_cluster_
     kernels = entries(ptx)
     persistent = {n: b for n, b in kernels.items() if re.search(r"softmax_(ring|pipe|loop)_kernel", n)}
     one_row = {n: b for n, b in kernels.items() if re.search(r"softmax_block_kernel", n)}
-    assert len(persistent) == 14 and len(one_row) == 8, (sorted(persistent), sorted(one_row))
+    assert len(persistent) == 16 and len(one_row) == 8, (sorted(persistent), sorted(one_row))
     for name, body in persistent.items():
         assert "st.async.shared::cluster.mbarrier::complete_tx::bytes" in body, name
         assert "mbarrier.try_wait.parity" in body, name

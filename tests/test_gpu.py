@@ -179,6 +179,11 @@ def test_a_reference_on_the_cpu_gives_the_error_it_gives_on_the_gpu(monkeypatch)
     (1000, 50257, ("ring1", 512, 1)),  # in float32 a 50257-wide row in one block's stage
     (40, 50257, ("ring1", 512, 4)),  # fewer rows than resident clusters: nothing to fetch after the first
     (70, 262144, ("ring1", 1024, 8)),  # clusters of 8, some with a second row
+    # one exp an element: the sum pass's exps stored over the stage (bfloat16: rounded), the write pass scales them
+    (300, 5003, ("ring1e", 128, 2)),
+    (1000, 50257, ("ring1e", 512, 4)),
+    (1000, 50257, ("ring1e", 512, 2)),
+    (40, 50257, ("ring1e", 512, 4)),
     # the loop kernel: a cluster a row, not persistent, but its pairs exchanged as the persistent kernels' are
     # (st.async, mbarriers: cluster_combine<true>)
     (300, 5003, ("loop", 128, 2)),  # odd columns: every row's alignment differs

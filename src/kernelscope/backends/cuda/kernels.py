@@ -93,8 +93,8 @@ SOFTMAX_RING1_THREADS = 512
 # 79.2% and 79.1% of copy against 77.5% and 77.0%; H200 67.4% against 65.8%.
 SOFTMAX_BF16_RING1_CLUSTER = 2
 SOFTMAX_STRATEGIES = {"warp": 0, "block": 1, "cluster": 1, "loop": 2, "pipe": 3, "ring": 4, "ring3": 5,
-                      "ring1": 6, "loopp": 7}  # launch codes
-SOFTMAX_RING_STAGES = {"ring1": 1, "ring": 2, "ring3": 3}
+                      "ring1": 6, "loopp": 7, "ring1e": 8}  # launch codes
+SOFTMAX_RING_STAGES = {"ring1": 1, "ring1e": 1, "ring": 2, "ring3": 3}
 SOFTMAX_RING_MAX_BYTES = 226 * 1024  # sm_90: 227 KiB a block, less 1 KiB static (softmax.cu: SOFTMAX_RING_MAX_BYTES)
 
 

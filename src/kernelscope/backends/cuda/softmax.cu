@@ -694,7 +694,12 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 512 : 256) __global
 // flight while a row is reduced. Here a block needs a few dozen registers, so
 // several share an SM, each with S rows in flight. A thread copies exactly the
 // vectors it reads back, so its own cp.async waits are all the ring needs; the
-// exps are computed twice (sum, then write) rather than stored.
+// exps are computed twice (sum, then write) rather than stored. ONE_EXP ("ring1e",
+// one stage): the sum pass writes its exps back over the row's stage (float32
+// exactly, bfloat16 rounded, within its 1e-2 tolerance), and the write pass only
+// scales them: one MUFU an element, not two. With its exps free, ring1 read 81.9%
+// of copy at 512x50257 bfloat16 on the H100 against 79.4% with them (floor_probe.py
+// --kernels, session 18): the exps were 2.5 points of it.
 template <int N>
 __device__ __forceinline__ void softmax_cp_async_wait_pending() {
 #if SOFTMAX_CP_ASYNC
@@ -702,7 +707,7 @@ __device__ __forceinline__ void softmax_cp_async_wait_pending() {
 #endif
 }
 
-template <typename T, int S> __launch_bounds__(1024) __global__ void softmax_ring_kernel(
+template <typename T, int S, bool ONE_EXP = false> __launch_bounds__(1024) __global__ void softmax_ring_kernel(
     const T* __restrict__ x, T* __restrict__ y, int rows, int cols, int per_thread) {
     using P = Pack16<T>;
     extern __shared__ uint4 ring[];  // S stages of per_thread x blockDim.x vectors
@@ -737,7 +742,7 @@ template <typename T, int S> __launch_bounds__(1024) __global__ void softmax_rin
         float hv = rank == 0 && t < c.s.head ? P::to_float(xr[t]) : -INFINITY;  // in flight during the wait
         float tv = rank == 0 && t < c.s.tail ? P::to_float(xr[cols - c.s.tail + t]) : -INFINITY;
         softmax_cp_async_wait_pending<S - 1>();  // this row's group, the oldest, has landed
-        const uint4* mine = ring + stage * stage_vectors + t;
+        uint4* mine = ring + stage * stage_vectors + t;
 
         float m = fmaxf(hv, tv), f[P::N];
         for (int k = c.first + t, i = 0; k < c.end; k += step, i += step) {
@@ -753,7 +758,11 @@ template <typename T, int S> __launch_bounds__(1024) __global__ void softmax_rin
         for (int k = c.first + t, i = 0; k < c.end; k += step, i += step) {
             P::unpack(mine[i], f);
 #pragma unroll
-            for (int j = 0; j < P::N; ++j) sum += softmax_exp(f[j], shift);
+            for (int j = 0; j < P::N; ++j) {
+                f[j] = softmax_exp(f[j], shift);
+                sum += f[j];
+            }
+            if (ONE_EXP) mine[i] = P::pack(f);  // the stage is refilled only after the write pass
         }
         sum = softmax_block_reduce<false>(sum, scratch_sum);
 
@@ -763,7 +772,7 @@ template <typename T, int S> __launch_bounds__(1024) __global__ void softmax_rin
         for (int k = c.first + t, i = 0; k < c.end; k += step, i += step) {
             P::unpack(mine[i], f);
 #pragma unroll
-            for (int j = 0; j < P::N; ++j) f[j] = softmax_exp(f[j], shift) * scale;
+            for (int j = 0; j < P::N; ++j) f[j] = (ONE_EXP ? f[j] : softmax_exp(f[j], shift)) * scale;
             T* p = out + (int64_t)k * P::N;
             if (out_aligned) {
                 store16(p, P::pack(f));
@@ -781,7 +790,7 @@ template <typename T, int S> __launch_bounds__(1024) __global__ void softmax_rin
 // ---- host side -------------------------------------------------------------
 
 enum SoftmaxStrategy { SOFTMAX_WARP = 0, SOFTMAX_BLOCK = 1, SOFTMAX_LOOP = 2, SOFTMAX_PIPE = 3, SOFTMAX_RING2 = 4,
-                       SOFTMAX_RING3 = 5, SOFTMAX_RING1 = 6, SOFTMAX_LOOP_PERSISTENT = 7 };
+                       SOFTMAX_RING3 = 5, SOFTMAX_RING1 = 6, SOFTMAX_LOOP_PERSISTENT = 7, SOFTMAX_RING1E = 8 };
 
 // Clusters of 9 to 16 blocks are non-portable: each kernel allows them once.
 template <auto Kernel>
@@ -921,11 +930,14 @@ static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols
             return launch_persistent<softmax_pipe_kernel<T, 64>>(rows, threads, cluster, stage, stream, x, y, rows, cols);
         return cudaErrorInvalidValue;  // slice too wide: more threads or a larger cluster
     }
-    if (strategy == SOFTMAX_RING1 || strategy == SOFTMAX_RING2 || strategy == SOFTMAX_RING3) {
+    if (strategy == SOFTMAX_RING1 || strategy == SOFTMAX_RING1E || strategy == SOFTMAX_RING2 ||
+        strategy == SOFTMAX_RING3) {
         const int per_thread = (int)(need / N);
-        const int stages = strategy == SOFTMAX_RING1 ? 1 : strategy == SOFTMAX_RING2 ? 2 : 3;
+        const int stages = strategy == SOFTMAX_RING2 ? 2 : strategy == SOFTMAX_RING3 ? 3 : 1;
         const int64_t ring = (int64_t)stages * per_thread * threads * 16;
         if (ring > SOFTMAX_RING_MAX_BYTES) return cudaErrorInvalidValue;  // a larger cluster: smaller slices
+        if (strategy == SOFTMAX_RING1E)
+            return launch_persistent<softmax_ring_kernel<T, 1, true>>(rows, threads, cluster, (int)ring, stream, x, y, rows, cols, per_thread);
         switch (stages) {
             case 1: return launch_persistent<softmax_ring_kernel<T, 1>>(rows, threads, cluster, (int)ring, stream, x, y, rows, cols, per_thread);
             case 2: return launch_persistent<softmax_ring_kernel<T, 2>>(rows, threads, cluster, (int)ring, stream, x, y, rows, cols, per_thread);
@@ -937,7 +949,7 @@ static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols
 
 // strategy: 0 warp per row, 1 block (cluster == 1) or cluster per row, 2 loop, 3 pipe, 4 and 5 ring of 2 and 3 stages,
 // 6 ring of one stage (a block's slice of one row in shared memory), 7 loop in a persistent grid (a cluster takes
-// rows in turn).
+// rows in turn), 8 ring of one stage with one exp an element (its exps stored over the stage).
 // threads: a block's threads (warp: rows a block = threads / 32). All three come
 // from kernels.softmax_plan, or a tuning script.
 cudaError_t launch_softmax(const void* x, void* y, int rows, int cols, bool bf16, int strategy, int threads,
