@@ -116,8 +116,9 @@ def softmax_online(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Te
 # * "tiles":  one program of TILES_WARPS warps a row, the row held whole in registers as up to three
 #             power-of-two tiles (softmax_tiles_kernel): 50257 columns are 32768 + 16384 + 2048, 51200
 #             slots where one power of two would be 65536. One read and one write, no re-read. sm_90 SASS
-#             (Triton 3.9, compiled here): 64 registers a thread and no spill at 32 warps in float32 and
-#             bfloat16, where the row kernel's single 65536 tile spills 296 bytes a thread. One program an SM
+#             (Triton 3.9, compiled here): 64 registers a thread at 32 warps, and with the 16-byte cut 120
+#             bytes of a float32 thread's values on its stack (16 in bfloat16), where the row kernel's single
+#             65536 tile keeps 296. One program an SM
 #             (its registers fill the SM's), so an SM's next row loads only once its row is written (a
 #             persistent form, the next row pipelined into shared memory, read slower). Chosen for rows up to
 #             TILES_MAX_COLS columns (512x50257, H100: float32 75.1% of copy, bfloat16 63.3%, against persist's
