@@ -287,7 +287,9 @@ def softmax(x, out=None, plan: SoftmaxPlan | None = None, module=None):
         strategy, threads, cluster = _softmax_launch(rows, cols, x.element_size(), x.device.index)
     else:
         strategy, threads, cluster = SOFTMAX_STRATEGIES[plan[0]], plan[1], plan[2]
-    return (module or extension()).softmax(x, _out(x, out), strategy, threads, cluster)
+    if module is not None:  # a measurement build
+        return module.softmax(x, _out(x, out), strategy, threads, cluster)
+    return extension().softmax(x, _out(x, out), strategy, threads, cluster)
 
 
 def mean(x, out=None, streaming=MEAN_STREAMING, blocks_per_sm=MEAN_BLOCKS_PER_SM, unroll=MEAN_UNROLL):
