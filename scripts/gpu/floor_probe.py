@@ -26,7 +26,7 @@ are timed.
 
 With ``--kernels`` (not ``--quick``) every row also goes to
 ``evidence/<machine>/floors.json`` (kernelscope.results.floors), which the
-softmax and mean pages show.
+softmax page shows (its Floors section).
 
 Usage (GPU box): python3 scripts/gpu/floor_probe.py [--kernels [--quick]] [--json FILE] [--evidence FILE]
     (the copies: under a minute on an H100; --kernels: one more build of the extension, about a minute, and
@@ -116,8 +116,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", help="write the rows as JSON records to this file")
     parser.add_argument("--evidence", type=Path, help="with --kernels: the evidence file (default "
-                        "evidence/<machine>/floors.json, the machine as asv names it; the softmax and mean pages "
-                        "show it)")
+                        "evidence/<machine>/floors.json, the machine as asv names it; the softmax page "
+                        "shows it)")
     parser.add_argument("--kernels", action="store_true",
                         help="also each wide-row kernel beside itself with free exps (its design's floor)")
     parser.add_argument("--quick", action="store_true", help="--kernels: the default plans alone")

@@ -5,8 +5,8 @@ the copy of the input at each case's own size (one read and one write of
 every element, the least a softmax moves), ``torch.sum`` for the mean, and
 each wide-row plan of softmax-cuda and softmax-triton-tuned checked against the
 reference and timed with the warm clock, beside the same plan with its exps
-made free. It writes ``evidence/<machine>/floors.json``; the softmax and mean
-pages show it beside the suite's results. ``wrap`` makes that file from what a
+made free. It writes ``evidence/<machine>/floors.json``; the softmax
+page shows it beside the suite's results. ``wrap`` makes that file from what a
 lease's probe printed (``floors.txt``: every row, to 0.01 us and 0.1%) and its
 ``machine.json``, for a run whose probe wrote no evidence file (before
 session 18's second lease, its ``--json`` held the copies alone)::

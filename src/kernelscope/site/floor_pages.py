@@ -1,8 +1,7 @@
-"""The softmax and mean pages' "Floors" section, from ``evidence/<machine>/floors.json``.
+"""The softmax page's "Floors" section, from ``evidence/<machine>/floors.json``.
 
-Per case of issue #15 (the wide rows, softmax-numba's sizes, the mean at 2^24):
-the copy of the input at that very size (or ``torch.sum``'s one read), then
-each plan of softmax-cuda and softmax-triton-tuned as checked and timed, beside
+Per case of issue #15 where the probe timed the kernels' plans (the wide rows):
+the copy of the input at that very size, then each plan of softmax-cuda and softmax-triton-tuned as checked and timed, beside
 the same plan with its exps made free. A kernel's free-exps time is how fast its
 way of moving the row's bytes goes with no math; where even that is under a
 target, no tuning of the math reaches it. Every number is floors.json's
@@ -11,6 +10,9 @@ target, no tuning of the math reaches it. Every number is floors.json's
 
 from __future__ import annotations
 
+import ast
+import re
+
 from kernelscope.results import floors
 from kernelscope.site.markdown import table
 
@@ -18,13 +20,27 @@ FLOORS_COMMAND = "python3 scripts/gpu/floor_probe.py --kernels"
 BACKENDS = {"cuda": "softmax-cuda", "triton": "softmax-triton-tuned"}  # the probe's row prefixes
 
 
+def _plan(text: str) -> str:
+    """A plan as the probe named it, softmax_plan's overrides (a dict's repr, which Markdown's attr_list would take
+    for attributes) spelled as keyword arguments: "persist {'persistent': True}" -> "persist (persistent=True)"."""
+    found = re.search(r"\{.*\}$", text)
+    if not found:
+        return text
+    try:
+        overrides = ast.literal_eval(found.group(0))
+    except (ValueError, SyntaxError):
+        return text.replace("{", "(").replace("}", ")")
+    words = ", ".join(f"{k}={v}" for k, v in overrides.items())
+    return f"{text[:found.start()].rstrip()} ({words})"
+
+
 def _what(config: str) -> str:
     backend, _, plan = config.partition(" ")
     if backend in BACKENDS:
         default = plan.endswith(floors.DEFAULT)
         plan = plan[:-len(floors.DEFAULT)] if default else plan
-        return f"`{BACKENDS[backend]}` {plan}" + (" **(its plan)**" if default else "")
-    return config + " *(floor)*" if config.startswith(("copy", "torch.sum")) else config
+        return f"`{BACKENDS[backend]}` {_plan(plan)}" + (" **(its plan)**" if default else "")
+    return config + " *(floor)*" if config.startswith("copy") else config
 
 
 def _pct(value: float | None) -> str:
@@ -36,7 +52,7 @@ def case_table(case: floors.Case) -> str:
     out = [f"**{case.shape}, {case.dtype}**", "",
            table(["what", "time", "% of copy", "with its exps free"], rows, ["l", "r", "r", "r"])]
     bests = [(name, floors.best(case, backend, free=True)) for backend, name in BACKENDS.items()]
-    said = [f"`{name}` {ln.free_pct:.1f}% ({ln.config.partition(' ')[2].removesuffix(floors.DEFAULT)})"
+    said = [f"`{name}` {ln.free_pct:.1f}%, {_plan(ln.config.partition(' ')[2].removesuffix(floors.DEFAULT))}"
             for name, ln in bests if ln is not None]
     if said and case.copy is not None:
         out += ["", f"Fastest way of moving these rows with free exps: {'; '.join(said)}. "
@@ -48,21 +64,18 @@ def op_section(data: dict | None, op: str) -> str:
     """This op's floors on the machine whose floors.json ``data`` is (None: none measured there yet)."""
     if data is None:
         return ""
-    mine = [c for c in floors.cases(data) if c.op == op]
+    # cases with a kernel's plan in them: the mean's torch.sum is no floor of a mean kernel (mean-cuda reads faster)
+    mine = [c for c in floors.cases(data) if c.op == op and any(ln.config.partition(" ")[0] in BACKENDS
+                                                                   for ln in c.lines)]
     if not mine:
         return ""
-    words = {
-        "softmax": "A softmax reads every element and writes it once, and no element of a row can be written before "
-                   "the whole row has been read. The copy of the input at each size is the least such a kernel "
-                   "moves. Each plan of the tuned kernels was checked against the reference, timed with the warm "
-                   "clock, then timed again with every exp made free (an identity in Triton, a subtract in CUDA "
-                   "C++): the same loads, stores, reductions and cluster exchanges, no exp math. A plan's free-exps "
-                   "time is as fast as its way of moving the row can go.",
-        "mean": "A mean reads every element once: `torch.sum` at this size is the floor beside it.",
-    }
     return "\n\n".join([
         "## Floors\n",
-        words.get(op, ""),
+        "A softmax reads every element and writes it once, and no element of a row can be written before the whole "
+        "row has been read. The copy of the input at each size is the least such a kernel moves. Each plan of the "
+        "tuned kernels was checked against the reference, timed with the warm clock, then timed again with every "
+        "exp made free (an identity in Triton, a subtract in CUDA C++): the same loads, stores, reductions and "
+        "cluster exchanges, no exp math. A plan's free-exps time is as fast as its way of moving the row can go.",
         f"Measured on {data['gpu']} at `{data['commit'][:8]}` ({data['date'][:10]}), `{data['command']}`; "
         f"% of the copy bandwidth measured in the same process ({data['copy_gbps']:.0f} GB/s on 1 GiB). "
         f"`evidence/{data['machine']}/{floors.FILE}` holds every row.",
