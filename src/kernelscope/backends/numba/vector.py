@@ -49,36 +49,40 @@ else:
         first = builder.gep(data, [builder.mul(index, ir.Constant(index.type, 4))])
         return builder.bitcast(first, ir.PointerType(ir.VectorType(ir.FloatType(), 4)))
 
-    @intrinsic
-    def load_f32x4(typingctx, x, i):
+    def _load_signature(x, i):
+        """UniTuple(float32, 4)(x, i) for a float32 array and an integer index; None (no match) otherwise."""
         if not (isinstance(x, types.Array) and x.dtype == types.float32 and isinstance(i, types.Integer)):
             return None
-        sig = types.UniTuple(types.float32, 4)(x, i)
+        return types.UniTuple(types.float32, 4)(x, i)
+
+    def _load_intrinsic(sig, lanes):
+        """(sig, codegen) of a 16-byte load: lanes(builder, address) loads vector i of x, returns its 4 floats."""
+        if sig is None:
+            return None
 
         def codegen(context, builder, signature, args):
             address = _vector_address(context, builder, signature.args[0], args[0], signature.args[1], args[1])
-            vector = builder.load(address, align=16)
-            lanes = [builder.extract_element(vector, ir.Constant(ir.IntType(32), k)) for k in range(4)]
-            return context.make_tuple(builder, signature.return_type, lanes)
+            return context.make_tuple(builder, signature.return_type, lanes(builder, address))
 
         return sig, codegen
+
+    @intrinsic
+    def load_f32x4(typingctx, x, i):
+        def lanes(builder, address):  # LLVM's vector load: NVVM emits ld.global.v4.f32
+            vector = builder.load(address, align=16)
+            return [builder.extract_element(vector, ir.Constant(ir.IntType(32), k)) for k in range(4)]
+
+        return _load_intrinsic(_load_signature(x, i), lanes)
 
     @intrinsic
     def load_f32x4_streaming(typingctx, x, i):
-        if not (isinstance(x, types.Array) and x.dtype == types.float32 and isinstance(i, types.Integer)):
-            return None
-        sig = types.UniTuple(types.float32, 4)(x, i)
-
-        def codegen(context, builder, signature, args):
-            address = _vector_address(context, builder, signature.args[0], args[0], signature.args[1], args[1])
-            lanes_type = ir.LiteralStructType([ir.FloatType()] * 4)
-            loaded = builder.asm(ir.FunctionType(lanes_type, [ir.IntType(64)]),
+        def lanes(builder, address):  # the PTX instruction itself, evict-first
+            loaded = builder.asm(ir.FunctionType(ir.LiteralStructType([ir.FloatType()] * 4), [ir.IntType(64)]),
                                  "ld.global.cs.v4.f32 {$0, $1, $2, $3}, [$4];", "=f,=f,=f,=f,l",
                                  [builder.ptrtoint(address, ir.IntType(64))], False)
-            lanes = [builder.extract_value(loaded, k) for k in range(4)]
-            return context.make_tuple(builder, signature.return_type, lanes)
+            return [builder.extract_value(loaded, k) for k in range(4)]
 
-        return sig, codegen
+        return _load_intrinsic(_load_signature(x, i), lanes)
 
     @intrinsic
     def store_f32x4(typingctx, y, i, a, b, c, d):

@@ -465,6 +465,24 @@ def _softmax_piped(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan, free_exp
 
 
 @triton.jit
+def _row_cut(x_ptr, y_ptr, row, n_cols, x_row_stride, y_row_stride, VEC: tl.constexpr):
+    """Row ``row`` cut where it is 16-byte aligned (softmax_persistent_kernel's and softmax_tiles_kernel's): y's
+    row, the body's length (a multiple of VEC) and its start in x and y, and the edges: e_col and e_mask of a
+    2 x VEC tile (e < VEC the head's elements, e >= VEC the tail's, after the body), their x loaded."""
+    x_row = x_ptr + row * x_row_stride  # int32 offsets: the variant takes fewer than 2^31 elements
+    y_row = y_ptr + row * y_row_stride
+    head = tl.minimum((VEC - (row * x_row_stride) % VEC) % VEC, n_cols)  # elements to the 16-byte boundary
+    n_body = tl.multiple_of((n_cols - head) // VEC * VEC, VEC)
+    x_body = x_ptr + tl.multiple_of(row * x_row_stride + head, VEC)
+    y_body = y_ptr + tl.multiple_of(row * y_row_stride + head, VEC)
+    e = tl.arange(0, 2 * VEC)
+    e_col = tl.where(e < VEC, e, head + n_body + e - VEC)
+    e_mask = tl.where(e < VEC, e < head, e_col < n_cols)
+    x_edge = tl.load(x_row + e_col, mask=e_mask, other=-float("inf")).to(tl.float32)
+    return y_row, n_body, x_body, y_body, e_col, e_mask, x_edge
+
+
+@triton.jit
 def softmax_persistent_kernel(x_ptr, y_ptr, n_rows, n_cols, x_row_stride, y_row_stride, CHUNK: tl.constexpr,
                               GROUP: tl.constexpr, VEC: tl.constexpr, STAGES: tl.constexpr, KEEP: tl.constexpr,
                               LAST_USE: tl.constexpr, FREE_EXPS: tl.constexpr):
@@ -481,17 +499,8 @@ def softmax_persistent_kernel(x_ptr, y_ptr, n_rows, n_cols, x_row_stride, y_row_
     two exps an element. GROUP = VEC = 1: a pair per element.
     """
     for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):
-        x_row = x_ptr + row * x_row_stride  # int32 offsets: the variant takes fewer than 2^31 elements
-        y_row = y_ptr + row * y_row_stride
-        head = tl.minimum((VEC - (row * x_row_stride) % VEC) % VEC, n_cols)  # elements to the 16-byte boundary
-        n_body = tl.multiple_of((n_cols - head) // VEC * VEC, VEC)
-        x_body = x_ptr + tl.multiple_of(row * x_row_stride + head, VEC)
-        y_body = y_ptr + tl.multiple_of(row * y_row_stride + head, VEC)
-        # The edges: e < VEC the head's elements, e >= VEC the tail's (after the body).
-        e = tl.arange(0, 2 * VEC)
-        e_col = tl.where(e < VEC, e, head + n_body + e - VEC)
-        e_mask = tl.where(e < VEC, e < head, e_col < n_cols)
-        x_edge = tl.load(x_row + e_col, mask=e_mask, other=-float("inf")).to(tl.float32)
+        y_row, n_body, x_body, y_body, e_col, e_mask, x_edge = _row_cut(x_ptr, y_ptr, row, n_cols, x_row_stride,
+                                                                         y_row_stride, VEC)
 
         lanes: tl.constexpr = CHUNK // (GROUP * VEC)
         tile = (tl.arange(0, GROUP)[:, None, None] * (lanes * VEC) + tl.arange(0, lanes)[None, :, None] * VEC
@@ -540,17 +549,8 @@ def softmax_tiles_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, A: tl
     One row a program, no loop: the same kernel taking rows in turn (for row in tl.range(...)) read slower on
     the H100 at d28e6fb, a program a row or not (float32 72.7% of copy against 75.2%, bfloat16 59.4% against
     63.6%), and its persistent form with the next row pipelined into shared memory slower still (67.6%, 56.6%)."""
-    row = tl.program_id(0)
-    x_row = x_ptr + row * x_row_stride
-    y_row = y_ptr + row * y_row_stride
-    head = tl.minimum((VEC - (row * x_row_stride) % VEC) % VEC, n_cols)
-    n_body = tl.multiple_of((n_cols - head) // VEC * VEC, VEC)
-    x_body = x_ptr + tl.multiple_of(row * x_row_stride + head, VEC)
-    y_body = y_ptr + tl.multiple_of(row * y_row_stride + head, VEC)
-    e = tl.arange(0, 2 * VEC)
-    e_col = tl.where(e < VEC, e, head + n_body + e - VEC)
-    e_mask = tl.where(e < VEC, e < head, e_col < n_cols)
-    x_edge = tl.load(x_row + e_col, mask=e_mask, other=-float("inf")).to(tl.float32)
+    y_row, n_body, x_body, y_body, e_col, e_mask, x_edge = _row_cut(x_ptr, y_ptr, tl.program_id(0), n_cols,
+                                                                     x_row_stride, y_row_stride, VEC)
     xa = _tile_load(x_body, 0, n_body, A)
     xb = _tile_load(x_body, A, n_body, B)
     xc = _tile_load(x_body, A + B, n_body, C)
