@@ -109,10 +109,14 @@ def best(case: Case, backend: str, free: bool = False) -> Line | None:
     return max(lines, key=lambda ln: ln.free_pct if free else ln.pct_copy, default=None)
 
 
+def _lacking(rows: list[dict]) -> list[str]:
+    """The row keys some row lacks."""
+    return sorted({k for r in rows for k in ROW_KEYS if k not in r})
+
+
 def stamp(machine: str, gpu: str, commit: str, command: str, copy_gbps: float, rows: list[dict]) -> dict:
-    missing = [k for k in ROW_KEYS if rows and k not in rows[0]]
-    if missing:
-        raise ValueError(f"floors rows lack {', '.join(missing)}")
+    if _lacking(rows):
+        raise ValueError(f"floors rows lack {', '.join(_lacking(rows))}")
     return {"schema": SCHEMA, "machine": machine, "gpu": gpu, "commit": commit,
             "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"), "command": command,
             "copy_gbps": float(copy_gbps), "rows": [{k: r[k] for k in ROW_KEYS} for r in rows]}
@@ -126,10 +130,8 @@ def check(data: dict) -> dict:
     """``data`` if it is a floors file this module reads, else ValueError saying what is wrong."""
     if data.get("schema") != SCHEMA:
         raise ValueError(f"schema {data.get('schema')!r}, this reads {SCHEMA}")
-    for row in data["rows"]:
-        missing = [k for k in ROW_KEYS if k not in row]
-        if missing:
-            raise ValueError(f"a row lacks {', '.join(missing)}: {row}")
+    if _lacking(data["rows"]):
+        raise ValueError(f"rows lack {', '.join(_lacking(data['rows']))}")
     return data
 
 

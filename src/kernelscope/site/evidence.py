@@ -51,6 +51,23 @@ class MachinePeers:
         return agreement.gate(self.peers.records)
 
 
+def _read_canary(path: Path) -> dict:
+    data = json.loads(path.read_text())
+    if data.get("schema") != canary.SCHEMA:
+        raise ValueError(f"schema {data.get('schema')!r}, this site reads {canary.SCHEMA}")
+    return data
+
+
+def _read_each(paths, read):
+    """(path, read(path)) for each evidence file (its folder is its machine); a file that cannot be read raises
+    EvidenceError naming it."""
+    for path in paths:
+        try:
+            yield path, read(path)
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            raise EvidenceError(f"{path}: {type(exc).__name__}: {exc}") from exc
+
+
 class EvidenceData:
     def __init__(self, root: str | Path | None):
         self.root = Path(root) if root is not None else None
@@ -59,25 +76,11 @@ class EvidenceData:
         self.floors: dict[str, dict] = {}  # machine -> floors.json's content
         if self.root is None:
             return
-        for path in sorted(self.root.glob(f"*/{floors.FILE}")) if self.root.is_dir() else []:
-            try:
-                self.floors[path.parent.name] = floors.read(path)
-            except (OSError, ValueError, KeyError) as exc:
-                raise EvidenceError(f"{path}: {type(exc).__name__}: {exc}") from exc
-        for path in sorted(self.root.glob(f"*/{canary.FILE}")) if self.root.is_dir() else []:
-            try:
-                data = json.loads(path.read_text())
-                if data.get("schema") != canary.SCHEMA:
-                    raise ValueError(f"schema {data.get('schema')!r}, this site reads {canary.SCHEMA}")
-            except (OSError, ValueError) as exc:
-                raise EvidenceError(f"{path}: {type(exc).__name__}: {exc}") from exc
-            self.canaries[path.parent.name] = data
-        for path in peers_data.machines(self.root):
-            try:
-                peers = peers_data.read(path)
-            except (OSError, ValueError, TypeError, KeyError) as exc:
-                raise EvidenceError(f"{path}: {type(exc).__name__}: {exc}") from exc
-            self.machines[path.parent.name] = MachinePeers(path.parent.name, path, peers)
+        found = (lambda name: sorted(self.root.glob(f"*/{name}")) if self.root.is_dir() else [])  # noqa: E731
+        self.floors = {p.parent.name: data for p, data in _read_each(found(floors.FILE), floors.read)}
+        self.canaries = {p.parent.name: data for p, data in _read_each(found(canary.FILE), _read_canary)}
+        self.machines = {p.parent.name: MachinePeers(p.parent.name, p, peers)
+                         for p, peers in _read_each(peers_data.machines(self.root), peers_data.read)}
 
     @property
     def empty(self) -> bool:

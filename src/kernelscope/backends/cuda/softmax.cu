@@ -831,9 +831,21 @@ static cudaError_t launch_clustered(int grid, int threads, int cluster, cudaStre
     return cudaLaunchKernelEx(&config, Kernel, args...);
 }
 
-// The pipe and ring kernels' persistent grid: as many clusters as fit on the GPU
-// at once with this block size and shared memory (the occupancy query, once per
-// shape), at most one a row. Every cluster then has a row, and none waits for an SM.
+// Clusters of `cluster` blocks of Kernel, `threads` each with `stage_bytes` of dynamic shared memory, that fit on
+// the GPU at once (the driver's occupancy query): the persistent launch's grid.
+template <auto Kernel>
+static cudaError_t resident_clusters(int threads, int cluster, int stage_bytes, int* clusters) {
+    const cudaError_t allowed = allow_cluster<Kernel>(cluster);
+    if (allowed != cudaSuccess) return allowed;
+    cudaLaunchAttribute attribute;
+    cudaLaunchConfig_t config = cluster_config(threads, cluster, stage_bytes, 0, attribute);
+    config.gridDim = dim3(cluster);
+    return cudaOccupancyMaxActiveClusters(clusters, Kernel, &config);
+}
+
+// The pipe, ring and persistent loop kernels' grid: as many clusters as fit on the GPU at once with this block
+// size and shared memory (resident_clusters, once per shape), at most one a row. Every cluster then has a row, and
+// none waits for an SM.
 template <auto Kernel, typename... Args>
 static cudaError_t launch_persistent(int rows, int threads, int cluster, int stage_bytes, cudaStream_t stream,
                                      Args... args) {
@@ -843,37 +855,22 @@ static cudaError_t launch_persistent(int rows, int threads, int cluster, int sta
         if (err != cudaSuccess) return err;
         raised_to = stage_bytes;
     }
-    const cudaError_t allowed = allow_cluster<Kernel>(cluster);
-    if (allowed != cudaSuccess) return allowed;
-    cudaLaunchAttribute attribute;
-    cudaLaunchConfig_t config = cluster_config(threads, cluster, stage_bytes, stream, attribute);
     struct Fit { int stage_bytes, clusters; };
     static Fit fits[11][SOFTMAX_MAX_CLUSTER + 1] = {};  // by log2(threads) and cluster size: the last query's
     int log_threads = 0;
     while ((1 << log_threads) < threads) ++log_threads;
     Fit& fit = fits[log_threads][cluster];
     if (fit.clusters == 0 || fit.stage_bytes != stage_bytes) {
-        config.gridDim = dim3(cluster);
         int resident = 0;
-        cudaError_t err = cudaOccupancyMaxActiveClusters(&resident, Kernel, &config);
+        const cudaError_t err = resident_clusters<Kernel>(threads, cluster, stage_bytes, &resident);
         if (err != cudaSuccess) return err;
         if (resident == 0) return cudaErrorInvalidConfiguration;  // not one cluster of this shape fits
         fit = {stage_bytes, resident};
     }
-    const int clusters = fit.clusters < rows ? fit.clusters : rows;
-    config.gridDim = dim3(clusters * cluster);
+    cudaLaunchAttribute attribute;  // clusters over 8 were allowed by resident_clusters, before the fit was kept
+    cudaLaunchConfig_t config = cluster_config(threads, cluster, stage_bytes, stream, attribute);
+    config.gridDim = dim3((fit.clusters < rows ? fit.clusters : rows) * cluster);
     return cudaLaunchKernelEx(&config, Kernel, args...);
-}
-
-// Clusters of `cluster` blocks of Kernel, `threads` each, that fit on the GPU at once: the persistent launch's grid.
-template <auto Kernel>
-static cudaError_t resident_clusters(int threads, int cluster, int* clusters) {
-    const cudaError_t allowed = allow_cluster<Kernel>(cluster);
-    if (allowed != cudaSuccess) return allowed;
-    cudaLaunchAttribute attribute;
-    cudaLaunchConfig_t config = cluster_config(threads, cluster, 0, 0, attribute);
-    config.gridDim = dim3(cluster);
-    return cudaOccupancyMaxActiveClusters(clusters, Kernel, &config);
 }
 
 // softmax_exact_kernel where every row is exactly EPT x threads aligned elements (cols = EPT x threads and both
@@ -964,6 +961,6 @@ cudaError_t launch_softmax(const void* x, void* y, int rows, int cols, bool bf16
 cudaError_t softmax_loop_resident_clusters(bool bf16, int threads, int cluster, int* clusters) {
     if (threads < 32 || threads > 1024 || threads % 32 != 0) return cudaErrorInvalidValue;
     if (cluster < 1 || cluster > SOFTMAX_MAX_CLUSTER) return cudaErrorInvalidValue;
-    return bf16 ? resident_clusters<softmax_loop_kernel<__nv_bfloat16>>(threads, cluster, clusters)
-                : resident_clusters<softmax_loop_kernel<float>>(threads, cluster, clusters);
+    return bf16 ? resident_clusters<softmax_loop_kernel<__nv_bfloat16>>(threads, cluster, 0, clusters)
+                : resident_clusters<softmax_loop_kernel<float>>(threads, cluster, 0, clusters);
 }
