@@ -92,6 +92,11 @@ SOFTMAX_RING1_THREADS = 512
 # 512x50257 bfloat16 in the ring of one stage over 2 blocks, not 1 (wide_rows_probe.py at 0c018d8 and 5c8ffd3): H100
 # 79.2% and 79.1% of copy against 77.5% and 77.0%; H200 67.4% against 65.8%.
 SOFTMAX_BF16_RING1_CLUSTER = 2
+# The ring of one stage is launched in its one-exp form, "ring1e": the sum pass stores its exps over the stage
+# (float32 exactly; bfloat16 rounded there once more, so an output is within one bfloat16 ulp, not half of one),
+# the write pass scales them. floor_probe.py --kernels at 457f5d4, H200, 512x50257: float32 512 x 4 78.6% of copy
+# against ring1's 77.9%, bfloat16 512 x 2 69.0% against 67.1%.
+SOFTMAX_RING1_STRATEGY = "ring1e"
 SOFTMAX_STRATEGIES = {"warp": 0, "block": 1, "cluster": 1, "loop": 2, "pipe": 3, "ring": 4, "ring3": 5,
                       "ring1": 6, "loopp": 7, "ring1e": 8}  # launch codes
 SOFTMAX_RING_STAGES = {"ring1": 1, "ring1e": 1, "ring": 2, "ring3": 3}
@@ -102,7 +107,7 @@ class SoftmaxPlan(NamedTuple):
     strategy: str  # "warp", "block", "cluster", "loop", "loopp" (the loop kernel's clusters persistent, taking rows
     #                in turn), "pipe" (persistent clusters, the next row prefetched into
     #                shared memory) or "ring1"/"ring"/"ring3" (persistent clusters, a block's slices of its next 1,
-    #                2 or 3 rows in a ring of stages of shared memory)
+    #                2 or 3 rows in a ring of stages of shared memory; "ring1e": ring1 with its exps stored)
     threads: int  # a block's threads (warp: rows a block = threads / 32)
     cluster: int  # blocks a row is split across (1: no cluster)
 
@@ -146,7 +151,7 @@ def softmax_plan(rows: int, cols: int, sm_count: int, itemsize: int = 4, dram_gb
     before the cluster goes past 8. Rows wider than 16 blocks hold in registers
     loop over memory instead, and so do float32 rows split over 8 blocks or
     more. A row wider than a block's registers whose slice fits one stage of shared memory takes the ring
-    kernel of one stage (SOFTMAX_RING1_THREADS): float32 over its cluster, bfloat16 over
+    kernel of one stage (SOFTMAX_RING1_STRATEGY, SOFTMAX_RING1_THREADS): float32 over its cluster, bfloat16 over
     SOFTMAX_BF16_RING1_CLUSTER blocks where the rows fill the SMs. Other bfloat16 rows split over a cluster of
     up to 4 take the ring kernel, over larger clusters the pipe kernel, and over 16 the persistent loop kernel
     (SOFTMAX_BF16_LOOP). Where the DRAM's peak bandwidth an SM
@@ -182,10 +187,10 @@ def softmax_plan(rows: int, cols: int, sm_count: int, itemsize: int = 4, dram_gb
         return SoftmaxPlan("loop", *(SOFTMAX_F32_LOOP_WIDE_DRAM if wide_dram else SOFTMAX_F32_LOOP))
     if cols > SOFTMAX_BLOCK_MAX_COLS:  # too wide for a block's registers: one stage of shared memory, if it holds
         if f32 and ring_bytes(cols, itemsize, SOFTMAX_RING1_THREADS, cluster, 1) <= SOFTMAX_RING_MAX_BYTES:
-            return SoftmaxPlan("ring1", SOFTMAX_RING1_THREADS, cluster)
+            return SoftmaxPlan(SOFTMAX_RING1_STRATEGY, SOFTMAX_RING1_THREADS, cluster)
         if (not f32 and rows >= sm_count and ring_bytes(cols, itemsize, SOFTMAX_RING1_THREADS,
                                                         SOFTMAX_BF16_RING1_CLUSTER, 1) <= SOFTMAX_RING_MAX_BYTES):
-            return SoftmaxPlan("ring1", SOFTMAX_RING1_THREADS, SOFTMAX_BF16_RING1_CLUSTER)
+            return SoftmaxPlan(SOFTMAX_RING1_STRATEGY, SOFTMAX_RING1_THREADS, SOFTMAX_BF16_RING1_CLUSTER)
     if not f32 and cluster >= SOFTMAX_BF16_LOOP_FROM_CLUSTER:
         return SoftmaxPlan("loopp", *SOFTMAX_BF16_LOOP)
     if (not f32 and 1 < cluster <= SOFTMAX_BF16_RING_MAX_CLUSTER
