@@ -8,6 +8,7 @@ import os
 import re
 import stat
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -85,6 +86,18 @@ def test_cases_the_suite_refuses_are_recorded_with_its_reason(tmp_path, capsys):
                        capsys)
     (rec,) = data.read(path).records
     assert rec.status == "skipped" and "1-D" in rec.reason
+
+
+@cpu_only
+def test_a_narrowed_run_does_not_take_the_place_of_the_whole_runs_file(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the default folder, evidence/<machine>/, is relative to where it runs
+    rc, _, err = run_cli(["crosscheck", "--variant", "square-mul", "--size", "16x16", "--no-ncu"], capsys)
+    assert rc == 0, err
+    (machine,) = (tmp_path / "evidence").iterdir()
+    assert [p.name for p in machine.iterdir()] == ["peers-variant-square-mul-size-16x16.json"]
+    assert f"written to {Path('evidence') / machine.name / 'peers-variant-square-mul-size-16x16.json'}" in err
+    assert data.machines(tmp_path / "evidence") == []  # the site reads peers.json alone
+    assert data.default_path("m") == Path("evidence/m/peers.json")
 
 
 @cpu_only

@@ -433,7 +433,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-ncu", action="store_true",
                    help="skip the Nsight Compute pass (default: run it when ncu is found and a GPU is there)")
     p.add_argument("--out", type=Path, metavar="PATH",
-                   help="where to write the file (default: evidence/<machine>/peers.json, the machine as asv names it)")
+                   help="where to write the file (default: evidence/<machine>/peers.json, the machine as asv names "
+                        "it; a run narrowed by --op, --variant, --backend or --size: a file of its own beside it, "
+                        "e.g. peers-op-softmax.json, leaving the whole run's file, the one the site shows, as it was)")
     p.add_argument("--json", action="store_true", help="stamp, summary, gate and every record as JSON on stdout")
     p.add_argument("--gate", action="store_true", help="exit 1 unless the gate passes, printing what failed")
     p.set_defaults(func=cmd_crosscheck)

@@ -29,7 +29,7 @@ class Options:
     backend: str | None = None
     size: str | None = None  # one shape for every selected variant; default: each op's benchmark sizes
     ncu: bool | None = None  # None: run the Nsight Compute pass when ncu is found
-    out: Path | None = None  # default evidence/<machine>/peers.json
+    out: Path | None = None  # default evidence/<machine>/peers.json (a narrowed run: data.default_path)
     json: bool = False
     gate: bool = False
     command: str = "kernelscope crosscheck"
@@ -79,6 +79,12 @@ def stamp(opts: Options, variants: list[str], started: str, with_ncu: bool):
                     versions=versions, variants=variants, command=opts.command)
 
 
+def narrowed_to(opts: Options) -> str:
+    """The selection a narrowed run was asked for, as a file name's part ("op-softmax"); "" for every case."""
+    picked = [(k, getattr(opts, k)) for k in ("op", "variant", "backend", "size") if getattr(opts, k)]
+    return "-".join(f"{k}-{v}" for k, v in picked)
+
+
 def run(opts: Options) -> int:
     backends.configure_interpreters()
     device = backends.default_device()
@@ -87,7 +93,7 @@ def run(opts: Options) -> int:
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     with_ncu = opts.ncu is not False
     man = stamp(opts, [], started, with_ncu)
-    out = Path(opts.out) if opts.out else data.default_path(man.machine)
+    out = Path(opts.out) if opts.out else data.default_path(man.machine, narrowed_to=narrowed_to(opts))
     _say(f"kernelscope crosscheck: {_n(len(specs), 'case')} on {device} ({man.gpu}), machine {man.machine}, into {out}")
 
     t0 = time.perf_counter()

@@ -86,8 +86,12 @@ def machine_dir(machine: str, root: str | Path = EVIDENCE_DIR) -> Path:
     return Path(root) / machine
 
 
-def default_path(machine: str, root: str | Path = EVIDENCE_DIR) -> Path:
-    return machine_dir(machine, root) / FILE_NAME
+def default_path(machine: str, root: str | Path = EVIDENCE_DIR, narrowed_to: str = "") -> Path:
+    """``peers.json``, the file the site shows, for a run of every case; a run narrowed to some (``narrowed_to``,
+    e.g. "op-softmax") gets a file of its own beside it (``peers-op-softmax.json``), so that it does not take the
+    place of the whole run's."""
+    name = f"{Path(FILE_NAME).stem}-{narrowed_to}.json" if narrowed_to else FILE_NAME
+    return machine_dir(machine, root) / name
 
 
 def to_dict(peers: PeersFile) -> dict:
