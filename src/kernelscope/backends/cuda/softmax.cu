@@ -695,11 +695,12 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 512 : 256) __global
 // several share an SM, each with S rows in flight. A thread copies exactly the
 // vectors it reads back, so its own cp.async waits are all the ring needs; the
 // exps are computed twice (sum, then write) rather than stored. ONE_EXP ("ring1e",
-// one stage): the sum pass writes its exps back over the row's stage (float32
-// exactly, bfloat16 rounded, within its 1e-2 tolerance), and the write pass only
-// scales them: one MUFU an element, not two. With its exps free, ring1 read 81.9%
-// of copy at 512x50257 bfloat16 on the H100 against 79.4% with them (floor_probe.py
-// --kernels, session 18): the exps were 2.5 points of it.
+// one stage, softmax_plan's choice since 1e8c4f6): the sum pass writes its exps
+// back over the row's stage (float32 exactly, bfloat16 rounded, within its 1e-2
+// tolerance), and the write pass only scales them: one MUFU an element, not two.
+// With its exps free, ring1 read 81.9% of copy at 512x50257 bfloat16 on the H100
+// against 79.4% with them (floor_probe.py --kernels, session 18); ring1e read
+// 80.8% against ring1's 79.2% (session 19).
 template <int N>
 __device__ __forceinline__ void softmax_cp_async_wait_pending() {
 #if SOFTMAX_CP_ASYNC
