@@ -109,6 +109,33 @@ def best(case: Case, backend: str, free: bool = False) -> Line | None:
     return max(lines, key=lambda ln: ln.free_pct if free else ln.pct_copy, default=None)
 
 
+# Issue #15's targets for the wide rows (512x50257, 64x262144), % of the copy bandwidth, by dtype
+WIDE_ROW_TARGETS = {"float32": 85.0, "bfloat16": 80.0}
+
+
+@dataclass
+class Verdict:
+    """Where a backend's plans stand at a case against its target: "met" (its own plan reaches it), "open" (it does
+    not, but some plan with free exps does: the design could) or "out of reach" (no plan measured does, even with
+    free exps)."""
+    target: float
+    state: str
+    plan: Line | None  # the backend's own plan (its default)
+    fastest_free: Line | None  # its fastest plan with free exps
+
+
+def verdict(case: Case, backend: str) -> Verdict | None:
+    """``backend``'s standing at ``case`` against WIDE_ROW_TARGETS; None where no target or no plan of it."""
+    target = WIDE_ROW_TARGETS.get(case.dtype)
+    plan = next((ln for ln in case.lines if ln.config.startswith(backend + " ") and ln.default), None)
+    if target is None or case.op != "softmax" or plan is None:
+        return None
+    fastest = best(case, backend, free=True)
+    state = ("met" if plan.pct_copy >= target else
+             "open" if fastest is not None and fastest.free_pct >= target else "out of reach")
+    return Verdict(target, state, plan, fastest)
+
+
 def _lacking(rows: list[dict]) -> list[str]:
     """The row keys some row lacks."""
     return sorted({k for r in rows for k in ROW_KEYS if k not in r})

@@ -4,7 +4,8 @@ Per case of issue #15 where the probe timed the kernels' plans (the wide rows):
 the copy of the input at that very size, then each plan of softmax-cuda and softmax-triton-tuned as checked and timed, beside
 the same plan with its exps made free. A kernel's free-exps time is how fast its
 way of moving the row's bytes goes with no math; where even that is under a
-target, no tuning of the math reaches it. Every number is floors.json's
+target, no tuning of the math reaches it, and the section says so against
+issue #15's targets (floors.WIDE_ROW_TARGETS). Every number is floors.json's
 (:mod:`kernelscope.results.floors`).
 """
 
@@ -57,7 +58,23 @@ def case_table(case: floors.Case) -> str:
     if said and case.copy is not None:
         out += ["", f"Fastest way of moving these rows with free exps: {'; '.join(said)}. "
                     f"The copy at this size: {case.copy.pct_copy:.1f}%."]
+    verdicts = [(name, floors.verdict(case, backend)) for backend, name in BACKENDS.items()]
+    verdicts = [(name, v) for name, v in verdicts if v is not None]
+    if verdicts:
+        out += ["", f"Against issue #15's target here, {verdicts[0][1].target:.0f}% of the copy, in this run of the "
+                    "probe: " + "; ".join(_verdict_words(name, v) for name, v in verdicts) + "."]
     return "\n".join(out)
+
+
+def _verdict_words(name: str, v: floors.Verdict) -> str:
+    mine = f"its plan reads {v.plan.pct_copy:.1f}%"
+    if v.state == "met":
+        return f"`{name}` **meets it**, {mine}"
+    fastest = _plan(v.fastest_free.config.partition(" ")[2].removesuffix(floors.DEFAULT)) if v.fastest_free else ""
+    if v.state == "open":
+        return f"`{name}` does not yet, {mine}, and {fastest} reads {v.fastest_free.free_pct:.1f}% with free exps"
+    free = f", the fastest with free exps ({fastest}) {v.fastest_free.free_pct:.1f}%" if v.fastest_free else ""
+    return f"`{name}` **out of reach for every plan measured**: {mine}{free}"
 
 
 def op_section(data: dict | None, op: str) -> str:
