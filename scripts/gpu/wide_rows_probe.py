@@ -65,7 +65,7 @@ from kernelscope.ops import shape_str  # noqa: E402
 # float32 64x262144 in clusters of 10-15, whose resident counts divide 64 rows more evenly: all behind 512 x 16.
 GRID = {
     ((512, 50257), "float32"): [
-        ("ring1", 512, 4), ("ring1e", 512, 2),  # two exps an element (ring1e, the default since session 19, one)
+        ("ring1", 512, 4), ("ring1e", 512, 2),  # two exps an element (ring1e, the default since 1e8c4f6, one)
         ("cluster", 256, 4), ("ring1", 1024, 1), ("ring1", 512, 2), ("loopp", 512, 4), ("loop", 512, 4),
         ("loopp", 1024, 2), ("loopp", 512, 8)],
     ((64, 262144), "float32"): [
@@ -76,7 +76,7 @@ GRID = {
         # in registers (cluster, pipe), in clusters of 16 (floor_probe.py --kernels times each with free exps)
         ("ring1", 512, 16), ("ring1", 1024, 16), ("ring", 512, 16), ("cluster", 1024, 16), ("pipe", 512, 16)],
     ((512, 50257), "bfloat16"): [
-        ("ring1", 512, 2), ("ring1e", 512, 1),  # two exps an element (ring1e, the default since session 19, one)
+        ("ring1", 512, 2), ("ring1e", 512, 1),  # two exps an element (ring1e, the default since 1e8c4f6, one)
         ("ring1", 512, 1), ("ring1", 1024, 2), ("ring1", 512, 4), ("ring", 256, 4), ("loopp", 512, 2),
         ("loopp", 256, 4), ("loopp", 512, 4)],
     ((64, 262144), "bfloat16"): [

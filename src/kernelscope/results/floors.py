@@ -120,7 +120,7 @@ class Verdict:
     free exps)."""
     target: float
     state: str
-    plan: Line | None  # the backend's own plan (its default)
+    plan: Line  # the backend's own plan (its default)
     fastest_free: Line | None  # its fastest plan with free exps
 
 
