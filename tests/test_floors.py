@@ -2,11 +2,12 @@
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from kernelscope.results import floors
-from kernelscope.site import floor_pages
+from kernelscope.site import floor_pages, pages
 from kernelscope.site.data import SiteData
 from kernelscope.site.evidence import EvidenceData, EvidenceError
 from kernelscope.site.pages import op_page
@@ -130,3 +131,15 @@ def test_the_committed_floors_reach_the_softmax_page():
     assert "nvidia-h100-80gb-hbm3" in data.evidence.floors
     page = op_page(data, "softmax")
     assert "## Floors" in page and "with its exps free" in page and "**64x262144, float32**" in page
+
+
+def test_the_machines_page_lists_what_else_was_measured_on_a_machine(tmp_path):
+    folder = tmp_path / "nvidia-h100-80gb-hbm3"
+    folder.mkdir()
+    (folder / floors.FILE).write_text(json.dumps(evidence_file()))
+    data = SimpleNamespace(evidence=EvidenceData(tmp_path))
+    text = pages.evidence_list(data, "nvidia-h100-80gb-hbm3")
+    assert "Also measured on it (`evidence/nvidia-h100-80gb-hbm3/`)" in text
+    assert "- the wide rows' floors, each plan with free exps, at `dddddddd`" in text
+    assert "[softmax](softmax.md#floors)" in text and "Peer timers" not in text  # no peers.json there
+    assert pages.evidence_list(data, "nvidia-h200") == ""

@@ -532,7 +532,7 @@ def machines(data: SiteData) -> list[str]:
     parts = []
     for machine in data.machines:
         run = data.latest_run(machine)
-        parts.append(f"## `{machine}`\n\n" + stamp(run) + "\n\n" + machine_facts(run))
+        parts.append(f"## `{machine}`\n\n" + stamp(run) + "\n\n" + machine_facts(run) + evidence_list(data, machine))
     if len(data.machines) < 2:
         parts.append(note("info", "One machine so far",
                           f"Only `{data.machines[0]}` has results. The comparison appears here when a second "
@@ -567,6 +567,27 @@ def machines(data: SiteData) -> list[str]:
                      + indent(table(["op", "variant", "mode", "size", f"time on {base}", f"time on {other}",
                                      "speedup", "copy BW ratio"], table_rows)))
     return parts
+
+
+def evidence_list(data: SiteData, machine: str) -> str:
+    """What else was measured on the machine (evidence/<machine>/), each with its commit and the page showing it."""
+    ev = data.evidence
+    found = []
+    if machine in ev.machines:
+        st = ev.machines[machine].peers.stamp
+        found.append(f"its clocks beside peer timers, `{st.command}` at `{st.commit[:8]}` ({st.date[:10]}): "
+                     "[Peer timers](peers.md)")
+    if machine in ev.floors:
+        fl = ev.floors[machine]
+        found.append(f"the wide rows' floors, each plan with free exps, at `{fl['commit'][:8]}` ({fl['date'][:10]}): "
+                     "[softmax](softmax.md#floors)")
+    if machine in ev.canaries:
+        ca = ev.canaries[machine]
+        found.append(f"the regression canary, `{ca['command']}` at `{ca['commit'][:8]}` ({ca['date'][:10]}): "
+                     "[The method](../concepts/method.md)")
+    if not found:
+        return ""
+    return "\n\nAlso measured on it (`evidence/" + machine + "/`):\n\n" + "\n".join(f"- {f}" for f in found)
 
 
 PAGES: dict[str, Callable[[SiteData], str]] = {
