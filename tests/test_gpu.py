@@ -184,6 +184,7 @@ def test_a_reference_on_the_cpu_gives_the_error_it_gives_on_the_gpu(monkeypatch)
     (1000, 50257, ("ring1e", 512, 4)),
     (1000, 50257, ("ring1e", 512, 2)),
     (40, 50257, ("ring1e", 512, 4)),
+    (70, 262144, ("ring1e", 512, 16)),  # non-portable clusters of 16, more rows than resident clusters (the probes')
     # the loop kernel: a cluster a row, not persistent, but its pairs exchanged as the persistent kernels' are
     # (st.async, mbarriers: cluster_combine<true>)
     (300, 5003, ("loop", 128, 2)),  # odd columns: every row's alignment differs
