@@ -63,7 +63,8 @@
 #   smoke     the smoke run (every variant and mode at 64x64 and 4096-sized cases, --quick --dry-run),
 #             timed and phase-logged (asv-smoke.cost.txt); it also warms every compile cache
 #   prewarm   asv run --quick --dry-run -b FirstCall: first-call caches warm before anything is recorded
-#   full      asv run --record-samples HEAD^! into results/ (every benchmark)
+#   full      asv run --record-samples HEAD^! into results/ (every benchmark; FULL_ARGS="-b Softmax -b Mean"
+#             times only those classes, about a third of the time: the site stamps each op with the run it came from)
 #   resume    the same for RESUME (a commit, default HEAD) with --skip-existing-successful: what a run
 #             cut off (a machine taken back) left to do, into the result file it left in results/
 #   cutoff    asv run of the Mean class ended (SIGTERM) CUTOFF_S (5) seconds after asv moved on from its first
@@ -181,7 +182,7 @@ steps() {
   alt results-smoke  # a dry run saves no results, but its clock logs would land beside them
   step smoke logged asv-smoke run --config asv.results-smoke.json --quick --dry-run --machine "$M" -b "'(64x64|4096)'" HEAD^!
   step prewarm sh -c "asv run --quick --dry-run --machine $M -b FirstCall HEAD^! > $STATE/asv-prewarm.log 2>&1"
-  step full logged asv-full run --record-samples --machine "$M" --show-stderr HEAD^!
+  step full logged asv-full run --record-samples --machine "$M" --show-stderr ${FULL_ARGS:-} HEAD^!
   step resume logged asv-resume run --record-samples --skip-existing-successful --machine "$M" --show-stderr \
     "$(git rev-parse "${RESUME:-HEAD}")^!"
   step cutoff cutoff
