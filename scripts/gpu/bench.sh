@@ -63,8 +63,8 @@
 #   smoke     the smoke run (every variant and mode at 64x64 and 4096-sized cases, --quick --dry-run),
 #             timed and phase-logged (asv-smoke.cost.txt); it also warms every compile cache
 #   prewarm   asv run --quick --dry-run -b FirstCall: first-call caches warm before anything is recorded
-#   full      asv run --record-samples HEAD^! into results/ (every benchmark; FULL_ARGS="-b Softmax -b Mean"
-#             times only those classes, about a third of the time: the site stamps each op with the run it came from)
+#   full      asv run --record-samples HEAD^! into results/ (every benchmark; FULL_ARGS="-b Softmax" times only
+#             the classes matched, in a fraction of the time: the site stamps each op with the run it came from)
 #   resume    the same for RESUME (a commit, default HEAD) with --skip-existing-successful: what a run
 #             cut off (a machine taken back) left to do, into the result file it left in results/
 #   cutoff    asv run of the Mean class ended (SIGTERM) CUTOFF_S (5) seconds after asv moved on from its first
