@@ -10,7 +10,6 @@ from kernelscope.results import floors
 from kernelscope.site import floor_pages, pages
 from kernelscope.site.data import SiteData
 from kernelscope.site.evidence import EvidenceData, EvidenceError
-from kernelscope.site.pages import op_page
 
 ROOT = Path(__file__).resolve().parents[1]
 # what the probe printed on the H100 in session 18's second lease, committed unedited
@@ -129,7 +128,7 @@ def test_the_site_reads_floors_per_machine_and_names_a_file_it_cannot(tmp_path):
 def test_the_committed_floors_reach_the_softmax_page():
     data = SiteData(ROOT / "results", ROOT, evidence_dir=ROOT / "evidence")
     assert "nvidia-h100-80gb-hbm3" in data.evidence.floors
-    page = op_page(data, "softmax")
+    page = pages.op_page(data, "softmax")
     assert "## Floors" in page and "with its exps free" in page and "**64x262144, float32**" in page
 
 

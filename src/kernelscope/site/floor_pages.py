@@ -35,12 +35,16 @@ def _plan(text: str) -> str:
     return f"{text[:found.start()].rstrip()} ({words})"
 
 
+def _plan_of(config: str) -> str:
+    """A kernel row's plan, without its backend or the probe's "(default)" mark, as _plan spells it."""
+    return _plan(config.partition(" ")[2].removesuffix(floors.DEFAULT))
+
+
 def _what(config: str) -> str:
-    backend, _, plan = config.partition(" ")
+    backend = config.partition(" ")[0]
     if backend in BACKENDS:
-        default = plan.endswith(floors.DEFAULT)
-        plan = plan[:-len(floors.DEFAULT)] if default else plan
-        return f"`{BACKENDS[backend]}` {_plan(plan)}" + (" **(its plan)**" if default else "")
+        return f"`{BACKENDS[backend]}` {_plan_of(config)}" + (" **(its plan)**" if config.endswith(floors.DEFAULT)
+                                                              else "")
     return config + " *(floor)*" if config.startswith("copy") else config
 
 
@@ -53,8 +57,7 @@ def case_table(case: floors.Case) -> str:
     out = [f"**{case.shape}, {case.dtype}**", "",
            table(["what", "time", "% of copy", "with its exps free"], rows, ["l", "r", "r", "r"])]
     bests = [(name, floors.best(case, backend, free=True)) for backend, name in BACKENDS.items()]
-    said = [f"`{name}` {ln.free_pct:.1f}%, {_plan(ln.config.partition(' ')[2].removesuffix(floors.DEFAULT))}"
-            for name, ln in bests if ln is not None]
+    said = [f"`{name}` {ln.free_pct:.1f}%, {_plan_of(ln.config)}" for name, ln in bests if ln is not None]
     if said and case.copy is not None:
         out += ["", f"Fastest way of moving these rows with free exps: {'; '.join(said)}. "
                     f"The copy at this size: {case.copy.pct_copy:.1f}%."]
@@ -70,7 +73,7 @@ def _verdict_words(name: str, v: floors.Verdict) -> str:
     mine = f"its plan reads {v.plan.pct_copy:.1f}%"
     if v.state == "met":
         return f"`{name}` **meets it**, {mine}"
-    fastest = _plan(v.fastest_free.config.partition(" ")[2].removesuffix(floors.DEFAULT)) if v.fastest_free else ""
+    fastest = _plan_of(v.fastest_free.config) if v.fastest_free else ""
     if v.state == "open":
         return f"`{name}` does not yet, {mine}, and {fastest} reads {v.fastest_free.free_pct:.1f}% with free exps"
     free = f", the fastest with free exps ({fastest}) {v.fastest_free.free_pct:.1f}%" if v.fastest_free else ""
