@@ -290,7 +290,13 @@ case "${1:-}" in
     fi
     # the clock logs as committed: gzipped, a run's new records appended to a commit's stored log
     PYTHONPATH=src python3 -m kernelscope.results.clock_logs results | sed 's/^/  /'
-    [ -d "$unpacked/evidence" ] && cp -r "$unpacked/evidence/." evidence/
+    # evidence too, the lease's machine's folder only: a second lease's take must not put back the first's
+    # machine's files as the bundle carried them (session 20: the H200's take reverted the H100's new floors.json)
+    if [ -n "$machine" ] && [ -d "$unpacked/evidence/$machine" ]; then
+      mkdir -p "evidence/$machine" && cp -r "$unpacked/evidence/$machine/." "evidence/$machine/"
+    elif [ -z "$machine" ] && [ -d "$unpacked/evidence" ]; then
+      cp -r "$unpacked/evidence/." evidence/
+    fi
     if [ -d "$unpacked/state/results-rerun" ]; then  # the next lease's twice adds to it
       rm -rf .carry/results-rerun && mkdir -p .carry && cp -r "$unpacked/state/results-rerun" .carry/results-rerun
       echo "results-rerun -> .carry/results-rerun"
