@@ -217,6 +217,24 @@ def test_the_persistent_plans_match_the_reference_on_random_and_stress_rows(rows
         assert err <= op.tolerance[dtype], (name, plan, err)
 
 
+@pytest.mark.parametrize("dtype, cluster", [("float32", 4), ("bfloat16", 2)])
+def test_a_ring_stage_filled_to_the_last_vector_matches_the_reference(dtype, cluster):
+    # softmax.cu sizes a ring's stage to a block's slice, not to whole vectors a thread: 231307 columns over these
+    # clusters are 14457 vectors a block, 225.9 KiB, which 29 vectors a thread of 512 (232 KiB) would not fit. The
+    # last threads' last vectors sit at the stage's end, rows of every alignment (odd columns) among them.
+    from kernelscope.backends.cuda import kernels as K
+    from kernelscope.check import error_against_reference
+
+    op, cols, item = OPS["softmax"], 231307, 4 if dtype == "float32" else 2
+    p = K.SoftmaxPlan("ring1e", 512, cluster)
+    assert K.ring_bytes(cols, item, 512, cluster, 1) <= K.SOFTMAX_RING_MAX_BYTES
+    assert K.floats_per_thread(cols, item, 512, cluster) * item * 512 > K.SOFTMAX_RING_MAX_BYTES
+    for name, x in softmax_rows(140, cols, dtype, 13):
+        out = K.softmax(x, plan=p)
+        err = error_against_reference(op, x, out)
+        assert err <= op.tolerance[dtype], (name, p, err)
+
+
 @pytest.mark.parametrize("dtype, threads", [("float32", 1024), ("bfloat16", 512)])
 @pytest.mark.parametrize("layout", ["exact", "one column short", "x off by one element", "y off by one element"])
 def test_the_block_kernels_exact_rows_and_their_near_misses_match_the_reference(dtype, threads, layout):

@@ -130,8 +130,9 @@ def register_capacity(threads: int) -> int:
 
 
 def ring_bytes(cols: int, itemsize: int, threads: int, cluster: int, stages: int) -> int:
-    """Shared memory a block of the ring kernel takes: ``stages`` slices of its rows, 16 bytes a vector."""
-    return stages * floats_per_thread(cols, itemsize, threads, cluster) // (16 // itemsize) * threads * 16
+    """Shared memory a block of the ring kernel takes: ``stages`` slices of its rows, 16 bytes a vector, whatever
+    its ``threads`` (softmax.cu sizes a stage to the slice, not to whole vectors a thread)."""
+    return stages * -(-(cols // (16 // itemsize)) // cluster) * 16
 
 
 def pipe_capacity(threads: int) -> int:

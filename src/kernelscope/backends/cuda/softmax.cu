@@ -709,16 +709,15 @@ __device__ __forceinline__ void softmax_cp_async_wait_pending() {
 }
 
 template <typename T, int S, bool ONE_EXP = false> __launch_bounds__(1024) __global__ void softmax_ring_kernel(
-    const T* __restrict__ x, T* __restrict__ y, int rows, int cols, int per_thread) {
+    const T* __restrict__ x, T* __restrict__ y, int rows, int cols, int stage_vectors) {
     using P = Pack16<T>;
-    extern __shared__ uint4 ring[];  // S stages of per_thread x blockDim.x vectors
+    extern __shared__ uint4 ring[];  // S stages of stage_vectors vectors: the most any block's slice of a row holds
     __shared__ float scratch_max[32], scratch_sum[32];
     __shared__ ClusterPartials partials;
     const int csize = softmax_cluster_blocks(), rank = softmax_cluster_rank();
     if (csize > 1) softmax_cluster_start<true>(&partials);  // waited on before the first row's combine
     const int64_t clusters = gridDim.x / csize, first_row = blockIdx.x / csize;
     const int t = threadIdx.x, step = blockDim.x;
-    const int stage_vectors = per_thread * step;
 
     // This thread's vectors of `row` into `stage`, as one commit group (empty past the last row: the waits
     // count groups).
@@ -930,16 +929,18 @@ static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols
     }
     if (strategy == SOFTMAX_RING1 || strategy == SOFTMAX_RING1E || strategy == SOFTMAX_RING2 ||
         strategy == SOFTMAX_RING3) {
-        const int per_thread = (int)(need / N);
+        // A stage holds a block's slice and no more: its vectors are read back at the offsets they were copied to
+        // (a thread's every step-th one), so nothing rounds it up to whole vectors a thread.
+        const int stage_vectors = (int)slice;
         const int stages = strategy == SOFTMAX_RING2 ? 2 : strategy == SOFTMAX_RING3 ? 3 : 1;
-        const int64_t ring = (int64_t)stages * per_thread * threads * 16;
+        const int64_t ring = (int64_t)stages * stage_vectors * 16;
         if (ring > SOFTMAX_RING_MAX_BYTES) return cudaErrorInvalidValue;  // a larger cluster: smaller slices
         if (strategy == SOFTMAX_RING1E)
-            return launch_persistent<softmax_ring_kernel<T, 1, true>>(rows, threads, cluster, (int)ring, stream, x, y, rows, cols, per_thread);
+            return launch_persistent<softmax_ring_kernel<T, 1, true>>(rows, threads, cluster, (int)ring, stream, x, y, rows, cols, stage_vectors);
         switch (stages) {
-            case 1: return launch_persistent<softmax_ring_kernel<T, 1>>(rows, threads, cluster, (int)ring, stream, x, y, rows, cols, per_thread);
-            case 2: return launch_persistent<softmax_ring_kernel<T, 2>>(rows, threads, cluster, (int)ring, stream, x, y, rows, cols, per_thread);
-            default: return launch_persistent<softmax_ring_kernel<T, 3>>(rows, threads, cluster, (int)ring, stream, x, y, rows, cols, per_thread);
+            case 1: return launch_persistent<softmax_ring_kernel<T, 1>>(rows, threads, cluster, (int)ring, stream, x, y, rows, cols, stage_vectors);
+            case 2: return launch_persistent<softmax_ring_kernel<T, 2>>(rows, threads, cluster, (int)ring, stream, x, y, rows, cols, stage_vectors);
+            default: return launch_persistent<softmax_ring_kernel<T, 3>>(rows, threads, cluster, (int)ring, stream, x, y, rows, cols, stage_vectors);
         }
     }
     return cudaErrorInvalidValue;
