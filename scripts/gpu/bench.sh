@@ -3,7 +3,8 @@
 # cross-checks, and the history. Steps run in the background (setsid), so the
 # session survives the device tool's 10-minute commands; poll with `wait`.
 #
-#   bash scripts/gpu/bench.sh start      clone .carry/repo.bundle, install, start the steps
+#   bash scripts/gpu/bench.sh start      the repository from .carry/repo (scripts/gpu/carry-repo pack; or a
+#                                        .carry/repo.bundle), install, start the steps
 #   bash scripts/gpu/bench.sh wait SECS  print progress until done or SECS pass
 #   bash scripts/gpu/bench.sh collect    results and logs into $OUT
 #   bash scripts/gpu/bench.sh take DIR   here, after a lease: DIR's results.tgz into results/ (the lease's machine's
@@ -113,7 +114,12 @@ step() {
 steps() {
   export PYTHONUNBUFFERED=1 KERNELSCOPE_CACHE=$STATE/cache
   python3 -m pip install -q --no-index --no-deps --no-compile --disable-pip-version-check "$SRC"/.whl/*.whl
-  git clone -q -b main "$SRC/.carry/repo.bundle" "$REPO" && cd "$REPO" || { echo "=== ALL DONE (clone failed)"; exit 1; }
+  if [ -f "$SRC/.carry/repo/history.pack" ]; then  # scripts/gpu/carry-repo pack: HEAD's tree from the copy
+    bash "$SRC/scripts/gpu/carry-repo" unpack "$SRC" "$REPO" && cd "$REPO" \
+      || { echo "=== ALL DONE (rebuilding the repository failed)"; exit 1; }
+  else
+    git clone -q -b main "$SRC/.carry/repo.bundle" "$REPO" && cd "$REPO" || { echo "=== ALL DONE (clone failed)"; exit 1; }
+  fi
   git config user.email bench@kernelscope && git config user.name bench
   python3 -m pip install -q --no-index --no-deps --no-build-isolation --disable-pip-version-check -e . || { echo "=== ALL DONE (install failed)"; exit 1; }
   local head=$(git rev-parse HEAD)
