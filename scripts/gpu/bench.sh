@@ -52,6 +52,8 @@
 #             launch_path_probe.py: where each path's host time goes, the direct ones among them (#14 item 3)
 #   floors    scripts/gpu/floor_probe.py: a copy (softmax) or a sum (mean) at issue #15's hard cases' own sizes;
 #             FLOORS_ARGS="--kernels" adds each wide-row kernel beside itself with free exps (its design's floor)
+#   ringstage scripts/gpu/ring_stage_probe.py: the ring kernel's stage sized to a block's slice against rounded to
+#             whole vectors a thread (a second build), turn about in one process, beside softmax-cuda's callable
 #   widerows  scripts/gpu/wide_rows_probe.py: #15's wide softmax rows, a grid of launch shapes beside the copy at
 #             their size, then Nsight Compute's full set on a few (WIDEROWS_ARGS, default "--sweep --ncu")
 #   graphsmall scripts/gpu/graph_small_probe.py: graph mode at the smallest size, every tuned variant against an
@@ -163,6 +165,7 @@ steps() {
     echo asv rc=\$?; grep -E '(16384x16384|268435456|64x262144|512x50257) ' $STATE/asv-graphcheck.log"
   step timerprobe sh -c "python3 scripts/gpu/timer_probe.py --json $STATE/timer-probe.json > $STATE/timer-probe.txt 2>&1; cat $STATE/timer-probe.txt"
   step floors sh -c "timeout 580 python3 scripts/gpu/floor_probe.py ${FLOORS_ARGS:-} --json $STATE/floors.json > $STATE/floors.txt 2>&1; echo rc=\$?; cat $STATE/floors.txt"
+  step ringstage sh -c "timeout 400 python3 scripts/gpu/ring_stage_probe.py ${RINGSTAGE_ARGS:-} --json $STATE/ring-stage.json > $STATE/ring-stage.txt 2>&1; echo rc=\$?; cat $STATE/ring-stage.txt"
   step widerows sh -c "mkdir -p $STATE/wide-rows; timeout ${WIDEROWS_TIMEOUT:-600} python3 scripts/gpu/wide_rows_probe.py ${WIDEROWS_ARGS:---sweep --ncu} \
     --out $STATE/wide-rows --json $STATE/wide-rows.json > $STATE/wide-rows.txt 2>&1; echo rc=\$?; cat $STATE/wide-rows.txt"
   step graphsmall sh -c "python3 scripts/gpu/graph_small_probe.py --json $STATE/graph-small.json > $STATE/graph-small.txt 2>&1;

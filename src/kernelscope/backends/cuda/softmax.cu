@@ -931,7 +931,11 @@ static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols
         strategy == SOFTMAX_RING3) {
         // A stage holds a block's slice and no more: its vectors are read back at the offsets they were copied to
         // (a thread's every step-th one), so nothing rounds it up to whole vectors a thread.
+#ifdef KERNELSCOPE_RING_STAGE_ROUNDED  // scripts/gpu/ring_stage_probe.py's build: the stage as it was before 082d39a
+        const int stage_vectors = (int)(need / N) * threads;
+#else
         const int stage_vectors = (int)slice;
+#endif
         const int stages = strategy == SOFTMAX_RING2 ? 2 : strategy == SOFTMAX_RING3 ? 3 : 1;
         const int64_t ring = (int64_t)stages * stage_vectors * 16;
         if (ring > SOFTMAX_RING_MAX_BYTES) return cudaErrorInvalidValue;  // a larger cluster: smaller slices
