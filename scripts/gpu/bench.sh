@@ -7,8 +7,8 @@
 #                                        .carry/repo.bundle), install, start the steps
 #   bash scripts/gpu/bench.sh wait SECS  print progress until done or SECS pass
 #   bash scripts/gpu/bench.sh collect    results and logs into $OUT
-#   bash scripts/gpu/bench.sh take DIR   here, after a lease: DIR's results.tgz into results/ (the lease's machine's
-#                                        folder only; clock logs gzipped)
+#   bash scripts/gpu/bench.sh take DIR   here, after a lease: DIR's results.tgz into results/ (the files the lease
+#                                        changed from its commit; clock logs gzipped)
 #                                        and evidence/, its state.tgz unpacked (printed), its results-rerun into .carry/
 #
 # Steps, in this order (STEPS="full rerun" runs a subset; a machine goes back
@@ -125,6 +125,7 @@ steps() {
   git config user.email bench@kernelscope && git config user.name bench
   python3 -m pip install -q --no-index --no-deps --no-build-isolation --disable-pip-version-check -e . || { echo "=== ALL DONE (install failed)"; exit 1; }
   local head=$(git rev-parse HEAD)
+  echo "$head" > "$STATE/head.txt"  # take copies back only what the lease changed from this commit's files
   # which physical GPU this lease got (two leases of one kind may differ: a rerun compares them)
   step machine sh -c "kernelscope machine --json > $STATE/machine.json; { nvidia-smi --query-gpu=uuid,serial,pci.bus_id --format=csv; nvidia-smi --query-gpu=persistence_mode,power.limit,clocks.applications.graphics --format=csv; } > $STATE/gpu-identity.txt 2>&1; cat $STATE/gpu-identity.txt"
   M=$(python3 -c "import json; print(json.load(open('$STATE/machine.json'))['machine'])")
@@ -287,25 +288,25 @@ case "${1:-}" in
     unpacked=$(mktemp -d /tmp/kernelscope-lease.XXXX)
     tar xzf "$from/results.tgz" -C "$unpacked" || exit 1
     mkdir -p "$unpacked/state" && tar xzf "$from/state.tgz" -C "$unpacked/state"
-    # Only the lease's machine: the bundle carried every machine's folder as it was committed then, and another
-    # machine's may have moved on here since (its machine.json's copy bandwidth, say).
+    # Only what the lease wrote: the repository it ran carried every file of results/ and evidence/ as they were
+    # committed then, and here they may have moved on since (session 20: an H200 lease's take put back the H100's
+    # floors.json, another the H200's machine.json, as their bundles carried them). A file the same as in the
+    # lease's commit (state/head.txt) is left alone; without head.txt (older leases), the lease's machine's
+    # folders are copied whole.
     machine=$(python3 -c "import json, sys; print(json.load(open(sys.argv[1]))['machine'])" \
       "$unpacked/state/machine.json" 2>/dev/null)
-    if [ -n "$machine" ] && [ -d "$unpacked/results/$machine" ]; then
-      find "$unpacked/results" -maxdepth 1 -type f -exec cp {} results/ \;
-      mkdir -p "results/$machine" && cp -r "$unpacked/results/$machine/." "results/$machine/"
-    else
-      cp -r "$unpacked/results/." results/
-    fi
+    lease_head=${LEASE_HEAD:-$(cat "$unpacked/state/head.txt" 2>/dev/null)}  # LEASE_HEAD: for a lease without it
+    git cat-file -e "${lease_head:-none}^{commit}" 2>/dev/null || lease_head=
+    (cd "$unpacked" && find results evidence -type f 2>/dev/null) | while read -r f; do
+      if [ -n "$lease_head" ]; then
+        git cat-file -e "$lease_head:$f" 2>/dev/null && git show "$lease_head:$f" | cmp -s - "$unpacked/$f" && continue
+      elif [ -n "$machine" ]; then
+        case "$f" in results/"$machine"/*|evidence/"$machine"/*) ;; */*/*) continue ;; esac
+      fi
+      mkdir -p "$(dirname "$f")" && cp "$unpacked/$f" "$f" && echo "  $f"
+    done
     # the clock logs as committed: gzipped, a run's new records appended to a commit's stored log
     PYTHONPATH=src python3 -m kernelscope.results.clock_logs results | sed 's/^/  /'
-    # evidence too, the lease's machine's folder only: a second lease's take must not put back the first's
-    # machine's files as the bundle carried them (session 20: the H200's take reverted the H100's new floors.json)
-    if [ -n "$machine" ] && [ -d "$unpacked/evidence/$machine" ]; then
-      mkdir -p "evidence/$machine" && cp -r "$unpacked/evidence/$machine/." "evidence/$machine/"
-    elif [ -z "$machine" ] && [ -d "$unpacked/evidence" ]; then
-      cp -r "$unpacked/evidence/." evidence/
-    fi
     if [ -d "$unpacked/state/results-rerun" ]; then  # the next lease's twice adds to it
       rm -rf .carry/results-rerun && mkdir -p .carry && cp -r "$unpacked/state/results-rerun" .carry/results-rerun
       echo "results-rerun -> .carry/results-rerun"
