@@ -97,6 +97,8 @@ SOFTMAX_BF16_RING1_CLUSTER = 2
 # the write pass scales them. floor_probe.py --kernels, 512x50257: H200 at 457f5d4, float32 512 x 4 78.6% of copy
 # against ring1's 77.9%, bfloat16 512 x 2 69.0% against 67.1%; H100 at 1e8c4f6, 87.1% against 87.3%, 80.8% against
 # 79.2%.
+# Its stage is the block's slice, not rounded to whole vectors a thread (softmax.cu, ring_bytes): the same
+# 512x50257 launches, four blocks an SM where three fitted; ring_stage_probe.py's A/B is in softmax.cu.
 SOFTMAX_RING1_STRATEGY = "ring1e"
 SOFTMAX_STRATEGIES = {"warp": 0, "block": 1, "cluster": 1, "loop": 2, "pipe": 3, "ring": 4, "ring3": 5,
                       "ring1": 6, "loopp": 7, "ring1e": 8}  # launch codes

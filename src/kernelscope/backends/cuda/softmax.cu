@@ -930,7 +930,13 @@ static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols
     if (strategy == SOFTMAX_RING1 || strategy == SOFTMAX_RING1E || strategy == SOFTMAX_RING2 ||
         strategy == SOFTMAX_RING3) {
         // A stage holds a block's slice and no more: its vectors are read back at the offsets they were copied to
-        // (a thread's every step-th one), so nothing rounds it up to whole vectors a thread.
+        // (a thread's every step-th one), so nothing rounds it up to whole vectors a thread. At 512x50257 that is
+        // 49.1 KiB, not 56, and four blocks of 512 share an SM, not three. ring_stage_probe.py, one process each,
+        // turn about (session 20): float32 ring1e 512 x 4 read 85.4-86.6% of copy against the rounded stage's
+        // 87.1-87.5% on the H100 and 76.8-77.4% against 77.8-78.0% on the H200 (the fourth block costs it); bfloat16
+        // 512 x 2 81.3-81.6% against 81.0-81.3% (H100), 68.5-68.8% against 68.0-68.9% (H200). Kept, as the
+        // plainer layout: softmax-cuda's own callable read 86.4-86.6% and 81.3% there, over #15's 85% and 80%.
+        // Three blocks an SM for float32 (a cap on the persistent grid) would take back its 1%; not built yet.
 #ifdef KERNELSCOPE_RING_STAGE_ROUNDED  // scripts/gpu/ring_stage_probe.py's build: the stage as it was before 082d39a
         const int stage_vectors = (int)(need / N) * threads;
 #else
