@@ -52,7 +52,9 @@ def _pct(value: float | None) -> str:
     return "—" if value is None else f"{value:.1f}%"
 
 
-def case_table(case: floors.Case) -> str:
+def case_table(case: floors.Case, suite: dict | None = None, suite_commit: str = "") -> str:
+    """One case's rows, its fastest free-exps plans and its verdicts; ``suite``: (variant, shape, dtype) -> the
+    suite's committed % of copy (its run of ``suite_commit``), which judges a variant's own plan."""
     rows = [[_what(ln.config), f"{ln.time_us:.2f} us", _pct(ln.pct_copy), _pct(ln.free_pct)] for ln in case.lines]
     out = [f"**{case.shape}, {case.dtype}**", "",
            table(["what", "time", "% of copy", "with its exps free"], rows, ["l", "r", "r", "r"])]
@@ -61,16 +63,22 @@ def case_table(case: floors.Case) -> str:
     if said and case.copy is not None:
         out += ["", f"Fastest way of moving these rows with free exps: {'; '.join(said)}. "
                     f"The copy at this size: {case.copy.pct_copy:.1f}%."]
-    verdicts = [(name, floors.verdict(case, backend)) for backend, name in BACKENDS.items()]
+    suite = suite or {}
+    verdicts = [(name, floors.verdict(case, backend, suite.get((name, case.shape, case.dtype))))
+                for backend, name in BACKENDS.items()]
     verdicts = [(name, v) for name, v in verdicts if v is not None]
     if verdicts:
-        out += ["", f"Against issue #15's target here, {verdicts[0][1].target:.0f}% of the copy, in this run of the "
-                    "probe: " + "; ".join(_verdict_words(name, v) for name, v in verdicts) + "."]
+        judged = ("the suite's committed run where this page has one, else this run of the probe"
+                  if any(v.suite_pct is not None for _, v in verdicts) else "this run of the probe")
+        out += ["", f"Against issue #15's target here, {verdicts[0][1].target:.0f}% of the copy, judged on {judged}: "
+                    + "; ".join(_verdict_words(name, v, suite_commit) for name, v in verdicts) + "."]
     return "\n".join(out)
 
 
-def _verdict_words(name: str, v: floors.Verdict) -> str:
-    mine = f"its plan reads {v.plan.pct_copy:.1f}%"
+def _verdict_words(name: str, v: floors.Verdict, suite_commit: str = "") -> str:
+    mine = f"its plan reads {v.plan.pct_copy:.1f}% in the probe"
+    if v.suite_pct is not None:
+        mine += f" and {v.suite_pct:.1f}% in the suite's run" + (f" of `{suite_commit[:8]}`" if suite_commit else "")
     if v.state == "met":
         return f"`{name}` **meets it**, {mine}"
     fastest = _plan_of(v.fastest_free.config) if v.fastest_free else ""
@@ -80,8 +88,9 @@ def _verdict_words(name: str, v: floors.Verdict) -> str:
     return f"`{name}` **out of reach for every plan measured**: {mine}{free}"
 
 
-def op_section(data: dict | None, op: str) -> str:
-    """This op's floors on the machine whose floors.json ``data`` is (None: none measured there yet)."""
+def op_section(data: dict | None, op: str, suite: dict | None = None, suite_commit: str = "") -> str:
+    """This op's floors on the machine whose floors.json ``data`` is (None: none measured there yet); ``suite``
+    and ``suite_commit``: the suite's newest warm readings there, as case_table takes them."""
     if data is None:
         return ""
     # cases with a kernel's plan in them: the mean's torch.sum is no floor of a mean kernel (mean-cuda reads faster)
@@ -106,5 +115,5 @@ def op_section(data: dict | None, op: str) -> str:
         f"Measured on {data['gpu']} at `{data['commit'][:8]}` ({data['date'][:10]}), `{data['command']}`; "
         f"% of the copy bandwidth measured in the same process ({data['copy_gbps']:.0f} GB/s on 1 GiB). "
         f"`evidence/{data['machine']}/{floors.FILE}` holds every row.",
-        *[case_table(c) for c in mine],
+        *[case_table(c, suite, suite_commit) for c in mine],
     ])

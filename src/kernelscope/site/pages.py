@@ -218,7 +218,10 @@ def _op_results(data: SiteData, op: str, machine: str) -> str:
                   "gives each row to one program has few programs when rows are few and wide.\n",
                   chart(charts.row_shapes(f"data/{op}.json", modes, [machine], dtypes, [anchor] + others,
                                           f"{op}: GB/s by row shape ({machine})"))]
-    floor = floor_pages.op_section(data.evidence.floors.get(machine), op)
+    warm = data.snapshot(machine, op=op, mode="warm")  # the run the page's warm tables show: it judges the targets
+    suite = {(r["variant"], r["size"], r["dtype"]): r["pct_of_peak"] for r in warm.rows
+             if r.get("pct_of_peak") is not None}
+    floor = floor_pages.op_section(data.evidence.floors.get(machine), op, suite, warm.run.commit if warm.run else "")
     if floor:
         parts.append(floor)
     parts += ["## Numbers\n", "Median time per call and its 99% interval (asv's), then bandwidth and percent of "
