@@ -14,7 +14,7 @@ import pytest
 
 from kernelscope import backends
 from kernelscope.cli import main
-from kernelscope.peers import agreement, data, measure, ncu_pass
+from kernelscope.peers import agreement, command, data, measure, ncu_pass
 from kernelscope.peers.data import PeersFile, Record
 from kernelscope.profiling import ncu
 from kernelscope.profiling.artifacts import Manifest
@@ -98,6 +98,29 @@ def test_a_narrowed_run_does_not_take_the_place_of_the_whole_runs_file(tmp_path,
     assert f"written to {Path('evidence') / machine.name / 'peers-variant-square-mul-size-16x16.json'}" in err
     assert data.machines(tmp_path / "evidence") == []  # the site reads peers.json alone
     assert data.default_path("m") == Path("evidence/m/peers.json")
+
+
+@cpu_only
+def test_a_run_in_more_dtypes_times_each_case_in_each(tmp_path, capsys):
+    # the bfloat16 cases have their own targets (issue #15's 80%), so their clocks need peers too
+    path = tmp_path / "p.json"
+    rc, _, err = run_cli(["crosscheck", "--variant", "square-mul", "--size", "16x16", "--dtype", "float32", "bfloat16",
+                          "--no-ncu", "--out", str(path)], capsys)
+    assert rc == 0, err
+    assert [(r.size, r.dtype, r.status) for r in data.read(path).records] == [
+        ("16x16", "float32", "measured"), ("16x16", "bfloat16", "measured")]
+    assert command.narrowed_to(command.Options(op="softmax", dtypes=("bfloat16",))) == "op-softmax-dtype-bfloat16"
+    assert command.narrowed_to(command.Options(op="softmax")) == "op-softmax"  # float32 alone: the default
+    with pytest.raises(SystemExit) as exc:  # argparse names the choices
+        main(["crosscheck", "--variant", "square-mul", "--dtype", "float64"])
+    assert exc.value.code == 2 and "float64" in capsys.readouterr().err
+
+
+def test_the_clis_dtype_names_are_the_ops():
+    from kernelscope.cli import DTYPE_CHOICES
+    from kernelscope.ops import DTYPES
+
+    assert list(DTYPE_CHOICES) == list(DTYPES)
 
 
 @cpu_only

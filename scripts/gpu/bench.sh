@@ -23,7 +23,8 @@
 #             CHECK_ARGS="--op square" narrows it)
 #   crosscheck  kernelscope crosscheck: the suite's three modes beside Timer, do_bench, do_bench_cudagraph
 #             and ncu on the same callables, every variant and size: evidence/<machine>/peers.json (#13 item 2)
-#             (CROSSCHECK_ARGS="--op softmax" narrows it, into evidence/<machine>/peers-op-softmax.json)
+#             (CROSSCHECK_ARGS="--op softmax" narrows it, into evidence/<machine>/peers-op-softmax.json; "--dtype
+#             float32 bfloat16" times each case in both)
 #   compilechoice scripts/gpu/compile_choice_probe.py: a torch.compile variant (softmax-compile 64x64) compiled in
 #             fresh caches several times: the launch config Inductor's autotuning kept each time, and its time
 #             (COMPILECHOICE_ARGS="--variant mean-compile --size 4096 --rounds 4" picks another case)

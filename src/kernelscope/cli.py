@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+DTYPE_CHOICES = ("float32", "float16", "bfloat16")  # kernelscope.ops.DTYPES' names, without importing torch
+
 EPILOG = """\
 examples:
   kernelscope list                      the catalog: ops, variants, backends, what each needs
@@ -260,7 +262,7 @@ def cmd_crosscheck(args) -> int:
             print(f"kernelscope: {exc}", file=sys.stderr)
             return 2
     return command.run(command.Options(op=args.op, variant=args.variant, backend=args.backend, size=args.size,
-                                       ncu=False if args.no_ncu else None, out=args.out, json=args.json,
+                                       dtypes=tuple(args.dtype), ncu=False if args.no_ncu else None, out=args.out, json=args.json,
                                        gate=args.gate, command=" ".join(["kernelscope", *args.argv])))
 
 
@@ -333,7 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--op", help="only this op")
     p.add_argument("--variant", help="only this variant (see `kernelscope list`)")
     p.add_argument("--backend", help="only this backend")
-    p.add_argument("--dtype", action="append", choices=["float32", "float16", "bfloat16"],
+    p.add_argument("--dtype", action="append", choices=DTYPE_CHOICES,
                    help="only these dtypes (repeatable; default: every dtype the variant supports)")
     p.add_argument("--device", choices=["cpu", "cuda"], help="default: cuda if torch sees a GPU, else cpu")
     p.add_argument("--seed", type=int, help="fix the input seed (default: fresh random inputs every run)")
@@ -402,7 +404,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", help="only this backend (torch, torch-compile, triton, cuda, numba)")
     p.add_argument("--shape", help="input shape for every variant, e.g. 4096x4096 (default: the op's largest "
                                    "benchmark shape the variant takes; small ones on the CPU)")
-    p.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"],
+    p.add_argument("--dtype", default="float32", choices=DTYPE_CHOICES,
                    help="input dtype (default float32)")
     p.add_argument("--ncu", action="store_true",
                    help="also run Nsight Compute over all selected variants in one process at the end")
@@ -419,7 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_profile)
 
     p = sub.add_parser("crosscheck", help="the suite's warm, cold, graph and host medians beside peer timers and ncu",
-                       description="For every selected variant at its op's benchmark sizes (float32), time the\n"
+                       description="For every selected variant at its op's benchmark sizes (float32, or --dtype), time the\n"
                                    "suite's checked case with the suite's four modes and, on the same callable in\n"
                                    "the same process, with torch.utils.benchmark.Timer, triton.testing.do_bench and\n"
                                    "do_bench_cudagraph; then Nsight Compute in one second process. Writes\n"
@@ -430,11 +432,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", help="only this backend (torch, torch-compile, triton, cuda, numba)")
     p.add_argument("--size", help="one shape for every selected variant, e.g. 4096x4096 or 268435456 "
                                   "(default: each op's benchmark sizes)")
+    p.add_argument("--dtype", nargs="+", choices=DTYPE_CHOICES, default=["float32"], metavar="DTYPE",
+                   help="each case in these dtypes, e.g. --dtype float32 bfloat16 (default: float32; a dtype a "
+                        "variant does not take is recorded as skipped, with the reason)")
     p.add_argument("--no-ncu", action="store_true",
                    help="skip the Nsight Compute pass (default: run it when ncu is found and a GPU is there)")
     p.add_argument("--out", type=Path, metavar="PATH",
                    help="where to write the file (default: evidence/<machine>/peers.json, the machine as asv names "
-                        "it; a run narrowed by --op, --variant, --backend or --size: a file of its own beside it, "
+                        "it; a run narrowed by --op, --variant, --backend, --size or --dtype: a file of its own "
+                        "beside it, "
                         "e.g. peers-op-softmax.json, leaving the whole run's file, the one the site shows, as it was)")
     p.add_argument("--json", action="store_true", help="stamp, summary, gate and every record as JSON on stdout")
     p.add_argument("--gate", action="store_true", help="exit 1 unless the gate passes, printing what failed")

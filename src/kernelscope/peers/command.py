@@ -28,6 +28,7 @@ class Options:
     variant: str | None = None
     backend: str | None = None
     size: str | None = None  # one shape for every selected variant; default: each op's benchmark sizes
+    dtypes: tuple[str, ...] = (measure.DTYPE,)  # each case in each of these
     ncu: bool | None = None  # None: run the Nsight Compute pass when ncu is found
     out: Path | None = None  # default evidence/<machine>/peers.json (a narrowed run: data.default_path)
     json: bool = False
@@ -82,6 +83,8 @@ def stamp(opts: Options, variants: list[str], started: str, with_ncu: bool):
 def narrowed_to(opts: Options) -> str:
     """The selection a narrowed run was asked for, as a file name's part ("op-softmax"); "" for every case."""
     picked = [(k, getattr(opts, k)) for k in ("op", "variant", "backend", "size") if getattr(opts, k)]
+    if tuple(opts.dtypes) != (measure.DTYPE,):
+        picked.append(("dtype", "-".join(opts.dtypes)))
     return "-".join(f"{k}-{v}" for k, v in picked)
 
 
@@ -89,7 +92,8 @@ def run(opts: Options) -> int:
     backends.configure_interpreters()
     device = backends.default_device()
     budgets = opts.budgets or measure.Budgets()
-    specs = measure.case_specs(op=opts.op, variant=opts.variant, backend=opts.backend, size=opts.size)
+    specs = measure.case_specs(op=opts.op, variant=opts.variant, backend=opts.backend, size=opts.size,
+                               dtypes=tuple(opts.dtypes))
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     with_ncu = opts.ncu is not False
     man = stamp(opts, [], started, with_ncu)

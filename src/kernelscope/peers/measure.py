@@ -81,12 +81,13 @@ class CaseSpec:
 
 
 def case_specs(op: str | None = None, variant: str | None = None, backend: str | None = None,
-               size: str | None = None) -> list[CaseSpec]:
-    """Every selected variant at each of its op's benchmark sizes (or at ``size``), smallest first."""
+               size: str | None = None, dtypes: tuple[str, ...] = (DTYPE,)) -> list[CaseSpec]:
+    """Every selected variant at each of its op's benchmark sizes (or at ``size``), smallest first, in each of
+    ``dtypes`` (a dtype the variant does not take is kept, and skip_reason says so)."""
     specs = []
     for v in select(op=op, variant=variant, backend=backend):
         shapes = [parse_shape(size)] if size else sorted(v.op_spec.bench_shapes, key=numel)
-        specs += [CaseSpec(v.op, v.name, shape_str(s)) for s in shapes]
+        specs += [CaseSpec(v.op, v.name, shape_str(s), dtype) for s in shapes for dtype in dtypes]
     return specs
 
 
