@@ -262,8 +262,8 @@ def cmd_crosscheck(args) -> int:
             print(f"kernelscope: {exc}", file=sys.stderr)
             return 2
     return command.run(command.Options(op=args.op, variant=args.variant, backend=args.backend, size=args.size,
-                                       dtypes=tuple(args.dtype), ncu=False if args.no_ncu else None, out=args.out, json=args.json,
-                                       gate=args.gate, command=" ".join(["kernelscope", *args.argv])))
+                                       dtypes=tuple(args.dtype), ncu=False if args.no_ncu else None, out=args.out,
+                                       json=args.json, gate=args.gate, command=" ".join(["kernelscope", *args.argv])))
 
 
 CROSSCHECK_EPILOG = """\
@@ -421,10 +421,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_profile)
 
     p = sub.add_parser("crosscheck", help="the suite's warm, cold, graph and host medians beside peer timers and ncu",
-                       description="For every selected variant at its op's benchmark sizes (float32, or --dtype), time the\n"
-                                   "suite's checked case with the suite's four modes and, on the same callable in\n"
-                                   "the same process, with torch.utils.benchmark.Timer, triton.testing.do_bench and\n"
-                                   "do_bench_cudagraph; then Nsight Compute in one second process. Writes\n"
+                       description="For every selected variant at its op's benchmark sizes (float32, or --dtype),\n"
+                                   "time the suite's checked case with the suite's four modes and, on the same\n"
+                                   "callable in the same process, with torch.utils.benchmark.Timer,\n"
+                                   "triton.testing.do_bench and do_bench_cudagraph; then Nsight Compute in one\n"
+                                   "second process. Writes\n"
                                    "evidence/<machine>/peers.json, prints a table, the agreement per mode and the gate.",
                        epilog=CROSSCHECK_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--op", help="only this op")
