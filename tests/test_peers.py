@@ -273,9 +273,10 @@ def test_the_medians_interval_holds_the_order_statistics_a_binomial_gives():
 # --- the file ---------------------------------------------------------------------------------------------------------
 
 def rec(variant="square-torch", size="16384x16384", warm=700e-6, timer=702e-6, cold=710e-6, do_bench=712e-6,
-        graph=698e-6, cudagraph=699e-6, host=8e-6, flush=90e-6, ncu_s=None, op=None, loop="timer") -> Record:
+        graph=698e-6, cudagraph=699e-6, host=8e-6, flush=90e-6, ncu_s=None, op=None, loop="timer",
+        dtype="float32") -> Record:
     # host: the host's cost of one call (a burst); loop: host mode's reading (default: Timer's)
-    r = Record(op=op or variant.split("-")[0], variant=variant, backend="torch", size=size, dtype="float32",
+    r = Record(op=op or variant.split("-")[0], variant=variant, backend="torch", size=size, dtype=dtype,
                device="cuda", seconds={"warm": warm, "cold": cold, "graph": graph, "timer": timer,
                                        "do_bench": do_bench, "do_bench_cudagraph": cudagraph, "ncu": ncu_s,
                                        "host": timer if loop == "timer" else loop},
@@ -593,6 +594,30 @@ def test_site_shows_the_evidence_the_gate_and_the_host_bound_rows(tmp_path, monk
     method = re.sub(r"<[^>]+>", " ", (site / "concepts" / "method" / "index.html").read_text())
     assert "Checked against peer timers" in method and "passed" in method and "mean-numba" in method
     assert "no peer-timer evidence yet" not in method
+
+
+def test_one_case_in_two_dtypes_reads_apart_in_the_table_the_gate_and_the_site():
+    # crosscheck --dtype float32 bfloat16 (#15): each case twice, which every table and message must tell apart
+    from kernelscope.site import peer_pages
+    from kernelscope.site.evidence import MachinePeers
+
+    f32 = rec(**NUMBA_HOST_BOUND)
+    bf16 = rec(**{**NUMBA_HOST_BOUND, "warm": 183e-6, "timer": 531e-6, "cold": 187e-6, "do_bench": 271e-6,
+                  "graph": 182e-6, "cudagraph": 182.5e-6}, dtype="bfloat16")
+    lines = command.table([f32, bf16]).splitlines()
+    assert lines[3].startswith("mean-numba 268435456 ") and "bfloat16" not in lines[3]
+    assert lines[4].startswith("mean-numba 268435456 bfloat16 ")
+    off = rec(cold=730e-6, do_bench=700e-6, dtype="bfloat16")
+    text = command.summary_text(agreement.summarize([rec(), off]), agreement.gate([rec(), off]))
+    assert "worst square-torch 16384x16384 bfloat16 +4.29%" in text
+    assert "  square-torch 16384x16384 bfloat16 cold: cold 730.0 us against do_bench 700.0 us" in text
+    m = MachinePeers("nvidia-h100-80gb-hbm3", Path("peers.json"), peers_file([f32, bf16]))
+    rows = [r for r in peer_pages.exceptions_table(m).splitlines() if "warm ~ Timer" in r]
+    assert len(rows) == 2 and "| 268435456 |" in rows[0] and "| 268435456 bfloat16 |" in rows[1]
+    assert "| 183 µs | 531 µs |" in rows[1] and "| 365 µs | 533 µs |" in rows[0]  # each row reads its own case
+    old = dict(m.gate.exceptions[0])
+    del old["dtype"]  # evidence written before cases carried their dtype: float32
+    assert peer_pages._size(old) == "268435456"
 
 
 # --- on the GPU -------------------------------------------------------------------------------------------------------

@@ -150,8 +150,13 @@ def _band(pct: float) -> str:
     return f"{pct:g}"
 
 
+def _where(rec: Record) -> dict:
+    """The case a summary's or gate's entry is of (data.case_name spells it)."""
+    return {"variant": rec.variant, "size": rec.size, "dtype": rec.dtype}
+
+
 def _case(rec: Record, mode: str, d: float) -> dict:
-    return {"variant": rec.variant, "size": rec.size, "dtype": rec.dtype, "diff_pct": d,
+    return {**_where(rec), "diff_pct": d,
             "suite_s": rec.clock(mode), "peer_s": rec.clock(PEER_OF[mode])}
 
 
@@ -219,7 +224,7 @@ def gate(records: list[Record], min_s: float = JUDGED_MIN_S, tolerance_pct: floa
     failures, exceptions, judged, host_judged = [], [], 0, 0
     for rec in records:
         if rec.status == "failed":
-            failures.append({"variant": rec.variant, "size": rec.size, "mode": "*", "why": rec.reason})
+            failures.append({**_where(rec), "mode": "*", "why": rec.reason})
             continue
         if rec.status != MEASURED:
             continue
@@ -239,19 +244,19 @@ def gate(records: list[Record], min_s: float = JUDGED_MIN_S, tolerance_pct: floa
             d = pair_diff(rec, mode)
             if reason:
                 excused = True
-                exceptions.append({"variant": rec.variant, "size": rec.size, "mode": mode,
+                exceptions.append({**_where(rec), "mode": mode,
                                    "peer": PEER_OF[mode], "reason": reason, "diff_pct": d})
                 continue
             judged += 1
             host_judged += mode == "host"
             if suite is None:
-                failures.append({"variant": rec.variant, "size": rec.size, "mode": mode, "why": _missing(rec, mode)})
+                failures.append({**_where(rec), "mode": mode, "why": _missing(rec, mode)})
             elif peer is None:
-                failures.append({"variant": rec.variant, "size": rec.size, "mode": mode,
+                failures.append({**_where(rec), "mode": mode,
                                  "why": _missing(rec, PEER_OF[mode])})
             elif abs(d) > tolerance(mode, tolerance_pct):
                 paired = " (the median of the pairs' ratios)" if by_pair_ratios(rec, mode) else ""
-                failures.append({"variant": rec.variant, "size": rec.size, "mode": mode,
+                failures.append({**_where(rec), "mode": mode,
                                  "why": f"{mode} {us(suite)} against {SHORT_TITLES[PEER_OF[mode]]} {us(peer)}: "
                                         f"{d:+.2f}%{paired}, outside {tolerance(mode, tolerance_pct):g}%"})
     if failures:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from kernelscope import backends
 from kernelscope.peers import agreement, data, measure, ncu_pass
-from kernelscope.peers.data import FAILED, MEASURED, MODES, PEER_OF, SHORT_TITLES, PeersFile, Record
+from kernelscope.peers.data import DTYPE, FAILED, MEASURED, MODES, PEER_OF, SHORT_TITLES, PeersFile, Record, case_name
 
 
 @dataclass
@@ -28,7 +28,7 @@ class Options:
     variant: str | None = None
     backend: str | None = None
     size: str | None = None  # one shape for every selected variant; default: each op's benchmark sizes
-    dtypes: tuple[str, ...] = (measure.DTYPE,)  # each case in each of these
+    dtypes: tuple[str, ...] = (DTYPE,)  # each case in each of these
     ncu: bool | None = None  # None: run the Nsight Compute pass when ncu is found
     out: Path | None = None  # default evidence/<machine>/peers.json (a narrowed run: data.default_path)
     json: bool = False
@@ -83,7 +83,7 @@ def stamp(opts: Options, variants: list[str], started: str, with_ncu: bool):
 def narrowed_to(opts: Options) -> str:
     """The selection a narrowed run was asked for, as a file name's part ("op-softmax"); "" for every case."""
     picked = [(k, getattr(opts, k)) for k in ("op", "variant", "backend", "size") if getattr(opts, k)]
-    if tuple(opts.dtypes) != (measure.DTYPE,):
+    if tuple(opts.dtypes) != (DTYPE,):
         picked.append(("dtype", "-".join(opts.dtypes)))
     return "-".join(f"{k}-{v}" for k, v in picked)
 
@@ -103,7 +103,7 @@ def run(opts: Options) -> int:
     t0 = time.perf_counter()
     records: list[Record] = []
     for i, spec in enumerate(specs, 1):
-        head = f"[{i}/{len(specs)}] {spec.variant} {spec.size}"
+        head = f"[{i}/{len(specs)}] {case_name(spec.variant, spec.size, spec.dtype)}"
         _say(f"{head}: measuring")
         rec = measure.measure_case(spec, budgets, device)
         records.append(rec)
@@ -149,11 +149,16 @@ def run(opts: Options) -> int:
     if opts.gate and not verdict.passed:
         _say(f"kernelscope crosscheck: the gate failed: {verdict.why}")
         for f in verdict.failures:
-            _say(f"  {f['variant']} {f['size']} {f['mode']}: {f['why']}")
+            _say(f"  {_named(f)} {f['mode']}: {f['why']}")
     return 1 if failed or (opts.gate and not verdict.passed) else 0
 
 
 # --- what is printed -------------------------------------------------------------------------------------------------
+
+def _named(case: dict) -> str:
+    """A gate's or summary's case (a dict of variant, size, dtype) as the table names it."""
+    return case_name(case["variant"], case["size"], case.get("dtype", DTYPE))
+
 
 def _note(rec: Record) -> str:
     if rec.status != MEASURED:
@@ -194,14 +199,14 @@ def summary_lines(summary: dict[str, agreement.ModeSummary]) -> list[str]:
             continue
         bands = ", ".join(f"{s.within.get(b, 0)} ({s.share(float(b)):.0%}) within {b}%" for b in ("1", "2"))
         worst = s.worst
-        lines.append(f"{title:<28} {_n(s.compared, 'case')}, {bands}; worst {worst['variant']} {worst['size']} "
+        lines.append(f"{title:<28} {_n(s.compared, 'case')}, {bands}; worst {_named(worst)} "
                      f"{worst['diff_pct']:+.2f}%" + (f"; {s.excused} excused" if s.excused else ""))
         if s.judged:
             jb = ", ".join(f"{s.judged_within.get(b, 0)} ({s.share(float(b), judged=True):.0%}) within {b}%"
                            for b in ("1", "2"))
             jw = s.judged_worst
             lines.append(f"{'':<28} of them {s.judged} at {agreement.JUDGED_MIN_S * 1e6:.0f} us or more and not "
-                         f"excused: {jb}; worst {jw['variant']} {jw['size']} {jw['diff_pct']:+.2f}%")
+                         f"excused: {jb}; worst {_named(jw)} {jw['diff_pct']:+.2f}%")
     return lines
 
 
@@ -212,9 +217,9 @@ def summary_text(summary: dict[str, agreement.ModeSummary], verdict: agreement.G
     if verdict.exceptions:
         lines.append("excused (the peer reads the host, or the host's cost drifts), listed instead of judged against "
                      "that peer (their graph pair still is):")
-        lines += [f"  {e['variant']} {e['size']} {e['mode']} ~ {SHORT_TITLES[e['peer']]} ({_pct(e['diff_pct'])}): "
+        lines += [f"  {_named(e)} {e['mode']} ~ {SHORT_TITLES[e['peer']]} ({_pct(e['diff_pct'])}): "
                   f"{e['reason']}" for e in verdict.exceptions]
     if verdict.failures:
         lines.append("outside the gate:")
-        lines += [f"  {f['variant']} {f['size']} {f['mode']}: {f['why']}" for f in verdict.failures]
+        lines += [f"  {_named(f)} {f['mode']}: {f['why']}" for f in verdict.failures]
     return "\n".join(lines)

@@ -38,6 +38,18 @@ SHORT_TITLES = {"warm": "warm", "cold": "cold", "graph": "graph", "host": "host"
                 "do_bench_cudagraph": "do_bench_cudagraph", "ncu": "ncu"}
 
 MEASURED, SKIPPED, FAILED = "measured", "skipped", "failed"
+DTYPE = "float32"  # a case's dtype unless asked otherwise (crosscheck --dtype); its name leaves it out
+
+
+def size_label(size: str, dtype: str = DTYPE) -> str:
+    """A case's size as tables show it: "512x50257", with " bfloat16" where the dtype is not float32, so that one
+    run's cases in two dtypes (crosscheck --dtype) read apart."""
+    return size + (f" {dtype}" if dtype != DTYPE else "")
+
+
+def case_name(variant: str, size: str, dtype: str = DTYPE) -> str:
+    """How a case is named in messages: "softmax-cuda 512x50257 bfloat16"."""
+    return f"{variant} {size_label(size, dtype)}"
 
 
 @dataclass
@@ -63,7 +75,7 @@ class Record:
 
     @property
     def name(self) -> str:
-        return f"{self.variant} {self.size}"
+        return case_name(self.variant, self.size, self.dtype)
 
     def clock(self, name: str) -> float | None:
         return self.seconds.get(name)

@@ -44,11 +44,9 @@ from kernelscope import timing
 from kernelscope.catalog import VARIANTS, select
 from kernelscope.ops import numel, parse_shape, shape_str
 from kernelscope.peers.agreement import diffs
-from kernelscope.peers.data import CLOCKS, FAILED, MEASURED, SKIPPED, Record
+from kernelscope.peers.data import CLOCKS, DTYPE, FAILED, MEASURED, SKIPPED, Record
 from kernelscope.timing.host import block_s, plan_host
 from kernelscope.timing import asv_suite, cases
-
-DTYPE = "float32"
 
 
 @dataclass

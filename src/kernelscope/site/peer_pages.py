@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 
 from kernelscope.peers import agreement
-from kernelscope.peers.data import FAILED, MEASURED, MODES, PEER_OF, SHORT_TITLES, Record
+from kernelscope.peers.data import DTYPE, FAILED, MEASURED, MODES, PEER_OF, SHORT_TITLES, Record, size_label
 from kernelscope.site.data import fmt_time
 from kernelscope.site.evidence import NO_PEERS, PEERS_COMMAND, EvidenceData, MachinePeers
 from kernelscope.site.markdown import WIDE, indent, note, table, tabs, variant_cell
@@ -45,8 +45,19 @@ def _share(count: int, n: int) -> str:
     return f"{count} of {n} ({count / n:.0%})" if n else "—"
 
 
+def _size(case: dict) -> str:
+    """A gate's or summary's case's size (older evidence files' cases carry no dtype: float32)."""
+    return size_label(case["size"], case.get("dtype", DTYPE))
+
+
+def _record(m: MachinePeers, case: dict) -> Record:
+    """The record a gate's entry is of."""
+    return next(r for r in m.peers.records
+                if (r.variant, size_label(r.size, r.dtype)) == (case["variant"], _size(case)))
+
+
 def _worst(w: dict | None) -> str:
-    return f"`{w['variant']}` {w['size']}: {fmt_diff(w['diff_pct'])}" if w else "—"
+    return f"`{w['variant']}` {_size(w)}: {fmt_diff(w['diff_pct'])}" if w else "—"
 
 
 def agreement_table(m: MachinePeers) -> str:
@@ -73,7 +84,7 @@ def gate_note(m: MachinePeers) -> str:
         return note("success", "The gate passed", f"{g.why}: {rule}.")
     body = f"{g.why}. The rule: {rule}."
     if g.failures:
-        body += "\n\n" + "\n".join(f"- `{f['variant']}` {f['size']}, {f['mode']}: {html.escape(f['why'])}"
+        body += "\n\n" + "\n".join(f"- `{f['variant']}` {_size(f)}, {f['mode']}: {html.escape(f['why'])}"
                                    for f in g.failures)
     return note("failure", "The gate did not pass", body)
 
@@ -82,11 +93,10 @@ def exceptions_table(m: MachinePeers) -> str:
     ex = m.gate.exceptions
     if not ex:
         return "No pair of a gated case was excused."
-    by = {(r.variant, r.size): r for r in m.peers.records}
     rows = []
     for e in ex:
-        r = by[(e["variant"], e["size"])]
-        rows.append([variant_cell(e["variant"]), e["size"], f"{e['mode']} ~ {SHORT_TITLES[e['peer']]}",
+        r = _record(m, e)
+        rows.append([variant_cell(e["variant"]), _size(e), f"{e['mode']} ~ {SHORT_TITLES[e['peer']]}",
                      fmt_time(r.clock(e["mode"])), fmt_time(r.clock(e["peer"])), fmt_diff(e["diff_pct"]),
                      fmt_time(r.host_per_call_s), fmt_diff(r.diff_pct.get("graph")), e["reason"]])
     return table(["variant", "size", "pair", "suite", "peer", "diff", "host per call", "graph diff", "why"], rows,
@@ -106,7 +116,7 @@ def _marks(r: Record) -> str:
 def cases_table(m: MachinePeers) -> str:
     rows = []
     for r in m.peers.measured:
-        cells = [variant_cell(r.variant), r.size]
+        cells = [variant_cell(r.variant), size_label(r.size, r.dtype)]
         for mode in MODES:
             cells += [fmt_time(r.clock(mode)), fmt_time(r.clock(PEER_OF[mode])), fmt_diff(r.diff_pct.get(mode))]
         gated = any((r.clock(mode) or 0) >= agreement.JUDGED_MIN_S for mode in MODES)
@@ -122,12 +132,13 @@ def not_measured(m: MachinePeers) -> str:
     missing = [(r, clock, why) for r in m.peers.measured for clock, why in {**r.skipped, **r.errors}.items()]
     parts = []
     if rest:
-        rows = [[variant_cell(r.variant), r.size, "failed" if r.status == FAILED else "skipped", r.reason]
-                for r in rest]
+        rows = [[variant_cell(r.variant), size_label(r.size, r.dtype), "failed" if r.status == FAILED else "skipped",
+                 r.reason] for r in rest]
         parts.append(f'??? note "Cases not measured here ({len(rest)})"\n\n'
                      + indent(table(["variant", "size", "", "why"], rows, ["l", "l", "l", "l"])))
     if missing:
-        rows = [[variant_cell(r.variant), r.size, SHORT_TITLES.get(clock, clock), why] for r, clock, why in missing]
+        rows = [[variant_cell(r.variant), size_label(r.size, r.dtype), SHORT_TITLES.get(clock, clock), why]
+                for r, clock, why in missing]
         parts.append(f'??? note "Clocks without a reading ({len(missing)})"\n\n'
                      + indent(table(["variant", "size", "clock", "why"], rows, ["l", "l", "l", "l"])))
     return "\n\n".join(parts)
@@ -205,10 +216,9 @@ def agreement_summary(m: MachinePeers | None, link: str = "../results/peers.md")
             f"{agreement.GATE_PCT:g}% of its peer) **{verdict}**: {g.why}."]
     if g.exceptions:
         worst = max(g.exceptions, key=lambda e: abs(e["diff_pct"] or 0))
-        graph = next((r.diff_pct.get("graph") for r in m.peers.records
-                      if (r.variant, r.size) == (worst["variant"], worst["size"])), None)
+        graph = _record(m, worst).diff_pct.get("graph")
         text.append(f"{len(g.exceptions)} pairs of gated cases were excused and listed instead; the farthest, "
-                    f"`{worst['variant']}` at {worst['size']}, read {fmt_diff(worst['diff_pct'])} against "
+                    f"`{worst['variant']}` at {_size(worst)}, read {fmt_diff(worst['diff_pct'])} against "
                     f"{SHORT_TITLES[worst['peer']]} because {worst['reason']}; its graph pair read {fmt_diff(graph)}.")
     text.append(f"Every case, with the stamp of the run: [Peer timers]({link}).")
     return "\n\n".join(text)
