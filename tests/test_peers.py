@@ -576,9 +576,19 @@ def test_site_shows_the_evidence_the_gate_and_the_host_bound_rows(tmp_path, monk
                peers_file([paired, rec(**NUMBA_HOST_BOUND),
                            rec(variant="softmax-manual", size="64x64", warm=10e-6, timer=25e-6, cold=15e-6,
                                do_bench=16e-6, graph=8e-6, cudagraph=8.1e-6, host=24e-6)]))
+    bf16 = rec(variant="softmax-cuda", size="512x50257", warm=42.6e-6, timer=42.8e-6, cold=43.7e-6, do_bench=43.6e-6,
+               graph=41.1e-6, cudagraph=40.8e-6, host=6e-6, dtype="bfloat16")
+    for machine in ("nvidia-h100-80gb-hbm3", "nvidia-h200"):  # the H200 has narrowed runs only
+        data.write(data.default_path(machine, evidence, narrowed_to="variant-softmax-cuda-dtype-bfloat16"),
+                   peers_file([bf16], machine=machine))
     monkeypatch.setenv("KERNELSCOPE_EVIDENCE_DIR", str(evidence))
     site = build(tmp_path / "site", RESULTS)
     page = (site / "results" / "peers" / "index.html").read_text()
+    narrowed = " ".join(re.sub(r"<[^>]+>", " ", page).split())
+    assert narrowed.count("Narrowed runs (1).") == 2 and "No whole run here" in narrowed
+    assert narrowed.count("peers-variant-softmax-cuda-dtype-bfloat16.json: 1 cases at 01234567, 2026-11-24; the gate "
+                          "did not pass") == 2  # one case under 50 us: nothing judged
+    assert narrowed.count("softmax-cuda tuned 512x50257 bfloat16 42.6 µs 42.8 µs -0.47%") == 2  # its cases row
     text = re.sub(r"<[^>]+>", " ", page)
     assert "NVIDIA H100 80GB HBM3" in text and "01234567" in text and "kernelscope crosscheck --gate" in text
     assert "The gate passed" in text and "all 6 judged pairs within 2% (host mode's against Timer: 3%)" in text

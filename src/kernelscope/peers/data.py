@@ -139,6 +139,13 @@ def read(path: str | Path) -> PeersFile:
     return from_dict(json.loads(Path(path).read_text()))
 
 
+def narrowed(root: str | Path = EVIDENCE_DIR) -> list[Path]:
+    """The narrowed runs' files under ``root`` (``peers-op-softmax.json`` and the like, beside each machine's
+    ``peers.json``), by machine name, then file name."""
+    root = Path(root)
+    return sorted(root.glob(f"*/{Path(FILE_NAME).stem}-*.json")) if root.is_dir() else []
+
+
 def machines(root: str | Path = EVIDENCE_DIR) -> list[Path]:
     """The peers files under ``root`` (one per machine folder), by machine name; ``root`` may be one machine's."""
     root = Path(root)

@@ -1,8 +1,9 @@
 """What the site knows of ``evidence/``: the method's evidence as data, per machine.
 
-Three files per machine: ``evidence/<machine>/peers.json``, written by
+Three kinds of file per machine: ``evidence/<machine>/peers.json``, written by
 ``kernelscope crosscheck`` (:mod:`kernelscope.peers.data` owns its format;
-nothing here opens a path that module does not name),
+nothing here opens a path that module does not name), with the narrowed runs'
+``peers-<what>.json`` beside it,
 ``evidence/<machine>/canary.json``, written by ``scripts/gpu/canary.sh``
 (:mod:`kernelscope.results.canary` owns that one), and
 ``evidence/<machine>/floors.json``, written by ``scripts/gpu/floor_probe.py
@@ -81,10 +82,18 @@ class EvidenceData:
         self.canaries = {p.parent.name: data for p, data in _read_each(found(canary.FILE), _read_canary)}
         self.machines = {p.parent.name: MachinePeers(p.parent.name, p, peers)
                          for p, peers in _read_each(peers_data.machines(self.root), peers_data.read)}
+        self.narrowed: dict[str, list[MachinePeers]] = {}  # machine -> its narrowed runs (crosscheck --op, --dtype)
+        for p, peers in _read_each(peers_data.narrowed(self.root), peers_data.read):
+            self.narrowed.setdefault(p.parent.name, []).append(MachinePeers(p.parent.name, p, peers))
 
     @property
     def empty(self) -> bool:
-        return not self.machines
+        return not self.machines and not self.narrowed
+
+    @property
+    def machine_names(self) -> list[str]:
+        """Every machine with a whole run or a narrowed one: whole runs' first, as the site's tabs order them."""
+        return [*self.machines, *(m for m in self.narrowed if m not in self.machines)]
 
     def pick(self, machine: str | None) -> MachinePeers | None:
         """This machine's evidence when it has some, else the first machine's; None without any."""

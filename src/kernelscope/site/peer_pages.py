@@ -198,7 +198,28 @@ def page(evidence: EvidenceData) -> str:
         f"`{PEERS_COMMAND}` measures it into `evidence/<machine>/peers.json`.\n")
     if evidence.empty:
         return intro + "\n" + note("warning", "No peer-timer evidence yet", NO_PEERS)
-    return intro + "\n" + tabs([(name, machine_body(m)) for name, m in evidence.machines.items()])
+    return intro + "\n" + tabs([(name, machine_tab(evidence, name)) for name in evidence.machine_names])
+
+
+def machine_tab(evidence: EvidenceData, name: str) -> str:
+    whole = evidence.machines.get(name)
+    parts = [machine_body(whole) if whole else
+             note("info", "No whole run here", f"Only narrowed runs so far; `{PEERS_COMMAND}` times every case.")]
+    runs = evidence.narrowed.get(name, [])
+    if runs:
+        parts.append(f"**Narrowed runs ({len(runs)}).** `kernelscope crosscheck` of some cases (`--op`, `--variant`, "
+                     "`--dtype`), each in a file of its own beside `peers.json`, each judged by the same gate:")
+        parts += [narrowed_run(m) for m in runs]
+    return "\n\n".join(parts)
+
+
+def narrowed_run(m: MachinePeers) -> str:
+    """One narrowed run, folded: its stamp, agreement, verdict and every case."""
+    man = m.peers.stamp
+    verdict = "passed" if m.gate.passed else "did not pass"
+    title = f"{m.path.name}: {len(m.peers.measured)} cases at {man.commit[:8]}, {man.date[:10]}; the gate {verdict}"
+    body = "\n\n".join([stamp(m), agreement_table(m), gate_note(m), cases_table(m)])
+    return f'??? note "{html.escape(title, quote=True)}"\n\n' + indent(body)
 
 
 # --- the method page's macro -----------------------------------------------------------------------------------------
