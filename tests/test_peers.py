@@ -617,6 +617,10 @@ def test_one_case_in_two_dtypes_reads_apart_in_the_table_the_gate_and_the_site()
     lines = command.table([f32, bf16]).splitlines()
     assert lines[3].startswith("mean-numba 268435456 ") and "bfloat16" not in lines[3]
     assert lines[4].startswith("mean-numba 268435456 bfloat16 ")
+    header, row = command.table([rec(ncu_s=705e-6)]).splitlines()[1::2]  # every mode's columns, then ncu's
+    assert header.split() == ["case", "warm", "Timer", "diff", "cold", "do_bench", "diff", "graph", "cudagraph", "diff",
+                              "host", "Timer", "diff", "ncu", "host/call", "note"]
+    assert row.split()[-5:] == ["702.0", "702.0", "+0.00%", "705.0", "8.0"]  # host, Timer, diff, ncu, host/call
     off = rec(cold=730e-6, do_bench=700e-6, dtype="bfloat16")
     text = command.summary_text(agreement.summarize([rec(), off]), agreement.gate([rec(), off]))
     assert "worst square-torch 16384x16384 bfloat16 +4.29%" in text

@@ -171,8 +171,9 @@ def _note(rec: Record) -> str:
 
 
 def table(records: list[Record]) -> str:
-    header = ["case", "warm", "Timer", "diff", "cold", "do_bench", "diff", "graph", "cudagraph", "diff", "ncu",
-              "host/call", "note"]
+    # a column per mode, its peer and their diff, from MODES (a fixed list missed host mode: zip below cut the rows)
+    peer = {**SHORT_TITLES, "do_bench_cudagraph": "cudagraph"}
+    header = ["case", *(t for mode in MODES for t in (mode, peer[PEER_OF[mode]], "diff")), "ncu", "host/call", "note"]
     rows = []
     for r in records:
         if r.status != MEASURED:
@@ -182,6 +183,7 @@ def table(records: list[Record]) -> str:
         for mode in MODES:
             cells += [_us(r.clock(mode)), _us(r.clock(PEER_OF[mode])), _pct(r.diff_pct.get(mode))]
         rows.append(cells + [_us(r.clock("ncu")), _us(r.host_per_call_s), _note(r)])
+    assert all(len(r) == len(header) for r in rows), "a row's cells and the header differ"
     widths = [max(len(str(x[i])) for x in [header, *rows]) for i in range(len(header))]
     right = set(range(1, len(header) - 1))
     line = lambda r: "  ".join((str(c).rjust(w) if i in right else str(c).ljust(w))  # noqa: E731
