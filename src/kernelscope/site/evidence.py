@@ -75,6 +75,7 @@ class EvidenceData:
         self.machines: dict[str, MachinePeers] = {}
         self.canaries: dict[str, dict] = {}  # machine -> canary.json's content
         self.floors: dict[str, dict] = {}  # machine -> floors.json's content
+        self.narrowed: dict[str, list[MachinePeers]] = {}  # machine -> its narrowed runs (crosscheck --op, --dtype)
         if self.root is None:
             return
         found = (lambda name: sorted(self.root.glob(f"*/{name}")) if self.root.is_dir() else [])  # noqa: E731
@@ -82,7 +83,6 @@ class EvidenceData:
         self.canaries = {p.parent.name: data for p, data in _read_each(found(canary.FILE), _read_canary)}
         self.machines = {p.parent.name: MachinePeers(p.parent.name, p, peers)
                          for p, peers in _read_each(peers_data.machines(self.root), peers_data.read)}
-        self.narrowed: dict[str, list[MachinePeers]] = {}  # machine -> its narrowed runs (crosscheck --op, --dtype)
         for p, peers in _read_each(peers_data.narrowed(self.root), peers_data.read):
             self.narrowed.setdefault(p.parent.name, []).append(MachinePeers(p.parent.name, p, peers))
 
