@@ -195,7 +195,8 @@ def page(evidence: EvidenceData) -> str:
         "(kernel only, caches flushed before each kernel: shown, not judged). A peer that is a host clock reads the "
         "host where launching a call costs more than running it: those rows are marked, and "
         "[the method](../concepts/method.md#checked-against-peer-timers) says why. "
-        f"`{PEERS_COMMAND}` measures it into `evidence/<machine>/peers.json`.\n")
+        f"`{PEERS_COMMAND}` measures it into `evidence/<machine>/peers.json`; a run narrowed to some cases "
+        "(`--op`, `--variant`, `--dtype`) into a file of its own beside it, shown under the whole run.\n")
     if evidence.empty:
         return intro + "\n" + note("warning", "No peer-timer evidence yet", NO_PEERS)
     return intro + "\n" + tabs([(name, machine_tab(evidence, name)) for name in evidence.machine_names])
@@ -205,7 +206,7 @@ def machine_tab(evidence: EvidenceData, name: str) -> str:
     whole = evidence.machines.get(name)
     parts = [machine_body(whole) if whole else
              note("info", "No whole run here", f"Only narrowed runs so far; `{PEERS_COMMAND}` times every case.")]
-    runs = evidence.narrowed.get(name, [])
+    runs = sorted(evidence.narrowed.get(name, []), key=lambda m: m.peers.stamp.date, reverse=True)  # newest first
     if runs:
         parts.append(f"**Narrowed runs ({len(runs)}).** `kernelscope crosscheck` of some cases (`--op`, `--variant`, "
                      "`--dtype`), each in a file of its own beside `peers.json`, each judged by the same gate:")
