@@ -586,7 +586,7 @@ def test_site_shows_the_evidence_the_gate_and_the_host_bound_rows(tmp_path, monk
     page = (site / "results" / "peers" / "index.html").read_text()
     narrowed = " ".join(re.sub(r"<[^>]+>", " ", page).split())
     assert narrowed.count("Narrowed runs (1).") == 2 and "No whole run here" in narrowed
-    assert narrowed.count("peers-variant-softmax-cuda-dtype-bfloat16.json: 1 cases at 01234567, 2026-11-24; the gate "
+    assert narrowed.count("peers-variant-softmax-cuda-dtype-bfloat16.json: 1 case at 01234567, 2026-11-24; the gate "
                           "did not pass") == 2  # one case under 50 us: nothing judged
     assert narrowed.count("softmax-cuda tuned 512x50257 bfloat16 42.6 µs 42.8 µs -0.47%") == 2  # its cases row
     text = re.sub(r"<[^>]+>", " ", page)

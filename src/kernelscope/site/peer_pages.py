@@ -52,8 +52,8 @@ def _size(case: dict) -> str:
 
 def _record(m: MachinePeers, case: dict) -> Record:
     """The record a gate's entry is of."""
-    return next(r for r in m.peers.records
-                if (r.variant, size_label(r.size, r.dtype)) == (case["variant"], _size(case)))
+    dtype = case.get("dtype", DTYPE)
+    return next(r for r in m.peers.records if (r.variant, r.size, r.dtype) == (case["variant"], case["size"], dtype))
 
 
 def _worst(w: dict | None) -> str:
@@ -218,7 +218,8 @@ def narrowed_run(m: MachinePeers) -> str:
     """One narrowed run, folded: its stamp, agreement, verdict and every case."""
     man = m.peers.stamp
     verdict = "passed" if m.gate.passed else "did not pass"
-    title = f"{m.path.name}: {len(m.peers.measured)} cases at {man.commit[:8]}, {man.date[:10]}; the gate {verdict}"
+    n = len(m.peers.measured)
+    title = f"{m.path.name}: {n} case{'' if n == 1 else 's'} at {man.commit[:8]}, {man.date[:10]}; the gate {verdict}"
     body = "\n\n".join([stamp(m), agreement_table(m), gate_note(m), cases_table(m)])
     return f'??? note "{html.escape(title, quote=True)}"\n\n' + indent(body)
 
