@@ -425,8 +425,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "time the suite's checked case with the suite's four modes and, on the same\n"
                                    "callable in the same process, with torch.utils.benchmark.Timer,\n"
                                    "triton.testing.do_bench and do_bench_cudagraph; then Nsight Compute in one\n"
-                                   "second process. Writes\n"
-                                   "evidence/<machine>/peers.json, prints a table, the agreement per mode and the gate.",
+                                   "second process. Writes evidence/<machine>/peers.json (a narrowed run: a file\n"
+                                   "of its own beside it), prints a table, the agreement per mode and the gate.",
                        epilog=CROSSCHECK_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--op", help="only this op")
     p.add_argument("--variant", help="only this variant (see `kernelscope list`)")

@@ -19,7 +19,8 @@ from pathlib import Path
 
 from kernelscope import backends
 from kernelscope.peers import agreement, data, measure, ncu_pass
-from kernelscope.peers.data import DTYPE, FAILED, MEASURED, MODES, PEER_OF, SHORT_TITLES, PeersFile, Record, case_name
+from kernelscope.peers.data import (DTYPE, FAILED, MEASURED, MODES, PEER_OF, SHORT_TITLES, PeersFile, Record, case_name,
+                                    entry_case)
 
 
 @dataclass
@@ -155,9 +156,9 @@ def run(opts: Options) -> int:
 
 # --- what is printed -------------------------------------------------------------------------------------------------
 
-def _named(case: dict) -> str:
-    """A gate's or summary's case (a dict of variant, size, dtype) as the table names it."""
-    return case_name(case["variant"], case["size"], case.get("dtype", DTYPE))
+def _named(entry: dict) -> str:
+    """A gate's or summary's entry named as the table names its case."""
+    return case_name(*entry_case(entry))
 
 
 def _note(rec: Record) -> str:

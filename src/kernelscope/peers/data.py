@@ -47,6 +47,12 @@ def size_label(size: str, dtype: str = DTYPE) -> str:
     return size + (f" {dtype}" if dtype != DTYPE else "")
 
 
+def entry_case(entry: dict) -> tuple[str, str, str]:
+    """(variant, size, dtype) of a summary's or gate's entry (agreement's dicts); an entry of a file written before
+    they carried their dtype is float32's."""
+    return entry["variant"], entry["size"], entry.get("dtype", DTYPE)
+
+
 def case_name(variant: str, size: str, dtype: str = DTYPE) -> str:
     """How a case is named in messages: "softmax-cuda 512x50257 bfloat16"."""
     return f"{variant} {size_label(size, dtype)}"

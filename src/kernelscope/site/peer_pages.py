@@ -12,7 +12,7 @@ from __future__ import annotations
 import html
 
 from kernelscope.peers import agreement
-from kernelscope.peers.data import DTYPE, FAILED, MEASURED, MODES, PEER_OF, SHORT_TITLES, Record, size_label
+from kernelscope.peers.data import FAILED, MEASURED, MODES, PEER_OF, SHORT_TITLES, Record, entry_case, size_label
 from kernelscope.site.data import fmt_time
 from kernelscope.site.evidence import NO_PEERS, PEERS_COMMAND, EvidenceData, MachinePeers
 from kernelscope.site.markdown import WIDE, indent, note, table, tabs, variant_cell
@@ -45,15 +45,15 @@ def _share(count: int, n: int) -> str:
     return f"{count} of {n} ({count / n:.0%})" if n else "—"
 
 
-def _size(case: dict) -> str:
-    """A gate's or summary's case's size (older evidence files' cases carry no dtype: float32)."""
-    return size_label(case["size"], case.get("dtype", DTYPE))
+def _size(entry: dict) -> str:
+    """A gate's or summary's entry's size, as the cases table shows it."""
+    _, size, dtype = entry_case(entry)
+    return size_label(size, dtype)
 
 
-def _record(m: MachinePeers, case: dict) -> Record:
+def _record(m: MachinePeers, entry: dict) -> Record:
     """The record a gate's entry is of."""
-    dtype = case.get("dtype", DTYPE)
-    return next(r for r in m.peers.records if (r.variant, r.size, r.dtype) == (case["variant"], case["size"], dtype))
+    return next(r for r in m.peers.records if (r.variant, r.size, r.dtype) == entry_case(entry))
 
 
 def _worst(w: dict | None) -> str:
