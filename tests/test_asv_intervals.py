@@ -1,4 +1,4 @@
-"""Intervals of cases sampled one value per process, pooled over the run (results/asv_intervals.py, #13 item 3)."""
+"""Intervals of cases sampled one value per process, pooled over the run (asv/intervals.py, #13 item 3)."""
 
 import json
 import math
@@ -11,7 +11,7 @@ import pytest
 asv = pytest.importorskip("asv")
 from asv.results import Results  # noqa: E402
 
-from kernelscope.results import asv_intervals  # noqa: E402
+from kernelscope.asv import intervals as asv_intervals  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 # Two runs of Square, Softmax and SquareBfloat16 at 0f8ffa7 on one H100, one after the other (bench.sh twice)
@@ -112,9 +112,9 @@ def test_on_a_same_commit_rerun_of_the_h100_the_rerun_lands_inside_in_95_percent
 
 
 def test_the_environment_widens_on_every_save(tmp_path):
-    from kernelscope.results import asv_env  # noqa: F401  (loading the plugin patches asv)
+    from kernelscope.asv import env as asv_env  # noqa: F401  (loading the plugin patches asv)
 
-    assert Results._kernelscope_widens and Results._kernelscope_saves_as_it_goes
+    assert "save_every_case.<locals>.merged" in Results.save._kernelscope_wrapped_by  # merged, widened, atomic
     rng = random.Random(4)
     r = _results({"benchmarks.Square.time_warm": [_processes(rng, 2e-6, 0.03) for _ in range(12)]
                   + [[2.0e-6, 2.0005e-6, 2.001e-6]]})

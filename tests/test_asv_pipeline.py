@@ -39,7 +39,7 @@ def asv(tmp_path, *args, env=None):
 def write_config(tmp_path, results: str, repo: Path = ROOT) -> Path:
     conf = {
         "version": 1, "project": "kernelscope", "repo": str(repo), "branches": ["main"], "dvcs": "git",
-        "environment_type": "syssite", "plugins": [".src.kernelscope.results.asv_env"],
+        "environment_type": "syssite", "plugins": [".src.kernelscope.asv.env"],
         "build_command": ["python -m pip wheel --no-deps --no-build-isolation --no-index -w {build_cache_dir} {build_dir}"],
         "install_command": ["in-dir={env_dir} python -m pip install --no-deps --no-index --force-reinstall {wheel_file}"],
         "uninstall_command": ["return-code=any python -m pip uninstall -y {project}"],
@@ -157,7 +157,7 @@ def test_an_old_commits_left_out_kernel_sources_are_installed_from_its_tree(tmp_
     # Before aabf494 the wheel lacked pack16.cuh: a history run of such a commit
     # failed every CUDA variant on the H100 until the environment filled it in.
     pytest.importorskip("asv")
-    from kernelscope.results.asv_env import add_left_out_sources
+    from kernelscope.asv.env import add_left_out_sources
 
     tree = tmp_path / "build" / "src" / "kernelscope" / "backends" / "cuda"
     tree.mkdir(parents=True)

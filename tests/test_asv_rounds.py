@@ -1,4 +1,4 @@
-"""asv's rounds that stop once a case has enough samples (kernelscope.results.asv_rounds), through real asv runs."""
+"""asv's rounds that stop once a case has enough samples (kernelscope.asv.rounds), through real asv runs."""
 
 import json
 import os
@@ -31,7 +31,7 @@ def stored(tmp_path_factory, request):
     else:
         conf = {
             "version": 1, "project": "kernelscope", "repo": str(ROOT), "branches": ["main"], "dvcs": "git",
-            "environment_type": "existing", "plugins": [".src.kernelscope.results.asv_env"],
+            "environment_type": "existing", "plugins": [".src.kernelscope.asv.env"],
             "benchmark_dir": str(SUITE), "env_dir": str(tmp / "env"), "results_dir": str(tmp / "results"),
             "html_dir": str(tmp / "html"), "launch_method": "forkserver",
         }
@@ -85,7 +85,7 @@ def test_benchmarks_without_the_attribute_run_every_round(stored):
     assert len(samples) == 4 and len(set(samples)) == 2  # asv's own rounds: two processes, two samples each
 
 
-# --- one process per case (kernelscope.results.asv_siblings) ----------------------------------------------------------
+# --- one process per case (kernelscope.asv.siblings) ----------------------------------------------------------
 
 def test_siblings_are_measured_in_the_process_of_their_host(stored):
     for i in (0, 1):  # one sample per process (three processes), many in one
@@ -110,7 +110,7 @@ def _existing_env_run(tmp_path, *args, returncodes=(0,)):
     """asv run of the fixture suite in this Python's environment; the stored results by benchmark."""
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     conf = {"version": 1, "project": "kernelscope", "repo": str(ROOT), "branches": ["main"], "dvcs": "git",
-            "environment_type": "existing", "plugins": [".src.kernelscope.results.asv_env"],
+            "environment_type": "existing", "plugins": [".src.kernelscope.asv.env"],
             "benchmark_dir": str(SUITE), "env_dir": str(tmp_path / "env"), "results_dir": str(tmp_path / "results"),
             "html_dir": str(tmp_path / "html"), "launch_method": "forkserver"}
     (tmp_path / "asv.json").write_text(json.dumps(conf))

@@ -146,7 +146,7 @@ def test_profile_of_a_variant_lists_its_kernels_once_per_active_step():
 def test_machine_records_the_max_sm_clock():
     from kernelscope.results.machine import describe, fp32_peak
 
-    info = describe(measure_bandwidth=False)
+    info = describe()
     assert float(info["gpu_max_sm_mhz"]) > 500
     assert fp32_peak(info)[1].endswith("MHz")  # derived from this GPU, not the datasheet table
 

@@ -18,7 +18,7 @@ from kernelscope.peers import agreement, command, data, measure, ncu_pass
 from kernelscope.peers.data import PeersFile, Record
 from kernelscope.profiling import ncu
 from kernelscope.profiling.artifacts import Manifest
-from kernelscope.timing import asv_suite
+from kernelscope.asv import suite as asv_suite
 
 ON_CPU = not backends.cuda_available()
 cpu_only = pytest.mark.skipif(not ON_CPU, reason="the CPU path's skips (on a GPU these clocks run)")

@@ -9,7 +9,9 @@ import torch
 from kernelscope import catalog, timing
 from kernelscope.catalog import OPS, VARIANTS, Variant
 from kernelscope.ops import shape_str
-from kernelscope.timing import asv_suite, cases, processes
+from kernelscope.asv import suite as asv_suite
+from kernelscope.results.machine import host_id
+from kernelscope.timing import cases, processes
 
 
 def test_one_class_per_op_with_every_variant_size_and_dtype():
@@ -25,7 +27,8 @@ def test_one_class_per_op_with_every_variant_size_and_dtype():
         # Pinned: refactors keep history. Graph mode moved on alone (one output alive, #13).
         assert cls.time_warm.version == cls.track_cold.version == asv_suite.VERSION == "3"
         assert cls.track_graph.version == asv_suite.GRAPH_VERSION == "8"
-    assert classes["FirstCall"].params == [list(VARIANTS)]
+    assert classes["FirstCall"].params == [list(VARIANTS), [host_id()]]
+    assert classes["FirstCall"].param_names == ["variant", "host"]
     # The first call alone moved on: each framework's one-time start happens in the forkserver (#13 item 8).
     assert classes["FirstCall"].time_first_call.version == asv_suite.FIRST_CALL_VERSION == "4"
 
@@ -141,7 +144,9 @@ def test_a_launch_bound_case_is_one_value_per_process(monkeypatch):
     # host mode too: a host's cost of a call is a property of the process
     monkeypatch.setattr(asv_suite, "time_host", lambda *a, **k: [4.0, 1.0, 2.0])
     monkeypatch.setattr(asv_suite, "host_bound", lambda host_s, gpu_s, device: True)
-    assert bench.track_host("square-mul", "64x64", "float32")["samples"] == [2.0]
+    host = asv_suite.build()["SquareHost"]()
+    host.setup("square-mul", "64x64", "float32", host_id())
+    assert host.track_host("square-mul", "64x64", "float32", host_id())["samples"] == [2.0]
 
 
 def test_host_mode_samples_a_host_bound_case_one_value_per_process(monkeypatch):
@@ -157,24 +162,28 @@ def test_host_mode_samples_a_host_bound_case_one_value_per_process(monkeypatch):
     monkeypatch.setattr(asv_suite, "time_host", lambda *a, **k: [4.0, 1.0, 2.0])
     bench = asv_suite.build()["Square"]()
     bench.setup("square-mul", "64x64", "float32")
+    host = asv_suite.build()["SquareHost"]()
+    host.setup("square-mul", "64x64", "float32", host_id())
+    assert host.case is bench.case  # the case its warm process prepared: no second first call or gate
     plan = asv_suite._plan(bench.case)
     monkeypatch.setattr(asv_suite, "host_bound", lambda host_s, gpu_s, device: seen.append((host_s, gpu_s)) or True)
-    assert bench.track_host("square-mul", "64x64", "float32")["samples"] == [2.0]
+    assert host.track_host("square-mul", "64x64", "float32", host_id())["samples"] == [2.0]
     assert seen == [(plan.host_per_call_s, plan.per_call_s)] and not bench.one_per_process
     monkeypatch.setattr(asv_suite, "host_bound", lambda host_s, gpu_s, device: False)
-    assert bench.track_host("square-mul", "64x64", "float32")["samples"] == [4.0, 1.0, 2.0]
+    assert host.track_host("square-mul", "64x64", "float32", host_id())["samples"] == [4.0, 1.0, 2.0]
 
 
 def test_warm_cold_and_host_run_up_to_three_processes_until_they_have_three_samples():
-    for method in (asv_suite._OpBenchmarks.time_warm, asv_suite._ColdMode.track_cold, asv_suite._OpBenchmarks.track_host):
+    for method in (asv_suite._OpBenchmarks.time_warm, asv_suite._ColdMode.track_cold, asv_suite._HostModes.track_host):
         assert method.rounds == method.enough_samples == processes.LAUNCH_BOUND_PROCESSES == 3
     assert not hasattr(asv_suite._OpBenchmarks.track_graph, "enough_samples")  # graph replays agree across processes
 
 
 def test_a_cases_warm_process_measures_its_cold_and_graph_modes_too():
-    # asv_siblings serves track_cold and track_graph from time_warm's process; asv runs them in that order
-    assert asv_suite._OpBenchmarks.time_warm.also_runs == ["track_graph", "track_cold", "track_host"]
-    assert sorted(["time_warm", "track_cold", "track_graph", "track_host"])[0] == "time_warm"
+    # kernelscope.asv.siblings serves track_cold and track_graph from time_warm's process; asv runs them in that order
+    assert asv_suite._OpBenchmarks.time_warm.also_runs == ["track_graph", "track_cold", "{class}Host.track_host"]
+    assert sorted(["time_warm", "track_cold", "track_graph"])[0] == "time_warm"
+    assert sorted(["Square.time_warm", "SquareHost.track_host", "SquareBfloat16.time_warm"])[0] == "Square.time_warm"
 
 
 def test_the_forkserver_preload_starts_the_frameworks_and_has_children_run_their_siblings(monkeypatch):
@@ -186,22 +195,26 @@ def test_the_forkserver_preload_starts_the_frameworks_and_has_children_run_their
     for name, backend in backends.BACKENDS.items():
         monkeypatch.setitem(backends.BACKENDS, name, dataclasses.replace(backend, preload=lambda n=name: started.append(n)))
     monkeypatch.setattr(sys, "argv", ["benchmark.py", "run_server"])
-    monkeypatch.setattr(server, "_run", server._run)  # restored after the test, with the flag
-    monkeypatch.setattr(server, "_kernelscope_siblings", False, raising=False)
+    monkeypatch.setattr(server, "_run", server._run)  # restored after the test
     asv_suite.preload()
     device = backends.default_device()
     assert started == [n for n, b in backends.BACKENDS.items() if b.why_unavailable(device) is None]
-    assert server._kernelscope_siblings and server._run.__name__ == "run_with_siblings"
+    assert server._run.__name__ == "run_with_siblings"
 
 
-def test_host_mode_is_a_benchmark_of_its_own_in_every_class_timing_a_plain_loop():
+def test_host_mode_is_a_class_of_its_own_per_op_and_dtype_with_the_host_among_its_parameters():
     classes = asv_suite.build()
     for name, cls in classes.items():
+        if name.endswith("Host"):
+            continue
+        assert not hasattr(cls, "track_host")
         if name in ("FirstCall", "Launch"):
             continue
-        assert cls.track_host.version == asv_suite.HOST_VERSION == "4"  # the other modes' versions stay as they were
-    bench = classes["Square"]()
-    bench.setup("square-mul", "64x64", "float32")
-    out = bench.track_host("square-mul", "64x64", "float32")
+        host = classes[name + "Host"]
+        assert host.params == [*cls.params, [host_id()]] and host.param_names == [*cls.param_names, "host"]
+        assert host.track_host.version == asv_suite.HOST_VERSION == "4"  # the other modes' versions stay as they were
+    bench = classes["SquareHost"]()
+    bench.setup("square-mul", "64x64", "float32", host_id())
+    out = bench.track_host("square-mul", "64x64", "float32", host_id())
     assert out["number"] >= 1 and len(out["samples"]) >= timing.MIN_SAMPLES
     assert all(s > 0 for s in out["samples"])

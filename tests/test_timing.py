@@ -271,7 +271,7 @@ def test_a_committed_gzipped_log_and_a_runs_new_records_read_as_one_log(tmp_path
 
 def test_benchmark_processes_are_told_where_asv_keeps_results():
     pytest.importorskip("asv")
-    from kernelscope.results import asv_env
+    from kernelscope.asv import env as asv_env
     from kernelscope.timing import clocks
 
     assert asv_env.CLOCK_LOG_RESULTS_DIR == clocks.RESULTS_DIR_ENV  # one name, written twice to keep torch out of asv

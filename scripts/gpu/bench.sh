@@ -237,12 +237,12 @@ steps() {
   # asv run of its own: asv discovers the benchmarks once per run, in the newest commit's environment, and
   # maps parameter indices by position, so a commit whose catalog differs needs its own discovery; the
   # discovery of an old commit rewrites results/benchmarks.json, which is put back after.
-  local version=$(grep '^VERSION = ' src/kernelscope/timing/asv_suite.py)
+  local version=$(grep '^VERSION = ' src/kernelscope/asv/suite.py)
   if [ -n "${HISTORY_COMMITS:-}" ]; then
     for c in $HISTORY_COMMITS; do git rev-parse "$c"; done
   else
     for c in $(git rev-list --skip=1 HEAD); do
-      [ "$(git show "$c:src/kernelscope/timing/asv_suite.py" 2>/dev/null | grep '^VERSION = ')" = "$version" ] || continue
+      [ "$(git show "$c:src/kernelscope/asv/suite.py" 2>/dev/null | grep '^VERSION = ')" = "$version" ] || continue
       git diff --quiet "$c^" "$c" -- src/kernelscope/ops src/kernelscope/backends src/kernelscope/catalog.py && continue
       ls "results/$M/${c:0:8}"-*.json >/dev/null 2>&1 && continue
       echo "$c"

@@ -41,7 +41,7 @@ def child(variant: str, size: str, cache: Path) -> dict:
 
     from kernelscope.catalog import VARIANTS
     from kernelscope.timing import capture_graph, plan_warm, time_graph
-    from kernelscope.timing.asv_suite import GRAPH_SAMPLES, graph_calls
+    from kernelscope.asv.suite import GRAPH_SAMPLES, graph_calls
     from kernelscope.timing.cases import prepare
 
     case = prepare(VARIANTS[variant].op, variant, size, "float32")  # compiles, autotunes, checks

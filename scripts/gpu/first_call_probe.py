@@ -98,7 +98,7 @@ def main() -> int:
     ap.add_argument("--top", type=int, default=20, help="functions per profile")
     args = ap.parse_args()
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
-    from kernelscope.timing import asv_suite
+    from kernelscope.asv import suite as asv_suite
 
     asv_suite.preload()  # what asv's forkserver parent has done before it forks a benchmark
     records = []

@@ -36,7 +36,7 @@ import torch  # noqa: E402
 from kernelscope.catalog import OPS, VARIANTS  # noqa: E402
 from kernelscope.ops import shape_str  # noqa: E402
 from kernelscope.timing import capture_graph, plan_warm, time_graph  # noqa: E402
-from kernelscope.timing.asv_suite import GRAPH_SAMPLES, graph_calls  # noqa: E402
+from kernelscope.asv.suite import GRAPH_SAMPLES, graph_calls  # noqa: E402
 from kernelscope.timing.cases import prepare  # noqa: E402
 
 TARGET = 1.3  # issue #15: a tuned variant's graph node within this of the empty kernel's

@@ -25,7 +25,8 @@ import torch
 
 from kernelscope import timing
 from kernelscope.peers import measure
-from kernelscope.timing import asv_suite, cases
+from kernelscope.asv import suite as asv_suite
+from kernelscope.timing import cases
 
 SIZE = "16384x16384"
 

@@ -175,7 +175,7 @@ def forked(fn, *args) -> dict | None:
 
 
 def spread_probe(procs: int) -> list[dict]:
-    from kernelscope.timing import asv_suite
+    from kernelscope.asv import suite as asv_suite
 
     asv_suite.preload()  # as asv's forkserver does: frameworks imported, CUDA untouched
     found = []

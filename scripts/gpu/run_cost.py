@@ -10,7 +10,7 @@ environment, build and install, discovery, the forkserver's start, then per
 phase of the benchmark processes (fork to setup, CUDA context, input, first
 call, the correctness gate, planning, the samples), and asv's time between
 processes; and the same per benchmark (a case measured in another benchmark's
-process, kernelscope.results.asv_siblings, counts under "in another's").
+process, kernelscope.asv.siblings, counts under "in another's").
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def table(log: Path, phase_log: Path) -> dict:
                        ("cuda", "CUDA context"), ("input", "input"),
                        ("first_call", "first call (JIT, compile, extension load)"),
                        ("gate", "correctness gate"), ("plan", "warm plan"), ("body", "samples (asv's benchmark body)"),
-                       ("siblings", "other modes of the case, in its process (asv_siblings)")]:
+                       ("siblings", "other modes of the case, in its process (kernelscope.asv.siblings)")]:
         rows.append((label, per_phase.get(key, 0.0)))
     rows.append(("asv between processes (spawn, results)", summary["between_processes_s"]))
     tail = end - (first + summary["span_s"]) if procs else 0.0

@@ -20,6 +20,8 @@ examples:
   kernelscope results --compare-machines nvidia-h100-80gb-hbm3 nvidia-h200
                                         per-benchmark speedups beside the copy-bandwidth ratio
   kernelscope machine                   name this machine for asv, record GPU and versions
+  kernelscope asv-run -- --machine NAME HEAD^!
+                                        asv run on every GPU of the box, one process per GPU, one results/
   kernelscope compare-runs A/ B/        two runs of one commit, asv's statistics
   kernelscope profile --op square       torch.profiler and compiled code per variant, into profiles/<machine>/
   kernelscope profile --ncu --demos     also Nsight Compute metrics and the lecture's demos (GPU box)
@@ -120,19 +122,26 @@ def _detail(r) -> str:
 
 
 def cmd_machine(args) -> int:
-    from kernelscope.results.machine import ASV_MACHINE_FILE, describe, write_asv_machine
+    from kernelscope.results.machine import ASV_MACHINE_FILE, box_facts, describe, host_id, record_box, write_asv_machine
 
-    info = describe(measure_bandwidth=not args.no_bandwidth)
+    info = describe()
     name = args.name or info["machine"]
+    facts = {"host": host_id()} if args.no_bandwidth else box_facts()
     if not args.dry_run:
         write_asv_machine(info, name)
+        if not args.no_bandwidth:
+            boxes = record_box(args.results_dir, name, facts)
     if args.json:
-        print(json.dumps({**info, "machine": name}, indent=2))
+        print(json.dumps({**info, "machine": name, "box": facts}, indent=2))
     else:
         for key, value in sorted({**info, "machine": name}.items()):
             print(f"{key:>18}: {value}")
+        for key, value in sorted(facts.items()):
+            print(f"{'box ' + key:>18}: {value}")
         if not args.dry_run:
             print(f"\nwritten to {ASV_MACHINE_FILE}; run asv with --machine {name}")
+            if not args.no_bandwidth:
+                print(f"this box ({facts['host']}) recorded in {boxes}")
     return 0
 
 
@@ -199,6 +208,29 @@ def _compare_machines(args, table: list[dict]) -> int:
           + (f"{ratio:.2f}x" if ratio else "unknown (run `kernelscope machine` on both)")
           + "; a memory-bound kernel that uses the bandwidth well sits near it, a launch-bound one near 1.")
     return 0
+
+
+def cmd_asv_run(args) -> int:
+    from kernelscope.asv import parallel
+
+    asv_args = args.asv_args[1:] if args.asv_args[:1] == ["--"] else args.asv_args
+    if not asv_args:
+        print("kernelscope asv-run: give asv run's arguments after --, e.g. -- --machine NAME HEAD^!", file=sys.stderr)
+        return 2
+    gpus = [g.strip() for g in args.gpus.split(",")] if args.gpus else parallel.visible_gpus()
+    if not gpus:
+        print("kernelscope asv-run: no GPU found (nvidia-smi lists none); run `asv run` itself", file=sys.stderr)
+        return 2
+    if not args.config.exists():
+        print(f"kernelscope asv-run: no asv configuration at {args.config}", file=sys.stderr)
+        return 2
+    runs = parallel.run(asv_args, gpus, args.config, args.logs, every_s=args.every)
+    if args.json:
+        print(json.dumps(runs, indent=2))
+    else:
+        print(_table([[r["gpu"], r["share"], r["returncode"], f"{r['seconds']:.0f}", r["log"]] for r in runs],
+                     ["GPU", "share", "asv rc", "seconds", "log"]))
+    return max((r["returncode"] for r in runs), default=0)
 
 
 def cmd_compare_runs(args) -> int:
@@ -348,10 +380,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("machine", help="name this machine for asv and record its GPU, versions and copy bandwidth",
                        description="Write this machine into ~/.asv-machine.json under a stable name (from the GPU, "
                                    "not the hostname), with the GPU, driver, CUDA, torch, triton and numba versions "
-                                   "and the measured device-to-device copy bandwidth as extra keys.")
+                                   "as extra keys: what asv keys its graphs by. Then measure this box's device-to-"
+                                   "device copy bandwidth and append it, with the box's id (the host parameter of "
+                                   "host mode and first-call benchmarks), to RESULTS_DIR/<machine>/boxes.jsonl.")
     p.add_argument("--name", help="machine name (default: from the GPU, e.g. nvidia-h100-80gb-hbm3)")
-    p.add_argument("--no-bandwidth", action="store_true", help="skip the copy-bandwidth measurement")
-    p.add_argument("--dry-run", action="store_true", help="print, do not write the machine file")
+    p.add_argument("--no-bandwidth", action="store_true", help="skip the copy-bandwidth measurement (records no box)")
+    p.add_argument("--results-dir", default="results", help="asv's results folder (default: results)")
+    p.add_argument("--dry-run", action="store_true", help="print, do not write the machine file or the box")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_machine)
 
@@ -373,6 +408,24 @@ def build_parser() -> argparse.ArgumentParser:
     fmt.add_argument("--json", action="store_true", help="a JSON list of rows")
     fmt.add_argument("--csv", action="store_true", help="CSV with a header row")
     p.set_defaults(func=cmd_results)
+
+    p = sub.add_parser("asv-run", help="asv run on every GPU of this box: one asv process per GPU, each a share",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Start `asv run ARGS` once per GPU (CUDA_VISIBLE_DEVICES set to it, an asv "
+                                   "environment folder of its own), each running its share of every benchmark's "
+                                   "cases; all of them save into the one results folder, merged case by case under a "
+                                   "lock. A commit range works as with asv run: each process builds every commit.",
+                       epilog="examples:\n"
+                              "  kernelscope asv-run -- --record-samples --machine nvidia-h100-80gb-hbm3 HEAD^!\n"
+                              "  kernelscope asv-run --gpus 0,1 -- --machine nvidia-h100-80gb-hbm3 -b time_warm A..B")
+    p.add_argument("--gpus", help="comma-separated GPU indices (default: every GPU nvidia-smi lists, or "
+                                  "CUDA_VISIBLE_DEVICES)")
+    p.add_argument("--config", type=Path, default=Path("asv.conf.json"), help="asv's configuration (default: %(default)s)")
+    p.add_argument("--logs", type=Path, default=Path(".asv"), help="where each GPU's asv log goes (default: %(default)s)")
+    p.add_argument("--every", type=float, default=15.0, help="seconds between progress lines (default: %(default)s)")
+    p.add_argument("--json", action="store_true", help="per GPU: return code, seconds, log, as JSON on stdout")
+    p.add_argument("asv_args", nargs=argparse.REMAINDER, help="after --: the arguments of asv run")
+    p.set_defaults(func=cmd_asv_run)
 
     p = sub.add_parser("compare-runs", help="compare two asv runs of one commit with asv's statistics",
                        description="Like `asv compare`, but for two results folders holding runs of the same commit "

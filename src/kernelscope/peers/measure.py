@@ -46,7 +46,8 @@ from kernelscope.ops import numel, parse_shape, shape_str
 from kernelscope.peers.agreement import diffs
 from kernelscope.peers.data import CLOCKS, DTYPE, FAILED, MEASURED, SKIPPED, Record
 from kernelscope.timing.host import block_s, plan_host
-from kernelscope.timing import asv_suite, cases
+from kernelscope.asv import suite as asv_suite
+from kernelscope.timing import cases
 
 
 @dataclass

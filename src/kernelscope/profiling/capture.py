@@ -79,7 +79,7 @@ def machine_name() -> str:
     from kernelscope.results.machine import describe
     from kernelscope.timing.clocks import machine_name as asv_machine
 
-    return asv_machine() or describe(measure_bandwidth=False)["machine"]
+    return asv_machine() or describe()["machine"]
 
 
 def git_commit() -> str:
@@ -95,7 +95,7 @@ def versions(with_ncu: bool) -> tuple[str, dict[str, str]]:
     """(GPU name, versions of everything that shaped the artifacts)."""
     from kernelscope.results.machine import describe
 
-    info = describe(measure_bandwidth=False)
+    info = describe()
     found = {"python": platform.python_version(), "torch": info["torch"], "triton": info["triton"],
              "numba": info["numba"], "numba-cuda": info["numba_cuda"], "cuda": info["cuda"],
              "driver": info["driver"], "nvcc": code.tool_version("nvcc"),

@@ -1,10 +1,17 @@
-"""Machine identity: what the results ran on, recorded in asv's machine file.
+"""Machine identity: what the results ran on, recorded in asv's machine file, and which box measured it.
 
 asv names machines by hostname by default, which on ephemeral GPU boxes changes
 every boot and splits history. ``kernelscope machine`` names the machine after
 its GPU and records, as extra keys of ``~/.asv-machine.json`` (stored in every
-result file's ``params``), the GPU, driver, CUDA, torch, triton and numba
-versions and the measured copy bandwidth that percent-of-peak figures use.
+result file's ``params``), what describes the configuration: the GPU, driver,
+CUDA, torch, triton and numba versions. asv draws one graph per set of those
+keys, so nothing measured per run goes there.
+
+What is measured per box goes beside the results instead: each ``kernelscope
+machine`` appends the box's id (:func:`host_id`) and its measured copy
+bandwidth to ``results/<machine>/boxes.jsonl``. The machine's copy bandwidth,
+which percent-of-peak figures divide by, is the median of those readings
+(:func:`copy_gbps`): one number per machine wherever it is shown.
 """
 
 from __future__ import annotations
@@ -13,7 +20,10 @@ import json
 import os
 import platform
 import re
+import statistics
 import subprocess
+from datetime import datetime, timezone
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 
@@ -79,7 +89,7 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def describe(measure_bandwidth: bool = True) -> dict[str, str]:
+def describe() -> dict[str, str]:
     """Everything asv's machine file should say about this machine (all values strings)."""
     import torch
 
@@ -106,10 +116,6 @@ def describe(measure_bandwidth: bool = True) -> dict[str, str]:
             "gpu_max_sm_mhz": _nvidia_smi("clocks.max.sm"),
             "cuda": str(torch.version.cuda),
         })
-        if measure_bandwidth:
-            from kernelscope.timing import copy_bandwidth
-
-            info["copy_gbps"] = f"{copy_bandwidth() / 1e9:.0f}"
         info["machine"] = slug(props.name)
     else:
         info.update({"gpu": "none", "driver": "none", "cuda": "none"})
@@ -126,3 +132,71 @@ def write_asv_machine(info: dict[str, str], name: str | None = None, path: Path 
     data[name] = entry
     path.write_text(json.dumps(data, indent=4, sort_keys=True) + "\n")
     return name
+
+
+def _gpu_uuids() -> list[str]:
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    return sorted(line.strip() for line in out.stdout.splitlines() if line.strip()) if out.returncode == 0 else []
+
+
+@cache
+def host_id() -> str:
+    """This box as the host-dependent benchmarks name it: ``box-`` and 8 hex digits.
+
+    From the UUIDs of every GPU in the box (nvidia-smi lists them all, whatever
+    CUDA_VISIBLE_DEVICES says, so one asv process per GPU names the same box);
+    without a GPU, from the OS's machine id, or the hostname.
+    """
+    import hashlib
+
+    basis = ",".join(_gpu_uuids())
+    if not basis:
+        try:
+            basis = Path("/etc/machine-id").read_text().strip()
+        except OSError:
+            basis = ""
+        basis = basis or platform.node()
+    return "box-" + hashlib.sha256(basis.encode()).hexdigest()[:8]
+
+
+BOXES_FILE = "boxes.jsonl"  # not .json: asv reads every .json of a machine's folder as a result file
+
+
+def box_facts() -> dict:
+    """This box's id and what was measured on it: its copy bandwidth (GB/s, read + write), CPU, GPUs."""
+    import torch
+
+    facts = {"host": host_id(), "cpu": _cpu_model(), "num_cpu": os.cpu_count(), "gpus": len(_gpu_uuids()),
+             "at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    if torch.cuda.is_available():
+        from kernelscope.timing import copy_bandwidth
+
+        facts["copy_gbps"] = round(copy_bandwidth() / 1e9, 1)
+    return facts
+
+
+def record_box(results_dir: str | Path, machine: str, facts: dict) -> Path:
+    """Append a box's facts to ``results/<machine>/boxes.jsonl``; the file's path."""
+    path = Path(results_dir) / machine / BOXES_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        f.write(json.dumps(facts, sort_keys=True) + "\n")
+    return path
+
+
+def boxes(results_dir: str | Path, machine: str) -> list[dict]:
+    """Every box reading recorded for a machine, oldest first."""
+    path = Path(results_dir) / machine / BOXES_FILE
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def copy_gbps(results_dir: str | Path, machine: str) -> float | None:
+    """The machine's copy bandwidth: the median of its boxes' readings (GB/s), or None if none was recorded."""
+    readings = [b["copy_gbps"] for b in boxes(results_dir, machine) if b.get("copy_gbps")]
+    return round(statistics.median(readings)) if readings else None

@@ -240,7 +240,7 @@ class Macros:
     def interval_replay(self, first: str, rerun: str) -> str:
         """Two stored runs of one commit (paths from the repository's root): per mode, the first run's cases
         sampled per process whose rerun median lands inside asv's interval and inside the widened one."""
-        from kernelscope.results import asv_intervals
+        from kernelscope.asv import intervals as asv_intervals
 
         paths = [self.data.repo / p for p in (first, rerun)]
         for p in paths:

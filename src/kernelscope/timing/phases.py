@@ -16,7 +16,7 @@ plans warm mode, and only then takes the samples that asv keeps. With
 Setup is shared by a class's benchmarks and does not know which one asv runs:
 the ``track_*`` bodies name themselves (:func:`method`); a process that did
 not is the class's ``time_*`` benchmark. A sibling benchmark run in the same
-process after it (:mod:`kernelscope.timing.siblings`) writes a ``sibling``
+process after it (:mod:`kernelscope.asv.sibling_process`) writes a ``sibling``
 record with its seconds instead, and does not rename the process.
 
 :func:`summarize` reads the log back: per phase and per benchmark, the

@@ -12,7 +12,7 @@ processes, one sample each (warm: one sample of ``number`` back-to-back calls;
 cold and host mode: the median of the process's samples), and asv's interval
 of the median is computed over process values, as it should be, then widened
 to the spread between processes pooled over the run's cases
-(:mod:`kernelscope.results.asv_intervals`): three values say little of their own.
+(:mod:`kernelscope.asv.intervals`): three values say little of their own.
 
 Everything else takes all its samples in one process: at 20 us a call the same
 0.1 us is 0.5%, inside the 2% that reruns are held to.
@@ -31,7 +31,7 @@ value per process also when the host's cost of a call is at least
 
 Which cases are launch-bound is decided per process, from the warm plan's
 GPU time per call (measured in setup); the asv side
-(:mod:`kernelscope.results.asv_rounds`) runs a case in further rounds only
+(:mod:`kernelscope.asv.rounds`) runs a case in further rounds only
 while it has fewer than ``LAUNCH_BOUND_PROCESSES`` samples.
 """
 

@@ -2,21 +2,35 @@
 
 ``benchmarks/benchmarks.py`` calls :func:`build` and puts the classes in its
 module namespace. One class per op, parameterised by variant x size x dtype,
-with three timed modes and the first-call cost::
+with the GPU's timed modes, and one per op for the modes that time the host
+as much as the GPU, with the host among their parameters::
 
     Square.time_warm       back-to-back calls queued behind a spin kernel; asv's timer is the held GPU clock
     Square.track_cold      L2 flushed before each call, each call its own events
     Square.track_graph     CUDA-graph replay: the kernels without launch overhead
-    Square.track_host      a plain Python loop of calls, synchronized per sample: what a call costs the caller
-    SquareBfloat16.*       warm, graph and host in bfloat16, for the variants the catalog times in it
+    SquareHost.track_host  a plain Python loop of calls, synchronized per sample: what a call costs the caller
+    SquareBfloat16.*       warm and graph in bfloat16 (SquareBfloat16Host: host), for the variants the
+                           catalog times in it
     Launch.track_graph     an empty kernel replayed the same way: graph mode's floor
-    FirstCall.time_first_call    JIT / compile / extension load of a fresh process
+    FirstCall.time_first_call    JIT / compile / extension load of a fresh process, per host
+
+A GPU mode's result is the GPU's: boxes with the same GPU model agree within
+1-2% at 50 us or more, so they share one asv machine and one history. Host
+mode and the first call measure the box's CPU and its launch path as well
+(one H100 box's Numba call read 35-55% above another's), so their classes
+carry the ``host`` parameter (:func:`kernelscope.results.machine.host_id`): asv
+compares and graphs them only between runs on the same box.
 
 ``track_*`` return ``{"samples": [...], "number": N}``, which asv stores and
 compares like a timing (median, 99% CI, Mann-Whitney on raw samples). A case's
 ``time_warm`` process also runs its ``track_graph``, ``track_cold`` and
-``track_host`` (``also_runs``; :mod:`kernelscope.results.asv_siblings`): one
+``track_host`` (``also_runs``; :mod:`kernelscope.asv.siblings`): one
 process per case.
+
+asv does not load these classes directly: :mod:`kernelscope.asv.identity`
+gives them the working tree's parameters and versions (:func:`describe`), so a
+history run over commits whose catalogs differ files every value under the
+case that produced it.
 
 Versions are pinned: refactoring this module does not orphan history. Bump
 ``VERSION`` only when what a benchmark measures changes.
@@ -28,10 +42,11 @@ import math
 import statistics
 
 from kernelscope import backends
+from kernelscope.asv import hooks, sibling_process
 from kernelscope.catalog import OPS, VARIANTS, variants_of
 from kernelscope.ops import shape_str
+from kernelscope.results.machine import host_id
 from kernelscope.timing import GraphUnavailable, HeldClock, L2Flusher, WarmPlan, capture_graph, clocks, grown_hold, phases, plan_warm, time_cold, time_graph
-from kernelscope.timing import siblings
 from kernelscope.timing.cases import prepare
 from kernelscope.timing.host import plan_host, time_host
 from kernelscope.timing.processes import LAUNCH_BOUND_PROCESSES, host_bound, launch_bound
@@ -43,7 +58,8 @@ except ImportError:  # the suite's module is importable without asv, e.g. by the
     SkipNotImplemented = NotImplementedError
     TimeBenchmark = None
 
-if TimeBenchmark is not None and hasattr(TimeBenchmark, "_setup_isolates_timed_calls"):
+if TimeBenchmark is not None:
+    hooks.require("asv_runner")  # one clear error, naming what is missing, for an asv_runner older than checked
     # asv_runner >= 0.3 times each call on its own when a class has `setup`
     # and number > 1, re-running setup in between (asv#966). For a kernel that
     # puts a host launch gap inside every sample: a 5 us kernel reads 35 us.
@@ -179,18 +195,6 @@ class _OpBenchmarks:
         return {"samples": samples, "number": calls}
 
 
-    def track_host(self, variant, size, dtype):
-        phases.method("track_host")
-        case = self.case
-        number = _host_calls(case)
-        samples = time_host(case.call, case.device, HOST_SAMPLES, number)
-        case.check(case.call())
-        plan = _plan(case)
-        if host_bound(plan.host_per_call_s, plan.per_call_s, case.device):  # the process moves the host's cost
-            samples = [statistics.median(samples)]
-        return {"samples": samples, "number": number}
-
-
 class _ColdMode:
     """Cold mode, for the main dtype's classes: the L2 flushed before every call."""
 
@@ -203,6 +207,37 @@ class _ColdMode:
         case.check(case.call())
         clocks.log_case(self._name("track_cold"), [variant, size, dtype], watch)
         return {"samples": self._this_process(samples), "number": 1}
+
+
+class _HostModes:
+    """Host mode, in a class of its own: its ``host`` parameter keeps one box's results apart from another's.
+
+    ``time_warm``'s process runs it for the same case (``also_runs``), so it pays no CUDA context,
+    first call or gate of its own.
+    """
+
+    op: str
+    param_names = ["variant", "size", "dtype", "host"]
+    timeout = _OpBenchmarks.timeout
+
+    def setup(self, variant, size, dtype, host):
+        phases.begin(type(self).__name__, [variant, size, dtype, host])
+        self.case = prepare(self.op, variant, size, dtype)
+        phases.setup_done()
+
+    def teardown(self, variant, size, dtype, host):
+        phases.sample_done()
+
+    def track_host(self, variant, size, dtype, host):
+        phases.method("track_host")
+        case = self.case
+        number = _host_calls(case)
+        samples = time_host(case.call, case.device, HOST_SAMPLES, number)
+        case.check(case.call())
+        plan = _plan(case)
+        if host_bound(plan.host_per_call_s, plan.per_call_s, case.device):  # the process moves the host's cost
+            samples = [statistics.median(samples)]
+        return {"samples": samples, "number": number}
 
 
 class Launch:
@@ -273,11 +308,11 @@ class FirstCall:
     median and an interval to compare, where a single number would be flagged
     by any 10% jitter of Python's import and tracing work. It is a ``time_``
     benchmark because asv honours ``rounds`` only there; the body synchronizes,
-    so asv's host clock times finished work.
+    so asv's host clock times finished work. The ``host`` parameter keeps one
+    box's first calls apart from another's; :func:`build` sets it.
     """
 
-    params = [list(VARIANTS)]
-    param_names = ["variant"]
+    param_names = ["variant", "host"]
     timeout = 900  # a cold CUDA build takes about a minute, torch.compile tens of seconds
     rounds = 3
     number = 1
@@ -285,8 +320,8 @@ class FirstCall:
     min_run_count = 1
     warmup_time = 0.0  # a warm-up call would be the first call
 
-    def setup(self, variant):
-        phases.begin("FirstCall", [variant], method="time_first_call")
+    def setup(self, variant, host):
+        phases.begin("FirstCall", [variant, host], method="time_first_call")
         v = VARIANTS.get(variant)
         if v is None:
             raise NotImplementedError(f"{variant}: not in this commit's catalog")
@@ -303,10 +338,10 @@ class FirstCall:
         v.function()  # import the framework outside the measurement
         phases.setup_done()
 
-    def teardown(self, variant):
+    def teardown(self, variant, host):
         phases.sample_done()
 
-    def time_first_call(self, variant):
+    def time_first_call(self, variant, host):
         self.variant(self.x)
         if self.device == "cuda":
             import torch
@@ -315,16 +350,17 @@ class FirstCall:
 
 
 def _hosts_siblings(fn):
-    """A case's process measures the class's other modes too (kernelscope.results.asv_siblings).
+    """A case's process measures its other modes too (kernelscope.asv.siblings).
 
-    ``time_warm`` sorts before ``track_cold`` and ``track_graph``, so asv reaches it
-    first in every round; a class without one of them (bfloat16: no cold mode)
-    simply has no such sibling. Graph first: in crosscheck's process, graph
+    ``time_warm`` sorts before ``track_cold`` and ``track_graph``, and ``Square``
+    before ``SquareHost``, so asv reaches it first in every round; a class
+    without one of them (bfloat16: no cold mode) simply has no such sibling.
+    ``{class}`` stands for the host's class name. Graph first: in crosscheck's process, graph
     replays at 2^28 elements measured after cold mode and the peers read 3-16%
     slow (scripts/gpu/graph_state_probe.py), where asv's own process, warm plan
     then graph, read the warm time.
     """
-    fn.also_runs = ["track_graph", "track_cold", "track_host"]
+    fn.also_runs = ["track_graph", "track_cold", "{class}Host.track_host"]
     return fn
 
 
@@ -333,7 +369,7 @@ def _sampled_per_process(fn):
 
     ``rounds`` is asv's own (a process per case per round; as a function attribute
     it reaches track benchmarks too); ``enough_samples`` is read by
-    :mod:`kernelscope.results.asv_rounds`, which skips the further rounds of a case
+    :mod:`kernelscope.asv.rounds`, which skips the further rounds of a case
     that already has that many: everything but the launch-bound cases.
     """
     fn.rounds = LAUNCH_BOUND_PROCESSES
@@ -345,7 +381,7 @@ _versioned(_hosts_siblings(_sampled_per_process(_OpBenchmarks.time_warm)))
 _versioned(_sampled_per_process(_ColdMode.track_cold), unit="seconds")
 _versioned(Launch.track_graph, unit="seconds")
 _versioned(_OpBenchmarks.track_graph, unit="seconds", version=GRAPH_VERSION)
-_versioned(_sampled_per_process(_OpBenchmarks.track_host), unit="seconds", version=HOST_VERSION)
+_versioned(_sampled_per_process(_HostModes.track_host), unit="seconds", version=HOST_VERSION)
 _versioned(FirstCall.time_first_call, version=FIRST_CALL_VERSION)
 
 
@@ -371,7 +407,7 @@ def preload() -> None:
                 variant.function()  # the kernel modules: their imports, and Triton's and Numba's decorators
             except Exception:  # a missing framework is reported per variant, as a skip
                 pass
-    siblings.install()
+    sibling_process.install()
     phases.suite_imported()
 
 
@@ -381,19 +417,43 @@ def class_name(op: str, dtype: str) -> str:
 
 
 def build() -> dict[str, type]:
-    """Per op ``Square`` (float32: every variant, three modes) and a class per other
-    dtype the catalog asks for (warm and graph), plus ``Launch`` and ``FirstCall``."""
-    classes: dict[str, type] = {"FirstCall": FirstCall, "Launch": Launch}
+    """Per op ``Square`` (float32: every variant, GPU modes) and ``SquareHost`` (host mode), a pair per other
+    dtype the catalog asks for (warm and graph; host), plus ``Launch`` and ``FirstCall``."""
+    host = host_id()
+    classes: dict[str, type] = {
+        "FirstCall": type("FirstCall", (FirstCall,), {"params": [list(VARIANTS), [host]],
+                                                      "__module__": "benchmarks.benchmarks"}),
+        "Launch": Launch,
+    }
     for name, op in OPS.items():
         dtypes = [MAIN_DTYPE] + sorted({d for v in variants_of(name) for d in v.bench_dtypes} - {MAIN_DTYPE})
         for dtype in dtypes:
             variants = [v.name for v in variants_of(name) if dtype in v.bench_dtypes or dtype == MAIN_DTYPE]
             cls_name = class_name(name, dtype)
+            params = [variants, [shape_str(s) for s in op.bench_shapes], [dtype]]
+            doc = f"{op.summary}, in {dtype}. Variants x sizes from the kernelscope catalog."
             bases = (_OpBenchmarks, _ColdMode) if dtype == MAIN_DTYPE else (_OpBenchmarks,)
-            classes[cls_name] = type(cls_name, bases, {
-                "op": name,
-                "params": [variants, [shape_str(s) for s in op.bench_shapes], [dtype]],
-                "__doc__": f"{op.summary}, in {dtype}. Variants x sizes from the kernelscope catalog.",
-                "__module__": "benchmarks.benchmarks",
-            })
+            classes[cls_name] = type(cls_name, bases, {"op": name, "params": params, "__doc__": doc,
+                                                       "__module__": "benchmarks.benchmarks"})
+            classes[cls_name + "Host"] = type(cls_name + "Host", (_HostModes,), {
+                "op": name, "params": [*params, [host]], "__doc__": doc + " Host mode, on this host.",
+                "__module__": "benchmarks.benchmarks"})
     return classes
+
+
+def describe(classes: dict[str, type] | None = None) -> dict[str, dict]:
+    """What asv should see of the suite: per class its parameters, their names, and each benchmark's version.
+
+    JSON-able, so that :mod:`kernelscope.asv.identity` can ask a working tree's suite for it.
+    """
+    classes = build() if classes is None else classes
+    return {
+        name: {
+            "params": [list(p) for p in getattr(cls, "params", [])],
+            "param_names": list(getattr(cls, "param_names", [])),
+            "methods": {m: {"version": str(getattr(getattr(cls, m), "version", "")),
+                            "unit": getattr(getattr(cls, m), "unit", None)}
+                        for m in dir(cls) if m.startswith(("time_", "track_")) and callable(getattr(cls, m))},
+        }
+        for name, cls in classes.items()
+    }

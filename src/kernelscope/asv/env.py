@@ -8,20 +8,24 @@ built and installed per commit (``--no-deps``, no index). Unlike
 ``environment_type: "existing"`` it supports commit ranges, ``asv continuous``
 and saved results without ``--set-commit-hash``.
 
-asv.conf.json loads it with ``"plugins": [".src.kernelscope.results.asv_env"]``
-(a leading dot imports from the repository root).
+asv.conf.json loads it with ``"plugins": [".src.kernelscope.asv.env"]``
+(a leading dot imports from the repository root), so every asv command of
+this repository gets the rest of the integration with it:
 
-Loading it also makes asv save as it goes (:func:`save_as_it_goes`): asv
-itself writes a commit's results once, after its last benchmark, so a run cut
-off at minute 14 of 15 (a preempted or time-limited GPU box) would keep
-nothing. And it runs a case in asv's further rounds only while the case has
-fewer samples than its benchmark's ``enough_samples``
-(:mod:`kernelscope.results.asv_rounds`): several processes for the
-launch-bound cases, one for the rest. And a case's process measures its other
-modes too (:mod:`kernelscope.results.asv_siblings`): one process per case,
-not one per mode. And the intervals it saves for cases sampled one value per
-process are where a rerun's median lands, from the spread between processes
-pooled over the run (:mod:`kernelscope.results.asv_intervals`).
+* results saved after every case, merged under a lock, resumed case by case
+  (:mod:`kernelscope.asv.saves`);
+* a case run in asv's further rounds only while it has fewer samples than its
+  benchmark's ``enough_samples`` (:mod:`kernelscope.asv.rounds`): several
+  processes for the launch-bound cases, one for the rest;
+* a case's other modes measured in its process (:mod:`kernelscope.asv.siblings`):
+  one process per case, not one per mode;
+* intervals of cases sampled one value per process that say where a rerun's
+  median lands (:mod:`kernelscope.asv.intervals`);
+* one GPU's share of the cases when :mod:`kernelscope.asv.parallel` runs one
+  asv process per GPU.
+
+Each relies on names asv does not promise to keep (:mod:`kernelscope.asv.hooks`):
+loading the plugin with an asv that lacks one stops with a message naming it.
 """
 
 from __future__ import annotations
@@ -33,11 +37,12 @@ import sys
 
 from asv import environment, util
 from asv.console import log
-from asv.results import Results
 
-from .asv_intervals import widen_before_saving
-from .asv_rounds import rounds_until_enough_samples
-from .asv_siblings import run_siblings_in_one_process
+from . import hooks, parallel
+from .rounds import rounds_until_enough_samples
+from .runs import track_runs
+from .saves import save_every_case
+from .siblings import run_siblings_in_one_process
 
 
 def _find_python(python: str) -> str | None:
@@ -151,53 +156,10 @@ def add_left_out_sources(build_dir: str, site_packages: str, package: str = "ker
     return added
 
 
-PARTIAL = ".partial"  # asv and kernelscope read results/*/*.json: a file being written is never one of them
-
-
-def save_as_it_goes() -> None:
-    """Make ``asv run`` write a commit's results after every benchmark, each write atomic.
-
-    asv (0.6, asv/commands/run.py) loads a commit's stored results, runs every
-    selected benchmark, then saves once. Here each benchmark's result is saved
-    as soon as asv has added it (a benchmark is one method over all its
-    parameters: ``Square.time_warm``), into a temporary file renamed over the
-    result file, so a run killed at any moment leaves the last complete save.
-    ``asv run --skip-existing-successful`` then goes on from there. Runs that
-    asv does not save (``--dry-run``, an existing environment without
-    ``--set-commit-hash``) never loaded results from disk and are left alone.
-    """
-    if getattr(Results, "_kernelscope_saves_as_it_goes", False):
-        return
-    load_data, add_result, save = Results.load_data, Results.add_result, Results.save
-
-    def load_data_and_remember(self, result_dir):
-        load_data(self, result_dir)
-        self._kernelscope_result_dir = result_dir  # asv loads exactly the results it will save
-
-    def add_result_and_save(self, *args, **kwargs):
-        add_result(self, *args, **kwargs)
-        result_dir = getattr(self, "_kernelscope_result_dir", None)
-        if result_dir is not None:
-            self.save(result_dir)
-
-    def save_atomically(self, result_dir):
-        final = self._filename
-        if final is None:
-            return save(self, result_dir)
-        self._filename = final + PARTIAL
-        try:
-            save(self, result_dir)
-        finally:
-            self._filename = final
-        os.replace(os.path.join(result_dir, final + PARTIAL), os.path.join(result_dir, final))
-
-    Results.load_data = load_data_and_remember
-    Results.add_result = add_result_and_save
-    Results.save = save_atomically
-    Results._kernelscope_saves_as_it_goes = True
-
-
-save_as_it_goes()
-widen_before_saving()  # after: each of save_as_it_goes's saves widens first
-run_siblings_in_one_process()  # first: the rounds' tally then counts the results it serves
+hooks.require()
+track_runs()
+parallel.take_this_gpus_share()
+# The per-case runner, innermost first: siblings serve what a host measured, rounds count it, saves write it.
+run_siblings_in_one_process()
 rounds_until_enough_samples()
+save_every_case()

@@ -30,6 +30,13 @@ every mode, where asv's own intervals gave 84-99%.
 
 A mode with fewer than ``MIN_POOLED`` such cases in the run keeps asv's
 intervals: a spread pooled over a handful of cases is no better than their own.
+
+Either way no interval has a bound a time cannot have. For three values asv
+extends its interval beyond them with a Laplace fit, whose lower end goes below
+zero when one value is far above the others (a first call that timed a cold
+compile: 0.5, 0.5 and 24 s). Such a bound becomes the lowest value the
+interval would have without asv's fit: the pooled interval's, or the smallest
+sample's.
 """
 
 from __future__ import annotations
@@ -83,22 +90,26 @@ def pooled_spread(results: Results) -> dict[str, tuple[float, int]]:
 
 
 def widen(results: Results) -> dict[str, tuple[float, int]]:
-    """Give every case sampled per process the wider of asv's interval and the pooled rerun interval.
+    """Give every case sampled per process the wider of asv's interval and the pooled rerun interval, and no
+    lower bound at or below zero.
 
-    Returns the pooled spreads used (modes with fewer than ``MIN_POOLED`` cases are left as asv made them).
+    Returns the pooled spreads used (modes with fewer than ``MIN_POOLED`` cases keep asv's intervals).
     """
     spread = {mode: v for mode, v in pooled_spread(results).items() if v[1] >= MIN_POOLED}
     for name, _, samples, stats in _cases(results):
-        if _mode(name) not in spread:
-            continue
         _, own = compute_stats(samples, stats.get("number") or 1)  # asv's own, from the samples alone
         if own is None:
             continue
-        sigma = spread[_mode(name)][0]
-        half = Z_99 * sigma * math.sqrt(2 * MEDIAN_VARIANCE[len(samples)])
-        median = statistics.median(samples)
-        stats["ci_99_a"] = min(own["ci_99_a"], median * math.exp(-half))
-        stats["ci_99_b"] = max(own["ci_99_b"], median * math.exp(half))
+        low, high = own["ci_99_a"], own["ci_99_b"]
+        floor = min(samples)
+        if _mode(name) in spread:
+            sigma = spread[_mode(name)][0]
+            half = Z_99 * sigma * math.sqrt(2 * MEDIAN_VARIANCE[len(samples)])
+            median = statistics.median(samples)
+            floor = min(floor, median * math.exp(-half))
+            low, high = min(low, median * math.exp(-half)), max(high, median * math.exp(half))
+        stats["ci_99_a"] = low if low > 0 else floor
+        stats["ci_99_b"] = high
     return spread
 
 
@@ -120,17 +131,3 @@ def replay(first: str, rerun: str) -> dict[str, dict[str, int]]:
     widen(a)
     tally("widened")
     return counts
-
-
-def widen_before_saving() -> None:
-    """Make every save of asv's results widen the per-process cases' intervals first (idempotent)."""
-    if getattr(Results, "_kernelscope_widens", False):
-        return
-    save = Results.save
-
-    def widened_save(self, result_dir):
-        widen(self)
-        return save(self, result_dir)
-
-    Results.save = widened_save
-    Results._kernelscope_widens = True

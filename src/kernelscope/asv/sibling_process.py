@@ -1,4 +1,4 @@
-"""The benchmark-process side of :mod:`kernelscope.results.asv_siblings`: a case's other modes, in its process.
+"""The benchmark-process side of :mod:`kernelscope.asv.siblings`: a case's other modes, in its process.
 
 asv's forkserver forks one process per case and calls asv_runner's ``_run``
 in it, which sets the benchmark up, measures it, tears it down and writes its
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from kernelscope.timing import phases
 
-REQUESTS_ENV = "KERNELSCOPE_SIBLING_REQUESTS"  # kernelscope.results.asv_siblings writes requests there
+REQUESTS_ENV = "KERNELSCOPE_SIBLING_REQUESTS"  # kernelscope.asv.siblings writes requests there
 REQUEST_FILE = "request.json"
 
 
@@ -38,22 +38,24 @@ def requested(benchmark_id: str) -> list[dict]:
 def install() -> None:
     """Make asv_runner's forkserver children run their requested siblings after themselves (idempotent)."""
     try:
-        from asv_runner import server
+        import asv_runner  # noqa: F401
     except ImportError:  # imported without asv (the tests, the CLI): nothing to wrap
         return
-    if getattr(server, "_kernelscope_siblings", False):
-        return
-    run_one = server._run
+    from kernelscope.asv import hooks
 
-    def run_with_siblings(args):
-        benchmark_dir, benchmark_id = args[0], args[1]
-        run_one(args)
-        for sibling in requested(benchmark_id):
-            with phases.sibling(sibling["id"]):
-                try:
-                    run_one((benchmark_dir, sibling["id"], sibling["params"], "None", sibling["result"]))
-                except Exception:  # noqa: BLE001 - asv then runs it in a process of its own
-                    traceback.print_exc()
+    hooks.require("asv_runner")
 
-    server._run = run_with_siblings
-    server._kernelscope_siblings = True
+    def make(run_one):
+        def run_with_siblings(args):
+            benchmark_dir, benchmark_id = args[0], args[1]
+            run_one(args)
+            for sibling in requested(benchmark_id):
+                with phases.sibling(sibling["id"]):
+                    try:
+                        run_one((benchmark_dir, sibling["id"], sibling["params"], "None", sibling["result"]))
+                    except Exception:  # noqa: BLE001 - asv then runs it in a process of its own
+                        traceback.print_exc()
+
+        return run_with_siblings
+
+    hooks.wrap("asv_runner.server:_run", make)
