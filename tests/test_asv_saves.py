@@ -1,0 +1,101 @@
+"""A run killed at any moment loses at most the case in flight; a resumed run runs only what is missing
+(kernelscope.asv.saves), through real asv runs of a fixture suite whose cases say when they finish."""
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from test_asv_pipeline import ASV, ROOT
+
+pytestmark = pytest.mark.skipif(ASV is None or not (ROOT / ".git").exists(),
+                                reason="needs asv (pip install -e '.[bench]') and a git checkout")
+SUITE = ROOT / "tests" / "fixtures" / "asv_cut" / "benchmarks"
+CASES = [f"c{i}" for i in range(6)]
+EVERY = {(b, c) for b in ("Host.track_a", "Host.track_b", "Plain.track_c") for c in CASES}
+
+
+def _asv_run(tmp: Path, log: Path, *args: str) -> subprocess.Popen:
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    conf = {"version": 1, "project": "kernelscope", "repo": str(ROOT), "branches": ["main"], "dvcs": "git",
+            "environment_type": "existing", "plugins": [".src.kernelscope.asv.env"],
+            "benchmark_dir": str(SUITE), "env_dir": str(tmp / "env"), "results_dir": str(tmp / "results"),
+            "html_dir": str(tmp / "html"), "launch_method": "forkserver"}
+    (tmp / "asv.json").write_text(json.dumps(conf))
+    if not (tmp / "src").exists():
+        (tmp / "src").symlink_to(ROOT / "src")
+    env = {**os.environ, "HOME": str(tmp), "KERNELSCOPE_TEST_CASE_LOG": str(log)}
+    subprocess.run([ASV, "machine", "--machine", "ci-cpu", "--yes"], cwd=ROOT, env=env, check=True, capture_output=True)
+    return subprocess.Popen([ASV, "run", "--config", str(tmp / "asv.json"), "--machine", "ci-cpu", *args,
+                             "-E", f"existing:{sys.executable}", "--set-commit-hash", head],
+                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+
+
+def _finished(log: Path) -> list[tuple[str, str, str]]:
+    """(pid, benchmark, case) of every case that finished, in order."""
+    return [tuple(line.split()) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def _stored(tmp: Path) -> dict[tuple[str, str], object]:
+    files = list((tmp / "results" / "ci-cpu").glob("*.json"))
+    files = [f for f in files if f.name != "machine.json"]
+    if not files:
+        return {}
+    (path,) = files
+    data = json.loads(path.read_text())  # whole: every save is written aside and renamed over the file
+    stored = {}
+    for name, row in data["results"].items():
+        record = dict(zip(data["result_columns"], row))
+        for case, value in zip(CASES, record["result"] or [None] * len(CASES)):
+            stored[(name.split(".", 1)[1], case)] = value
+    return stored
+
+
+def _measured(stored: dict) -> set[tuple[str, str]]:
+    return {k for k, v in stored.items() if isinstance(v, float) and not math.isnan(v)}
+
+
+@pytest.mark.parametrize("after", [1, 6, 15])  # cases finished when asv is killed
+def test_a_run_killed_at_any_moment_loses_at_most_the_case_in_flight_and_resumes_with_what_is_missing(tmp_path, after):
+    log = tmp_path / "cases.log"
+    proc = _asv_run(tmp_path, log, "--record-samples")
+    deadline = time.time() + 300
+    while len(_finished(log)) < after and proc.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)  # asv, its forkserver and the benchmark process in flight, at once
+    proc.wait(timeout=60)
+    finished = _finished(log)
+    assert len(finished) >= after, "the run ended before it could be cut"
+    kept = _measured(_stored(tmp_path))
+    lost = {(b, c) for _, b, c in finished} - kept
+    lost_processes = {pid for pid, b, c in finished if (b, c) in lost}
+    assert len(lost_processes) <= 1, (after, sorted(lost), sorted(kept))  # the case in flight, with its siblings
+
+    resumed_log = tmp_path / "resumed.log"
+    resumed = _asv_run(tmp_path, resumed_log, "--record-samples", "--skip-existing-successful")
+    out, _ = resumed.communicate(timeout=300)
+    assert resumed.returncode == 0, out[-3000:]
+    ran = {(b, c) for _, b, c in _finished(resumed_log)}
+    assert ran == EVERY - kept, (sorted(ran), sorted(kept))  # what was missing, and nothing else
+    assert _measured(_stored(tmp_path)) == EVERY
+    assert not list((tmp_path / "results").rglob("*.partial"))
+
+
+def test_a_cut_benchmark_shows_its_unrun_cases_as_not_run_and_an_uncut_run_saves_them_all(tmp_path):
+    log = tmp_path / "cases.log"
+    proc = _asv_run(tmp_path, log, "--record-samples")
+    while len(_finished(log)) < 4 and proc.poll() is None:
+        time.sleep(0.02)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    stored = _stored(tmp_path)
+    pending = [k for k, v in stored.items() if v is None]
+    assert pending and all(k[0].startswith("Host.") for k in pending)  # the benchmark in flight and its sibling's
+    assert not any(k[0] == "Plain.track_c" for k in stored)  # never started: not in the file at all
