@@ -3,7 +3,9 @@
 Reads asv's own files (``results/MACHINE/HASH-ENV.json`` with their
 ``result_columns``, and ``results/benchmarks.json``) and joins each timing with
 the catalog's models: bytes moved, achieved GB/s, percent of the machine's
-measured copy bandwidth, and FLOP/s. The CLI (``kernelscope results``) and the
+measured copy bandwidth (the median of its boxes' readings,
+:func:`kernelscope.results.machine.copy_gbps`), and FLOP/s. Host mode and
+first-call rows also name the box they ran on (``host``). The CLI (``kernelscope results``) and the
 site read the same rows.
 
 Each timed row also carries the SM clock its samples ran at and how many of
@@ -30,10 +32,11 @@ from pathlib import Path
 
 from kernelscope.catalog import VARIANTS
 from kernelscope.ops import numel, parse_shape
+from kernelscope.results.machine import copy_gbps as machine_copy_gbps
 from kernelscope.timing import clocks, processes
 
 COLUMNS = ["machine", "gpu", "commit", "date", "run_at", "benchmark", "version", "status", "op", "variant", "backend",
-           "mode", "size", "numel", "dtype", "time_s", "ci_low", "ci_high", "samples", "launch_bound", "bytes", "gbps",
+           "mode", "size", "numel", "dtype", "host", "time_s", "ci_low", "ci_high", "samples", "launch_bound", "bytes", "gbps",
            "pct_of_peak", "copy_gbps", "flops", "gflops", "sm_mhz", "throttled"]
 MEASURED, FAILED = "measured", "failed"
 
@@ -68,30 +71,41 @@ def iter_rows(results_dir: str | Path = "results", include_failed: bool = False)
     results_dir = Path(results_dir)
     files = list(_result_files(results_dir))  # raises first if there are no results
     benchmarks = _load(results_dir / "benchmarks.json")
+    copy: dict[str, float | None] = {}
     for path in files:
         data = _load(path)
-        yield from _rows_of(data, data.get("params", {}), benchmarks, include_failed, clocks.read_log(path))
+        params = data.get("params", {})
+        machine = params.get("machine", path.parent.name)
+        if machine not in copy:
+            copy[machine] = machine_copy_gbps(results_dir, machine)
+        peak = copy[machine] or float(params.get("copy_gbps") or "nan")  # a file from before boxes.jsonl: its own
+        yield from _rows_of(data, params, benchmarks, include_failed, clocks.read_log(path), peak)
 
 
 def runs(results_dir: str | Path = "results") -> list[dict]:
-    """One record per stored run (a machine and a commit): what ran, where, with which versions."""
+    """One record per stored run (a machine and a commit): what ran, where, with which versions, and the machine's
+    copy bandwidth."""
     found = []
+    copy: dict[str, float | None] = {}
     for path in _result_files(Path(results_dir)):
         data = _load(path)
         columns = data.get("result_columns", [])
         started = [dict(zip(columns, v)).get("started_at") for v in data.get("results", {}).values()]
         started = [s for s in started if s]
-        found.append({"machine": data.get("params", {}).get("machine", path.parent.name),
-                      "commit": data.get("commit_hash", ""), "date": data.get("date"),
+        params = data.get("params", {})
+        machine = params.get("machine", path.parent.name)
+        if machine not in copy:
+            copy[machine] = machine_copy_gbps(results_dir, machine)
+        found.append({"machine": machine, "commit": data.get("commit_hash", ""), "date": data.get("date"),
                       "run_at": min(started) if started else None, "env": data.get("env_name", ""),
-                      "benchmarks": sorted(data.get("results", {})), "params": data.get("params", {}),
+                      "benchmarks": sorted(data.get("results", {})), "params": params,
+                      "copy_gbps": copy[machine] or (float(params["copy_gbps"]) if params.get("copy_gbps") else None),
                       "file": str(path)})
     return found
 
 
-def _rows_of(data: dict, params: dict, benchmarks: dict, include_failed: bool, clock_log: dict):
+def _rows_of(data: dict, params: dict, benchmarks: dict, include_failed: bool, clock_log: dict, peak: float):
     columns = data.get("result_columns", [])
-    peak = float(params.get("copy_gbps") or "nan")
     for name, values in data.get("results", {}).items():
         method = name.rsplit(".", 1)[-1]
         if method not in MODES:
@@ -138,6 +152,7 @@ def _rows_of(data: dict, params: dict, benchmarks: dict, include_failed: bool, c
                 "size": size,
                 "numel": numel(shape) if shape else None,
                 "dtype": dtype,
+                "host": p.get("host"),  # the box, for the modes that time the host: host mode, the first call
                 "time_s": time_s,
                 "ci_low": _at(record.get("stats_ci_99_a"), i),
                 "ci_high": _at(record.get("stats_ci_99_b"), i),
@@ -176,7 +191,7 @@ def _at(values, i):
 
 
 def _case(row: dict) -> tuple:
-    return row["machine"], row["commit"], row["benchmark"], row["variant"], row["size"], row["dtype"]
+    return row["machine"], row["commit"], row["benchmark"], row["variant"], row["size"], row["dtype"], row["host"]
 
 
 def rows(results_dir: str | Path = "results", include_failed: bool = False) -> list[dict]:

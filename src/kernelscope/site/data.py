@@ -49,6 +49,7 @@ class Run:
     date: int | None  # the commit's, ms
     run_at: int | None  # when the run started, ms
     params: dict = field(default_factory=dict, compare=False, hash=False)
+    copy_gbps: float | None = field(default=None, compare=False)  # the machine's (the median of its boxes')
 
     @property
     def short(self) -> str:
@@ -57,11 +58,6 @@ class Run:
     @property
     def gpu(self) -> str:
         return self.params.get("gpu") or self.machine
-
-    @property
-    def copy_gbps(self) -> float | None:
-        value = self.params.get("copy_gbps")
-        return float(value) if value else None
 
     def software(self) -> str:
         p = self.params
@@ -117,13 +113,13 @@ class SiteData:
     def run(self, machine: str, commit: str) -> Run:
         for r in self._runs:
             if r["machine"] == machine and r["commit"] == commit:
-                return Run(machine, commit, r["date"], r["run_at"], r["params"])
+                return Run(machine, commit, r["date"], r["run_at"], r["params"], r["copy_gbps"])
         raise KeyError(f"no stored run of commit {commit[:8]} on {machine}")
 
     def runs(self, machine: str | None = None) -> list[Run]:
         """Stored runs, oldest commit first."""
         pos = {c: i for i, c in enumerate(self.order)}
-        found = [Run(r["machine"], r["commit"], r["date"], r["run_at"], r["params"]) for r in self._runs
+        found = [Run(r["machine"], r["commit"], r["date"], r["run_at"], r["params"], r["copy_gbps"]) for r in self._runs
                  if machine is None or r["machine"] == machine]
         return sorted(found, key=lambda r: (pos.get(r.commit, -1), r.machine))
 

@@ -1,0 +1,190 @@
+"""Results stored by an older kernelscope, brought to the names and keys the suite gives them now.
+
+Run once over a results folder (``kernelscope migrate-results results/``); a
+second run changes nothing. Three changes, each what a run of today's suite
+would have stored, none of them a new measurement:
+
+1. **The copy bandwidth is a box's, not the machine's configuration.** It
+   leaves every result file's ``params`` and ``machine.json`` (where asv drew
+   one graph per distinct value) for ``results/<machine>/boxes.jsonl``: one
+   line per run, with its box unrecorded.
+2. **Host-dependent benchmarks name their box.** ``Square.track_host`` becomes
+   ``SquareHost.track_host`` and ``FirstCall.time_first_call`` gains the
+   ``host`` parameter. Which box ran an older result was not recorded, so each
+   run's are filed under a box of their own, ``unrecorded-<commit>``: compared
+   with nothing from another run, never with another box's.
+3. **One environment file per commit.** A commit whose failed cases were rerun
+   in a second asv environment (``existing``) has that file's values merged into
+   the first where the first has none, and the second removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+from datetime import datetime, timezone
+from pathlib import Path
+
+from kernelscope.results.machine import BOXES_FILE
+
+HOST_MODES = ("track_host",)  # methods moved to a class of their own, named <class>Host
+HOST_PARAM_BENCHMARKS = ("benchmarks.FirstCall.time_first_call",)  # benchmarks that gained the host parameter
+
+
+def unrecorded_box(commit: str) -> str:
+    return f"unrecorded-{commit[:8]}"
+
+
+def _rows(data: dict) -> dict[str, dict]:
+    columns = data["result_columns"]
+    return {name: dict(itertools.zip_longest(columns, row)) for name, row in data["results"].items()}
+
+
+def _store(data: dict, rows: dict[str, dict]) -> None:
+    columns = data["result_columns"]
+    out = {}
+    for name, record in rows.items():
+        row = [record.get(c) for c in columns]
+        while row and row[-1] is None:
+            row.pop()
+        out[name] = row
+    data["results"] = out
+
+
+def _n_cases(params: list) -> int:
+    return len(list(itertools.product(*params))) if params else 1
+
+
+def _expanded(value, n: int) -> list:
+    return list(value) if isinstance(value, list) else [value] * n
+
+
+def with_host(name: str, record: dict, host: str) -> tuple[str, dict]:
+    """A host-dependent benchmark's name and record as the suite stores them now (unchanged if they already are)."""
+    module, cls, method = name.split(".")
+    if method in HOST_MODES and not cls.endswith("Host"):
+        name, record = f"{module}.{cls}Host.{method}", {**record, "params": [*record["params"], [repr(host)]]}
+    elif name in HOST_PARAM_BENCHMARKS and len(record.get("params") or []) == 1:
+        record = {**record, "params": [*record["params"], [repr(host)]]}
+    return name, record
+
+
+def merge_environments(first: dict, second: dict) -> int:
+    """Put ``second``'s values into ``first`` wherever ``first`` has none (same benchmark, version and case);
+    the number of cases filled in."""
+    ours, theirs = _rows(first), _rows(second)
+    filled = 0
+    for name, other in theirs.items():
+        mine = ours.get(name)
+        if mine is None:
+            ours[name] = other
+            filled += sum(isinstance(v, float) and not math.isnan(v) for v in other.get("result") or [])
+            continue
+        if mine.get("version") != other.get("version") or mine.get("params") != other.get("params"):
+            continue
+        n = _n_cases(mine["params"])
+        columns = [c for c in first["result_columns"] if c not in ("params", "version", "started_at", "duration")]
+        merged = {c: _expanded(mine.get(c), n) for c in columns}
+        given = {c: _expanded(other.get(c), n) for c in columns}
+        for j in range(n):
+            value = given["result"][j]
+            if merged["result"][j] is None and isinstance(value, float) and not math.isnan(value):
+                for c in columns:
+                    merged[c][j] = given[c][j]
+                filled += 1
+        for c in columns:
+            mine[c] = merged[c] if any(v is not None for v in merged[c]) else None
+    _store(first, ours)
+    return filled
+
+
+def _started(data: dict) -> str | None:
+    starts = [r.get("started_at") for r in _rows(data).values() if r.get("started_at")]
+    return datetime.fromtimestamp(min(starts) / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") if starts else None
+
+
+def migrate(results_dir: str | Path) -> list[str]:
+    """Migrate every result file under ``results_dir`` in place; what was done, one line each."""
+    results_dir = Path(results_dir)
+    done: list[str] = []
+    hosts: dict[str, set[str]] = {}
+    for machine_dir in sorted(p for p in results_dir.iterdir() if p.is_dir()):
+        files = sorted(p for p in machine_dir.glob("*.json") if p.name != "machine.json")
+        by_commit: dict[str, list[Path]] = {}
+        for path in files:
+            by_commit.setdefault(path.name.split("-", 1)[0], []).append(path)
+        boxes = []
+        for commit8, paths in by_commit.items():
+            datas = {p: json.loads(p.read_text()) for p in paths}
+            keep = min(paths, key=lambda p: ("existing" in p.name, p.name))  # asv's own environment first
+            for other in paths:
+                if other != keep:
+                    filled = merge_environments(datas[keep], datas[other])
+                    other.unlink()
+                    done.append(f"{other.relative_to(results_dir)}: {filled} cases merged into {keep.name}, removed")
+            data = datas[keep]
+            box = unrecorded_box(data["commit_hash"])
+            changed = False
+            copy = data["params"].pop("copy_gbps", None)
+            if copy is not None:
+                changed = True
+                boxes.append({"host": box, "copy_gbps": float(copy), "at": _started(data), "cpu": data["params"].get("cpu"),
+                              "num_cpu": data["params"].get("num_cpu"), "recorded": f"from {keep.name}'s params"})
+            rows = {}
+            for name, record in _rows(data).items():
+                new_name, new_record = with_host(name, record, box)
+                changed |= new_name != name or new_record is not record
+                rows[new_name] = new_record
+                if new_record.get("params") and new_name.endswith(("Host.track_host", "FirstCall.time_first_call")):
+                    hosts.setdefault(new_name, set()).update(json.loads(h.replace("'", '"')) for h in new_record["params"][-1])
+            if changed or len(paths) > 1:
+                _store(data, rows)
+                keep.write_text(json.dumps(data) + "\n")
+                done.append(f"{keep.relative_to(results_dir)}: copy bandwidth to {BOXES_FILE}, host-dependent "
+                            f"benchmarks under {box}")
+        if boxes:
+            boxes.sort(key=lambda b: b["at"] or "")
+            with open(machine_dir / BOXES_FILE, "a") as f:
+                for b in boxes:
+                    f.write(json.dumps(b, sort_keys=True) + "\n")
+        machine_file = machine_dir / "machine.json"
+        if machine_file.exists():
+            info = json.loads(machine_file.read_text())
+            if info.pop("copy_gbps", None) is not None:
+                machine_file.write_text(json.dumps(info, indent=4, sort_keys=True) + "\n")
+                done.append(f"{machine_file.relative_to(results_dir)}: copy bandwidth removed")
+    bench_file = results_dir / "benchmarks.json"
+    if bench_file.exists() and hosts:
+        benchmarks = json.loads(bench_file.read_text())
+        renamed = False
+        for name in list(benchmarks):
+            if name == "version":
+                continue
+            entry = benchmarks[name]
+            new_name, new_entry = with_host(name, {"params": entry.get("params", [])}, "")
+            if new_name == name and new_entry["params"] == entry.get("params"):
+                continue
+            entry = {**entry, "name": new_name, "params": [*entry["params"], sorted(repr(h) for h in hosts.get(new_name, []))],
+                     "param_names": [*entry["param_names"], "host"]}
+            del benchmarks[name]
+            benchmarks[new_name] = entry
+            renamed = True
+    if bench_file.exists() and hosts and renamed:
+        bench_file.write_text(json.dumps(benchmarks, indent=4, sort_keys=True) + "\n")
+        done.append(f"{bench_file.relative_to(results_dir)}: host-dependent benchmarks renamed, host parameter added")
+    return done
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kernelscope migrate-results", description=__doc__.split("\n\n")[0])
+    parser.add_argument("results_dir", nargs="?", default="results", help="asv's results folder (default: results)")
+    args = parser.parse_args(argv)
+    for line in migrate(args.results_dir):
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
