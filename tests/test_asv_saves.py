@@ -40,7 +40,7 @@ def _asv_run(tmp: Path, log: Path, *args: str) -> subprocess.Popen:
 
 def _finished(log: Path) -> list[tuple[str, str, str]]:
     """(pid, benchmark, case) of every case that finished, in order."""
-    return [tuple(line.split()) for line in log.read_text().splitlines()] if log.exists() else []
+    return [(pid, b, c) for pid, _, b, c in (line.split() for line in log.read_text().splitlines())] if log.exists() else []
 
 
 def _stored(tmp: Path) -> dict[tuple[str, str], object]:

@@ -127,7 +127,7 @@ def run(asv_args: list[str], gpus: list[str], config: Path, logs: Path, every_s:
     for slot, gpu in enumerate(gpus):
         log = logs / f"asv-gpu{slot}.log"
         env = {**os.environ, "CUDA_VISIBLE_DEVICES": gpu, SHARD_ENV: f"{slot}/{len(gpus)}"}
-        command = ["asv", "run", "--config", str(gpu_config(config, slot)), *asv_args]
+        command = [sys.executable, "-m", "asv", "run", "--config", str(gpu_config(config, slot)), *asv_args]
         with open(log, "w") as f:
             f.write(f"$ CUDA_VISIBLE_DEVICES={gpu} {SHARD_ENV}={slot}/{len(gpus)} {' '.join(command)}\n")
             f.flush()

@@ -59,7 +59,7 @@ def begin(cls: str, params, method: str | None = None) -> bool:
     False if it was already begun: asv re-runs setup before every sample.
     """
     global _case
-    if not os.environ.get(LOG_ENV):
+    if not os.environ.get(LOG_ENV) or _in_sibling:  # a sibling (SquareHost's, in Square's process) is the host's
         return False
     key = (cls, tuple(map(str, params)))
     if _case is not None and _case["key"] == key:
