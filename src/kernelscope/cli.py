@@ -233,6 +233,18 @@ def cmd_asv_run(args) -> int:
     return max((r["returncode"] for r in runs), default=0)
 
 
+def cmd_migrate_results(args) -> int:
+    from kernelscope.results import migrate
+
+    if not (args.results_dir / "benchmarks.json").exists():
+        print(f"kernelscope migrate-results: {args.results_dir}/ holds no asv results (benchmarks.json missing)",
+              file=sys.stderr)
+        return 2
+    done = migrate.migrate(args.results_dir)
+    print("\n".join(done) if done else f"{args.results_dir}/ already holds results as the suite keys them now")
+    return 0
+
+
 def cmd_compare_runs(args) -> int:
     from kernelscope.results.compare import compare_runs, has_gpu, rerun_criteria, summary
 
@@ -426,6 +438,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="per GPU: return code, seconds, log, as JSON on stdout")
     p.add_argument("asv_args", nargs=argparse.REMAINDER, help="after --: the arguments of asv run")
     p.set_defaults(func=cmd_asv_run)
+
+    from kernelscope.results.migrate import __doc__ as migrate_doc
+
+    p = sub.add_parser("migrate-results", help="results stored by an older kernelscope, keyed as the suite keys them now",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description=migrate_doc.split("\n\n", 1)[1])
+    p.add_argument("results_dir", nargs="?", type=Path, default=Path("results"),
+                   help="asv's results folder (default: %(default)s)")
+    p.set_defaults(func=cmd_migrate_results)
 
     p = sub.add_parser("compare-runs", help="compare two asv runs of one commit with asv's statistics",
                        description="Like `asv compare`, but for two results folders holding runs of the same commit "
