@@ -13,7 +13,7 @@ PARAMS = [["'square-mul'", "'square-cuda-vec4'"], ["'64x64'"], ["'float32'"]]
 def _file(env: str, results: dict, copy="3003") -> dict:
     return {"commit_hash": "ab" * 20, "env_name": env, "date": 1, "python": "3.12", "requirements": {}, "env_vars": {},
             "params": {"machine": "nvidia-h100-80gb-hbm3", "gpu": "NVIDIA H100 80GB HBM3", "copy_gbps": copy,
-                       "cpu": "Intel", "num_cpu": "16"},
+                       "cpu": "Intel", "num_cpu": "16", "ram": "135148564480", "os": "Linux 6.18.44"},
             "result_columns": COLUMNS, "results": results, "durations": {}, "version": 2}
 
 
@@ -47,6 +47,9 @@ def test_old_results_are_rekeyed_once_and_keep_every_value(tmp_path):
     (path,) = (results / "nvidia-h100-80gb-hbm3").glob("ab*.json")
     data = json.loads(path.read_text())
     assert "copy_gbps" not in data["params"] and "existing" not in path.name
+    assert (data["params"]["cpu"], data["params"]["num_cpu"], data["params"]["os"]) == ("", "", "Linux")  # the box's
+    (box,) = machine.boxes(results, "nvidia-h100-80gb-hbm3")
+    assert (box["host"], box["cpu"], box["num_cpu"], box["os"]) == ("unrecorded-abababab", "Intel", "16", "Linux 6.18.44")
     rows = {name: dict(zip(COLUMNS, row)) for name, row in data["results"].items()}
     assert rows["benchmarks.Square.time_warm"]["result"] == [2e-6, 3e-6]
     host = rows["benchmarks.SquareHost.track_host"]

@@ -94,11 +94,13 @@ def describe() -> dict[str, str]:
     import torch
 
     info = {
+        # asv's own keys. The host's CPU, cores, memory and kernel release are the box's (box_facts):
+        # as machine params they would split one GPU's history by the box that ran it.
         "arch": platform.machine(),
-        "cpu": _cpu_model(),
-        "num_cpu": str(os.cpu_count()),
-        "os": f"{platform.system()} {platform.release()}",
-        "ram": _ram(),
+        "cpu": "",
+        "num_cpu": "",
+        "os": platform.system(),
+        "ram": "",
         "torch": torch.__version__,
         "triton": _version("triton"),
         "numba": _version("numba"),
@@ -167,10 +169,11 @@ BOXES_FILE = "boxes.jsonl"  # not .json: asv reads every .json of a machine's fo
 
 
 def box_facts() -> dict:
-    """This box's id and what was measured on it: its copy bandwidth (GB/s, read + write), CPU, GPUs."""
+    """This box's id and what it is: its copy bandwidth (GB/s, read + write), CPU, cores, memory, kernel, GPUs."""
     import torch
 
-    facts = {"host": host_id(), "cpu": _cpu_model(), "num_cpu": os.cpu_count(), "gpus": len(_gpu_uuids()),
+    facts = {"host": host_id(), "cpu": _cpu_model(), "num_cpu": os.cpu_count(), "ram": _ram(),
+             "os": f"{platform.system()} {platform.release()}", "gpus": len(_gpu_uuids()),
              "at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
     if torch.cuda.is_available():
         from kernelscope.timing import copy_bandwidth

@@ -4,10 +4,11 @@ Run once over a results folder (``kernelscope migrate-results results/``); a
 second run changes nothing. Three changes, each what a run of today's suite
 would have stored, none of them a new measurement:
 
-1. **The copy bandwidth is a box's, not the machine's configuration.** It
-   leaves every result file's ``params`` and ``machine.json`` (where asv drew
-   one graph per distinct value) for ``results/<machine>/boxes.jsonl``: one
-   line per run, with its box unrecorded.
+1. **What a box is, is not the machine's configuration.** The copy bandwidth,
+   and the host's CPU, cores, memory and kernel release, leave every result
+   file's ``params`` and ``machine.json`` (where asv drew one graph per
+   distinct set of them) for ``results/<machine>/boxes.jsonl``: one line per
+   run, with its box unrecorded.
 2. **Host-dependent benchmarks name their box.** ``Square.track_host`` becomes
    ``SquareHost.track_host`` and ``FirstCall.time_first_call`` gains the
    ``host`` parameter. Which box ran an older result was not recorded, so each
@@ -29,6 +30,7 @@ from pathlib import Path
 
 from kernelscope.results.machine import BOXES_FILE
 
+BOX_PARAMS = {"copy_gbps": None, "cpu": "", "num_cpu": "", "ram": ""}  # a box's facts; what the params keep of them
 HOST_MODES = ("track_host",)  # methods moved to a class of their own, named <class>Host
 HOST_PARAM_BENCHMARKS = ("benchmarks.FirstCall.time_first_call",)  # benchmarks that gained the host parameter
 
@@ -126,24 +128,32 @@ def migrate(results_dir: str | Path) -> list[str]:
                     done.append(f"{other.relative_to(results_dir)}: {filled} cases merged into {keep.name}, removed")
             data = datas[keep]
             box = unrecorded_box(data["commit_hash"])
-            changed = False
-            copy = data["params"].pop("copy_gbps", None)
-            if copy is not None:
-                changed = True
-                boxes.append({"host": box, "copy_gbps": float(copy), "at": _started(data), "cpu": data["params"].get("cpu"),
-                              "num_cpu": data["params"].get("num_cpu"), "recorded": f"from {keep.name}'s params"})
-            rows = {}
+            params = data["params"]
+            facts = {k: params[k] for k in BOX_PARAMS if params.get(k)}
+            system = str(params.get("os", "")).split(" ", 1)[0]
+            if "os" in params and params["os"] != system:
+                facts["os"] = params["os"]
+            notes = [f"the box's facts to {BOXES_FILE}"] if facts else []
+            if "copy_gbps" in facts:
+                boxes.append({"host": box, **facts, "copy_gbps": float(facts["copy_gbps"]), "at": _started(data),
+                              "recorded": f"from {keep.name}'s params"})
+            params.pop("copy_gbps", None)
+            params.update({k: v for k, v in BOX_PARAMS.items() if k in params and v is not None})
+            if "os" in params:
+                params["os"] = system
+            rows, rekeyed = {}, False
             for name, record in _rows(data).items():
                 new_name, new_record = with_host(name, record, box)
-                changed |= new_name != name or new_record is not record
+                rekeyed |= new_name != name or new_record is not record
                 rows[new_name] = new_record
                 if new_record.get("params") and new_name.endswith(("Host.track_host", "FirstCall.time_first_call")):
                     hosts.setdefault(new_name, set()).update(json.loads(h.replace("'", '"')) for h in new_record["params"][-1])
-            if changed or len(paths) > 1:
+            if rekeyed:
+                notes.append(f"host-dependent benchmarks under {box}")
+            if notes or len(paths) > 1:
                 _store(data, rows)
                 keep.write_text(json.dumps(data) + "\n")
-                done.append(f"{keep.relative_to(results_dir)}: copy bandwidth to {BOXES_FILE}, host-dependent "
-                            f"benchmarks under {box}")
+                done.append(f"{keep.relative_to(results_dir)}: {', '.join(notes) or 'merged'}")
         if boxes:
             boxes.sort(key=lambda b: b["at"] or "")
             with open(machine_dir / BOXES_FILE, "a") as f:
@@ -152,9 +162,13 @@ def migrate(results_dir: str | Path) -> list[str]:
         machine_file = machine_dir / "machine.json"
         if machine_file.exists():
             info = json.loads(machine_file.read_text())
-            if info.pop("copy_gbps", None) is not None:
+            before = dict(info)
+            info.pop("copy_gbps", None)
+            info.update({k: v for k, v in BOX_PARAMS.items() if k in info and v is not None})
+            info["os"] = str(info.get("os", "")).split(" ", 1)[0]
+            if info != before:
                 machine_file.write_text(json.dumps(info, indent=4, sort_keys=True) + "\n")
-                done.append(f"{machine_file.relative_to(results_dir)}: copy bandwidth removed")
+                done.append(f"{machine_file.relative_to(results_dir)}: the box's facts removed")
     bench_file = results_dir / "benchmarks.json"
     if bench_file.exists() and hosts:
         benchmarks = json.loads(bench_file.read_text())
