@@ -23,8 +23,9 @@ def _publish(tmp: Path, results: Path) -> tuple[dict, dict, Path]:
     from asv import util
 
     conf = util.load_json(str(ROOT / "asv.conf.json"), js_comments=True)
+    # HEAD, not main: a CI checkout may have no local branch of that name; HEAD's history holds every commit
     conf.update(repo=str(ROOT), results_dir=str(results), html_dir=str(tmp / "html"), env_dir=str(tmp / "env"),
-                benchmark_dir=str(ROOT / "benchmarks"))
+                benchmark_dir=str(ROOT / "benchmarks"), branches=["HEAD"])
     config = tmp / "asv.json"
     config.write_text(json.dumps(conf))
     if not (tmp / "src").exists():
