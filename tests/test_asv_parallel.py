@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from kernelscope.asv import parallel
-from test_asv_pipeline import ASV, ROOT
+from test_asv_pipeline import ASV, ROOT, existing_env_config
 from test_asv_saves import CASES, EVERY, SUITE, _measured, _stored
 
 pytestmark = pytest.mark.skipif(ASV is None or not (ROOT / ".git").exists(),
@@ -31,17 +31,12 @@ def test_a_case_and_its_modes_fall_in_one_share_and_every_share_gets_every_size(
 
 def test_two_asv_processes_share_one_results_folder_without_a_lost_or_doubled_case(tmp_path):
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    conf = {"version": 1, "project": "kernelscope", "repo": str(ROOT), "branches": ["main"], "dvcs": "git",
-            "environment_type": "existing", "plugins": [".src.kernelscope.asv.env"],
-            "benchmark_dir": str(SUITE), "env_dir": str(tmp_path / "env"), "results_dir": str(tmp_path / "results"),
-            "html_dir": str(tmp_path / "html"), "launch_method": "forkserver"}
-    (tmp_path / "asv.conf.json").write_text(json.dumps(conf))
-    (tmp_path / "src").symlink_to(ROOT / "src")
+    config = existing_env_config(tmp_path, SUITE, "asv.conf.json")
     log = tmp_path / "cases.log"
     env = {**os.environ, "HOME": str(tmp_path), "KERNELSCOPE_TEST_CASE_LOG": str(log)}
     subprocess.run([ASV, "machine", "--machine", "ci-cpu", "--yes"], cwd=ROOT, env=env, check=True, capture_output=True)
     proc = subprocess.run([sys.executable, "-m", "kernelscope", "asv-run", "--gpus", "0,1", "--every", "5", "--json",
-                           "--config", str(tmp_path / "asv.conf.json"), "--logs", str(tmp_path / "logs"), "--",
+                           "--config", str(config), "--logs", str(tmp_path / "logs"), "--",
                            "--machine", "ci-cpu", "--record-samples", "-E", f"existing:{sys.executable}",
                            "--set-commit-hash", head], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]

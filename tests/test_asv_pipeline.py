@@ -53,6 +53,19 @@ def write_config(tmp_path, results: str, repo: Path = ROOT) -> Path:
     return tmp_path / "asv.json"
 
 
+def existing_env_config(tmp_path, benchmark_dir: Path, name: str = "asv.json") -> Path:
+    """An asv configuration that runs ``benchmark_dir``'s suite in this Python's own environment, with the
+    kernelscope plugin, results under ``tmp_path / "results"``."""
+    conf = {"version": 1, "project": "kernelscope", "repo": str(ROOT), "branches": ["main"], "dvcs": "git",
+            "environment_type": "existing", "plugins": [".src.kernelscope.asv.env"],
+            "benchmark_dir": str(benchmark_dir), "env_dir": str(tmp_path / "env"),
+            "results_dir": str(tmp_path / "results"), "html_dir": str(tmp_path / "html"), "launch_method": "forkserver"}
+    (tmp_path / name).write_text(json.dumps(conf))
+    if not (tmp_path / "src").exists():  # asv imports the ".src...." plugin relative to the config's folder
+        (tmp_path / "src").symlink_to(ROOT / "src")
+    return tmp_path / name
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("asv")

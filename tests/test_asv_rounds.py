@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from test_asv_pipeline import ASV, ROOT, write_config
+from test_asv_pipeline import ASV, ROOT, existing_env_config, write_config
 
 pytestmark = pytest.mark.skipif(ASV is None or not (ROOT / ".git").exists(),
                                 reason="needs asv (pip install -e '.[bench]') and a git checkout")
@@ -109,12 +109,7 @@ def test_a_sibling_skipped_in_the_hosts_process_runs_in_its_own_and_says_why(sto
 def _existing_env_run(tmp_path, *args, returncodes=(0,)):
     """asv run of the fixture suite in this Python's environment; the stored results by benchmark."""
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    conf = {"version": 1, "project": "kernelscope", "repo": str(ROOT), "branches": ["main"], "dvcs": "git",
-            "environment_type": "existing", "plugins": [".src.kernelscope.asv.env"],
-            "benchmark_dir": str(SUITE), "env_dir": str(tmp_path / "env"), "results_dir": str(tmp_path / "results"),
-            "html_dir": str(tmp_path / "html"), "launch_method": "forkserver"}
-    (tmp_path / "asv.json").write_text(json.dumps(conf))
-    (tmp_path / "src").symlink_to(ROOT / "src")
+    existing_env_config(tmp_path, SUITE)
     env = {**os.environ, "HOME": str(tmp_path)}
     subprocess.run([ASV, "machine", "--machine", "ci-cpu", "--yes"], cwd=ROOT, env=env, check=True, capture_output=True)
     proc = subprocess.run([ASV, "run", "--config", str(tmp_path / "asv.json"), "--machine", "ci-cpu", "--record-samples",

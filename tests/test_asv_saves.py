@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from test_asv_pipeline import ASV, ROOT
+from test_asv_pipeline import ASV, ROOT, existing_env_config
 
 pytestmark = pytest.mark.skipif(ASV is None or not (ROOT / ".git").exists(),
                                 reason="needs asv (pip install -e '.[bench]') and a git checkout")
@@ -23,16 +23,10 @@ EVERY = {(b, c) for b in ("Host.track_a", "Host.track_b", "Plain.track_c") for c
 
 def _asv_run(tmp: Path, log: Path, *args: str) -> subprocess.Popen:
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    conf = {"version": 1, "project": "kernelscope", "repo": str(ROOT), "branches": ["main"], "dvcs": "git",
-            "environment_type": "existing", "plugins": [".src.kernelscope.asv.env"],
-            "benchmark_dir": str(SUITE), "env_dir": str(tmp / "env"), "results_dir": str(tmp / "results"),
-            "html_dir": str(tmp / "html"), "launch_method": "forkserver"}
-    (tmp / "asv.json").write_text(json.dumps(conf))
-    if not (tmp / "src").exists():
-        (tmp / "src").symlink_to(ROOT / "src")
+    config = existing_env_config(tmp, SUITE)
     env = {**os.environ, "HOME": str(tmp), "KERNELSCOPE_TEST_CASE_LOG": str(log)}
     subprocess.run([ASV, "machine", "--machine", "ci-cpu", "--yes"], cwd=ROOT, env=env, check=True, capture_output=True)
-    return subprocess.Popen([ASV, "run", "--config", str(tmp / "asv.json"), "--machine", "ci-cpu", *args,
+    return subprocess.Popen([ASV, "run", "--config", str(config), "--machine", "ci-cpu", *args,
                              "-E", f"existing:{sys.executable}", "--set-commit-hash", head],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)

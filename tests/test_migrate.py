@@ -28,7 +28,9 @@ def _old_results(tmp_path):
     (d / f"{'ab' * 4}-syssite-py3.12.json").write_text(json.dumps(_file("syssite-py3.12", {
         "benchmarks.Square.time_warm": _row([2e-6, None]),
         "benchmarks.Square.track_host": _row([1e-5, None], "4"),
-        "benchmarks.FirstCall.time_first_call": [[0.5], [["'square-mul'"]], "4"]})))
+        # one process timed a cold build: asv's fit beyond three values put the interval below zero
+        "benchmarks.FirstCall.time_first_call": [[0.5], [["'square-mul'"]], "4", 1_700_000_000_000, 1.0, [-3.0],
+                                                 [30.0], [0.5], [12.0], [1], [3], [[0.5, 0.52, 24.0]]]})))
     (d / f"{'ab' * 4}-existing-py_opt_python3.json").write_text(json.dumps(_file("existing-py_opt_python3", {
         "benchmarks.Square.time_warm": _row([None, 3e-6])}, copy="3002")))
     (tmp_path / "results" / "benchmarks.json").write_text(json.dumps({
@@ -55,7 +57,9 @@ def test_old_results_are_rekeyed_once_and_keep_every_value(tmp_path):
     host = rows["benchmarks.SquareHost.track_host"]
     assert "benchmarks.Square.track_host" not in rows
     assert host["params"] == [*PARAMS, ["'unrecorded-abababab'"]] and host["result"] == [1e-5, None]
-    assert rows["benchmarks.FirstCall.time_first_call"]["params"] == [["'square-mul'"], ["'unrecorded-abababab'"]]
+    first = rows["benchmarks.FirstCall.time_first_call"]
+    assert first["params"] == [["'square-mul'"], ["'unrecorded-abababab'"]]
+    assert first["stats_ci_99_a"] == [0.5] and first["stats_ci_99_b"] == [30.0]  # the smallest sample; the top kept
     assert "copy_gbps" not in json.loads((results / "nvidia-h100-80gb-hbm3" / "machine.json").read_text())
     assert machine.copy_gbps(results, "nvidia-h100-80gb-hbm3") == 3003  # the run's reading, now the box's
     bench = json.loads((results / "benchmarks.json").read_text())

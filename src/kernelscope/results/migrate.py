@@ -17,6 +17,10 @@ would have stored, none of them a new measurement:
 3. **One environment file per commit.** A commit whose failed cases were rerun
    in a second asv environment (``existing``) has that file's values merged into
    the first where the first has none, and the second removed.
+4. **No interval bound a time cannot have.** A case sampled one value per
+   process whose stored 99% interval starts at or below zero (asv's fit beyond
+   three values, one of them far above the others) gets the lower bound today's
+   rule derives from its stored samples (:func:`kernelscope.asv.intervals.widen`).
 """
 
 from __future__ import annotations
@@ -102,6 +106,34 @@ def merge_environments(first: dict, second: dict) -> int:
     return filled
 
 
+def positive_lower_bounds(path: Path) -> int:
+    """Give every case of a result file whose stored interval starts at or below zero the lower bound
+    :func:`kernelscope.asv.intervals.widen` derives from its samples; how many cases changed."""
+    from asv.results import Results
+
+    from kernelscope.asv.intervals import widen
+
+    data = json.loads(path.read_text())
+    rows = _rows(data)
+    if not any(v is not None and v <= 0 for r in rows.values() for v in r.get("stats_ci_99_a") or []):
+        return 0
+    derived = Results.load(str(path))
+    widen(derived)
+    fixed = 0
+    for name, record in rows.items():
+        low = record.get("stats_ci_99_a") or []
+        stats = derived._stats.get(name) or []
+        for j, value in enumerate(low):
+            new = stats[j].get("ci_99_a") if j < len(stats) and stats[j] else None
+            if value is not None and value <= 0 and new is not None and new > 0:
+                low[j] = new
+                fixed += 1
+    if fixed:
+        _store(data, rows)
+        path.write_text(json.dumps(data) + "\n")
+    return fixed
+
+
 def _started(data: dict) -> str | None:
     starts = [r.get("started_at") for r in _rows(data).values() if r.get("started_at")]
     return datetime.fromtimestamp(min(starts) / 1000, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ") if starts else None
@@ -154,6 +186,10 @@ def migrate(results_dir: str | Path) -> list[str]:
                 _store(data, rows)
                 keep.write_text(json.dumps(data) + "\n")
                 done.append(f"{keep.relative_to(results_dir)}: {', '.join(notes) or 'merged'}")
+        for path in sorted(p for p in machine_dir.glob("*.json") if p.name != "machine.json"):
+            fixed = positive_lower_bounds(path)
+            if fixed:
+                done.append(f"{path.relative_to(results_dir)}: {fixed} intervals' lower bounds from their samples")
         if boxes:
             boxes.sort(key=lambda b: b["at"] or "")
             with open(machine_dir / BOXES_FILE, "a") as f:
