@@ -509,6 +509,22 @@ def test_regressions_mark_launch_bound_flags_and_discount_one_process_intervals(
     assert ("whose interval is too narrow to judge by" in page) == bool(one_process)
 
 
+def test_regressions_count_no_launch_bound_flag_between_two_boxes(data, built_site):
+    page = html_lib.unescape(re.sub("<[^>]+>", "", (built_site / "results" / "regressions" / "index.html").read_text()))
+    for machine in data.machines:
+        a, b = history.last_two(data.rows, data.order, machine=machine)
+        rows = compare.compare(compare.Run(RESULTS, a, machine), compare.Run(RESULTS, b, machine), measured_only=False)
+        hosts = [{r["host"] for r in data.rows if r["machine"] == machine and r["commit"] == c and r["host"]}
+                 for c in (a, b)]
+        if len(hosts[0]) == 1 and hosts[0] == hosts[1] and not any(h.startswith("unrecorded-") for h in hosts[0]):
+            continue  # one box ran both: everything is judged
+        bound = [r for r in rows if r["mark"] in "+-" and pages._launch_bound(r)]
+        counted = [r for r in rows if r["mark"] in "+-" and not pages._launch_bound(r)]
+        section = page.partition(f"From {a[:8]}")[2].partition("The whole comparison")[0]
+        assert f"{sum(r['mark'] == '+' for r in counted)} slower" in section, section
+        assert (f"{len(bound)} launch-bound case" in section and "apart by what two boxes read" in section) == bool(bound)
+
+
 def test_regressions_mark_flags_whose_samples_mostly_read_a_low_clock(data, built_site):
     from kernelscope.results.export import mostly_low_clock
 

@@ -57,10 +57,19 @@ def snapshot(rows: list[dict], order: list[str], **match) -> tuple[str | None, l
 
 
 def last_two(rows: list[dict], order: list[str], **match) -> tuple[str, str] | None:
-    """The two newest commits with rows matching ``match``, older first; None if fewer than two."""
-    present = {r["commit"] for r in rows if all(r.get(k) == v for k, v in match.items())}
-    ordered = [c for c in order if c in present]
-    return (ordered[-2], ordered[-1]) if len(ordered) >= 2 else None
+    """The newest commit with rows matching ``match`` and the newest one before it that measured any of the same
+    cases (a run of one op's classes leaves the others' cases to older commits), older first; None if none did."""
+    cases: dict[str, set] = {}
+    for r in rows:
+        if all(r.get(k) == v for k, v in match.items()):
+            key = (r.get("benchmark"), r.get("variant"), r.get("size"), r.get("dtype"), r.get("host"))
+            cases.setdefault(r["commit"], set()).add(key)
+    ordered = [c for c in order if c in cases]
+    if not ordered:
+        return None
+    newest = ordered[-1]
+    before = next((c for c in reversed(ordered[:-1]) if cases[c] & cases[newest]), None)
+    return (before, newest) if before else None
 
 
 def current(rows: list[dict], order: list[str]) -> list[dict]:

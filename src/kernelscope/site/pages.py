@@ -79,6 +79,7 @@ def fmt_interval(row: dict) -> str:
 LAUNCH_BOUND_MARK = "◦"
 LOW_CLOCK_MARK = "‡"  # most of a result's samples read the SM clock low: the GPU waited for the host, or throttled
 COMPILE_MARK = "†"  # a torch.compile variant: Inductor's compile-time autotuning may choose differently run to run
+BOX_MARK = "§"  # a launch-bound case measured on two boxes, which read such cases further apart than one box does
 LAUNCH_BOUND_WORDS = (
     f"Hollow points and {LAUNCH_BOUND_MARK} are launch-bound results (under {LAUNCH_BOUND_S * 1e6:.0f} µs a call "
     "warm, and the same cases cold and, since its version 2, host mode; in host mode since its version 3 also the "
@@ -426,8 +427,15 @@ def tuning_story(data: SiteData, machine: str, op: str, mode: str = "warm", dtyp
             + (f"\n\nThe commits that moved one:\n\n{commits}" if movers else ""))
 
 
+def _launch_bound(row: dict) -> bool:
+    """Whether a compared row is a launch-bound case's, on either side."""
+    mode = compare.parse_benchmark(row["benchmark"])["mode"]
+    return any(launch_bound_result(mode, t, "gpu") for t in (row["a"], row["b"]) if isinstance(t, float))
+
+
 @needs_results(WIDE + "# Regressions\n\n"
-               "What changed between the last two commits that have results, per machine, judged by the rule of "
+               "What changed between the newest commit that has results and the newest one before it that measured "
+               "any of the same cases, per machine, judged by the rule of "
                "`asv compare`: a change counts when the ratio passes 1.1 (either way) **and** the two sides differ "
                "significantly (Mann-Whitney U on the raw samples, p < 0.002, or non-overlapping 99% intervals "
                "without them). `+` slower, `-` faster, `!` newly failing, `*` fixed, `x` benchmark version "
@@ -439,7 +447,7 @@ def regressions(data: SiteData) -> list[str]:
         parts.append(f"## {machine}\n")
         pair = results_history.last_two(data.rows, data.order, machine=machine)
         if pair is None:
-            parts.append(f"`{machine}` has results at one commit only: nothing to compare yet.")
+            parts.append(f"`{machine}` has no two commits that measured the same cases: nothing to compare yet.")
             continue
         a, b = pair
         rows = compare.compare(compare.Run(data.results_dir, a, machine), compare.Run(data.results_dir, b, machine),
@@ -448,12 +456,20 @@ def regressions(data: SiteData) -> list[str]:
         flagged = [r for r in judged if r["mark"] in "+-!*"]
         changed = [r for r in rows if r["mark"] == "x"]
         ra, rb = data.run(machine, a), data.run(machine, b)
+        # A launch-bound case reads further apart on two boxes of one GPU than on one: judged only where one box ran both.
+        boxes = [{r["host"] for r in data.rows if r["machine"] == machine and r["commit"] == c and r.get("host")}
+                 for c in (a, b)]
+        one_box = len(boxes[0]) == 1 and boxes[0] == boxes[1] and not next(iter(boxes[0])).startswith("unrecorded-")
+        between_boxes = [] if one_box else [r for r in flagged if r["mark"] in "+-" and _launch_bound(r)]
+        counted = [r for r in flagged if r not in between_boxes]
         parts.append(f"From `{a[:8]}` (*{data.subjects.get(a, 'not in this history')}*, measured {day(ra.run_at)}) "
                      f"to `{b[:8]}` (*{data.subjects.get(b, 'not in this history')}*, measured {day(rb.run_at)}): "
                      f"{len(judged)} benchmarks "
-                     f"measured at both, **{sum(r['mark'] == '+' for r in flagged)} slower**, "
-                     f"**{sum(r['mark'] == '-' for r in flagged)} faster**, "
-                     f"{sum(r['mark'] in '!*' for r in flagged)} failure changes"
+                     f"measured at both, **{sum(r['mark'] == '+' for r in counted)} slower**, "
+                     f"**{sum(r['mark'] == '-' for r in counted)} faster**, "
+                     f"{sum(r['mark'] in '!*' for r in counted)} failure changes"
+                     + (f", {len(between_boxes)} launch-bound case{'s' if len(between_boxes) != 1 else ''} apart "
+                        f"by what two boxes read ({BOX_MARK})" if between_boxes else "")
                      + (f", {len(changed)} not comparable (version changed)" if changed else "") + ".")
         parts.append(f"The whole comparison: `asv compare {a[:8]} {b[:8]} --machine {machine} --split`")
         if not flagged:
@@ -467,7 +483,7 @@ def regressions(data: SiteData) -> list[str]:
         for r in sorted(flagged, key=lambda r: (r["mark"], -(r["ratio"] or 0))):
             info = compare.parse_benchmark(r["benchmark"])
             ratio = f"{r['ratio']:.2f}" if r["ratio"] else "n/a"
-            bound = any(launch_bound_result(info["mode"], t, "gpu") for t in (r["a"], r["b"]) if isinstance(t, float))
+            bound = _launch_bound(r)
             if bound:
                 name = r["benchmark"].partition("(")[0]
                 n = samples_before.get((name, *info["params"]))  # a warm or cold case: (variant, size, dtype)
@@ -479,7 +495,8 @@ def regressions(data: SiteData) -> list[str]:
             compiled += inductor
             table_rows.append([r["mark"], f"`{info['class']}.{info['method']}`",
                                ", ".join(info["params"]) + (f" {LAUNCH_BOUND_MARK}" if bound else "")
-                               + (f" {LOW_CLOCK_MARK}" if low else "") + (f" {COMPILE_MARK}" if inductor else ""),
+                               + (f" {LOW_CLOCK_MARK}" if low else "") + (f" {COMPILE_MARK}" if inductor else "")
+                               + (f" {BOX_MARK}" if r in between_boxes else ""),
                                fmt_time(r["a"]), fmt_time(r["b"]), ratio])
             regex = r["benchmark"].removeprefix("benchmarks.").replace(".", r"\.").replace("(", r"\(").replace(")", r"\)")
             commands += [f"# {r['mark']} {info['class']}.{info['method']}({', '.join(info['params'])}): {ratio}",
@@ -491,6 +508,12 @@ def regressions(data: SiteData) -> list[str]:
                          f"result of `{a[:8]}`, sampled in one process before the per-process rule, whose interval is "
                          "too narrow to judge by: such a flag is not evidence of a change. "
                          "[Why](../concepts/method.md#launch-bound-intervals).")
+        if between_boxes:
+            parts.append(f"{BOX_MARK} {len(between_boxes)} of these flags compare launch-bound results that two "
+                         "different boxes measured (each box's id is in its host-mode results; runs from before "
+                         "boxes were recorded count as boxes of their own). Boxes with the same GPU read such cases "
+                         "further apart than reruns on one box do, so these are not counted as slower or faster: "
+                         "`asv continuous` on one box judges them. [Why](../concepts/method.md#launch-bound-intervals).")
         if low_clock:
             parts.append(f"{LOW_CLOCK_MARK} {low_clock} of these flags compare a result most of whose samples read the "
                          f"SM clock under {THROTTLE_FRACTION:.0%} of its maximum (the clock log beside the results): "
