@@ -1,4 +1,4 @@
-"""Intervals of cases sampled one value per process, pooled over the run (asv/intervals.py, #13 item 3)."""
+"""Intervals of cases sampled one value per process, pooled over the run (kernelscope.asv.intervals)."""
 
 import json
 import math

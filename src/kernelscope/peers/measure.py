@@ -4,7 +4,7 @@ A case is the suite's own (:func:`kernelscope.timing.cases.prepare`: the
 input made, the variant checked against the float64 reference, ``case.call``
 checked too), and every clock times ``case.call``:
 
-* **warm**, as ``asv_suite`` times it: :func:`~kernelscope.timing.plan_warm`,
+* **warm**, as the asv suite (``kernelscope.asv.suite``) times it: :func:`~kernelscope.timing.plan_warm`,
   then a :class:`~kernelscope.timing.HeldClock` of the plan's hold around
   ``plan.number`` calls per sample; beside it ``Timer`` (the median of its
   readings, taken in turns with host mode's samples: :func:`host_and_timer`);
