@@ -22,7 +22,6 @@ commit and runs its share of it.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import re
@@ -32,7 +31,7 @@ import sys
 import time
 from pathlib import Path
 
-from .runs import SELECTION_FILTERS
+from .runs import SELECTION_FILTERS, selected
 
 SHARD_ENV = "KERNELSCOPE_GPU_SHARD"
 
@@ -62,10 +61,7 @@ def shard_cases(benchmarks, results) -> dict[str, list[int]]:
     i, n = parse_shard(spec)
     keep = {}
     for name, benchmark in benchmarks.items():
-        chosen = benchmarks.benchmark_selection.get(name)
-        count = len(list(itertools.product(*benchmark["params"]))) if benchmark["params"] else 1
-        chosen = range(count) if chosen is None else chosen
-        keep[name] = [j for j in chosen if share_of(benchmark["params"], j, n) == i]
+        keep[name] = [j for j in selected(benchmarks, name) if share_of(benchmark["params"], j, n) == i]
     return keep
 
 

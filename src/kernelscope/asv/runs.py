@@ -75,11 +75,18 @@ class RunState:
 
     def selected(self, name: str) -> list[int]:
         """The case indices this run selected of a benchmark (every case where asv selects them all)."""
-        chosen = self.benchmarks.benchmark_selection.get(name) if self.benchmarks is not None else None
-        if chosen is not None:
-            return list(chosen)
-        benchmark = self.benchmarks[name]
-        return list(range(len(list(itertools.product(*benchmark["params"]))))) if benchmark["params"] else [0]
+        return selected(self.benchmarks, name)
+
+
+def n_cases(params: list) -> int:
+    """How many cases (parameter combinations) a benchmark with these parameters has."""
+    return len(list(itertools.product(*params))) if params else 1
+
+
+def selected(benchmarks, name: str) -> list[int]:
+    """The case indices ``benchmarks`` (asv's selection) runs of a benchmark: every case where asv selects them all."""
+    chosen = benchmarks.benchmark_selection.get(name)
+    return list(range(n_cases(benchmarks[name]["params"]))) if chosen is None else list(chosen)
 
 
 _RUNS: dict[tuple, RunState] = {}

@@ -27,14 +27,13 @@ from __future__ import annotations
 import copy
 import datetime
 import fcntl
-import itertools
 import math
 import os
 from contextlib import contextmanager
 
 from . import hooks
 from .intervals import widen
-from .runs import SELECTION_FILTERS, current_run
+from .runs import SELECTION_FILTERS, current_run, n_cases, selected
 
 # Per result file (absolute path): per benchmark, the case indices this process has written.
 MINE: dict[str, dict[str, set[int]]] = {}
@@ -58,10 +57,6 @@ def locked(folder: str):
         yield
     finally:
         os.close(fd)  # releases the lock
-
-
-def _n_cases(params) -> int:
-    return len(list(itertools.product(*params))) if params else 1
 
 
 def overlay(disk, ours, mine: dict[str, set[int]]):
@@ -144,7 +139,7 @@ def _snapshot(run) -> None:
         if name not in run.benchmarks:
             continue
         benchmark = run.benchmarks[name]
-        n = _n_cases(benchmark["params"])
+        n = n_cases(benchmark["params"])
         first = name not in run.added  # asv has not added it in this run: its unrun cases are pending
         unrun = (set(run.selected(name)) - set(cases)) if first else set()
         values, samples, number = [math.nan] * n, [None] * n, [None] * n
@@ -170,9 +165,7 @@ def missing_cases(benchmarks, results) -> dict[str, list[int]]:
         if name not in results._results or results._benchmark_version.get(name) != benchmark.get("version"):
             continue
         values = results.get_result_value(name, benchmark["params"])
-        chosen = benchmarks.benchmark_selection.get(name)
-        chosen = range(len(values)) if chosen is None else chosen
-        keep[name] = [j for j in chosen if values[j] is None]
+        keep[name] = [j for j in selected(benchmarks, name) if values[j] is None]
     return keep
 
 
@@ -207,7 +200,7 @@ def save_every_case() -> None:
                 return
             name = benchmark["name"]
             chosen = kwargs.get("selected_idx")
-            chosen = range(_n_cases(benchmark["params"])) if chosen is None else chosen
+            chosen = range(n_cases(benchmark["params"])) if chosen is None else chosen
             MINE.setdefault(os.path.abspath(os.path.join(result_dir, self._filename)), {}) \
                 .setdefault(name, set()).update(chosen)
             run = current_run()

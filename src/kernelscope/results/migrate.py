@@ -32,6 +32,7 @@ import math
 from datetime import datetime, timezone
 from pathlib import Path
 
+from kernelscope.asv.runs import n_cases
 from kernelscope.results.machine import BOXES_FILE
 
 BOX_PARAMS = {"copy_gbps": None, "cpu": "", "num_cpu": "", "ram": ""}  # a box's facts; what the params keep of them
@@ -57,10 +58,6 @@ def _store(data: dict, rows: dict[str, dict]) -> None:
             row.pop()
         out[name] = row
     data["results"] = out
-
-
-def _n_cases(params: list) -> int:
-    return len(list(itertools.product(*params))) if params else 1
 
 
 def _expanded(value, n: int) -> list:
@@ -90,7 +87,7 @@ def merge_environments(first: dict, second: dict) -> int:
             continue
         if mine.get("version") != other.get("version") or mine.get("params") != other.get("params"):
             continue
-        n = _n_cases(mine["params"])
+        n = n_cases(mine["params"])
         columns = [c for c in first["result_columns"] if c not in ("params", "version", "started_at", "duration")]
         merged = {c: _expanded(mine.get(c), n) for c in columns}
         given = {c: _expanded(other.get(c), n) for c in columns}
