@@ -29,6 +29,7 @@ import datetime
 import fcntl
 import math
 import os
+import time
 from contextlib import contextmanager
 
 from . import hooks
@@ -41,6 +42,7 @@ MINE: dict[str, dict[str, set[int]]] = {}
 _LAST: dict[str, tuple[tuple[int, int], object]] = {}
 _ADD: list = []  # asv's own Results.add_result, for the snapshots
 _RESUMING = [False]  # the command is `asv run --skip-existing-successful` (or --skip-existing)
+_LOCK_WAIT = [0.0]  # seconds this process has waited for the results folder's lock, in all
 
 NOT_RUN_YET = "kernelscope: cut off before these cases ran; `asv run --skip-existing-successful` runs them"
 _FIELDS = ("_results", "_samples", "_stats", "_benchmark_params", "_benchmark_version", "_started_at", "_duration",
@@ -53,7 +55,9 @@ def locked(folder: str):
     os.makedirs(folder, exist_ok=True)
     fd = os.open(folder, os.O_RDONLY)
     try:
+        t0 = time.perf_counter()
         fcntl.flock(fd, fcntl.LOCK_EX)
+        _LOCK_WAIT[0] += time.perf_counter() - t0
         yield
     finally:
         os.close(fd)  # releases the lock
@@ -225,11 +229,18 @@ def save_every_case() -> None:
             name = benchmark["name"]
             run.started_at.setdefault(name, datetime.datetime.now(datetime.timezone.utc))
             before = (run.tally.get((name, param_idx)), len(run.stash))
+            start, t0, waited = time.time(), time.perf_counter(), _LOCK_WAIT[0]
             res = run_single(benchmark, spawner, param_idx, profile, extra_params, cwd)
+            ran = time.perf_counter() - t0
             if (run.tally.get((name, param_idx)), len(run.stash)) != before:  # something new (not a round's no-op)
                 run.pending.setdefault(name, {})[param_idx] = res
                 if run.results is not None:
                     _snapshot(run)
+                if os.environ.get("KERNELSCOPE_PHASE_LOG"):  # where the run's time goes (torch only then)
+                    from kernelscope.timing import phases
+
+                    phases.parent_case(name, param_idx, start, ran, time.perf_counter() - t0 - ran,
+                                       _LOCK_WAIT[0] - waited)
             return res
 
         return run_case

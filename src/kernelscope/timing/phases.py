@@ -13,6 +13,11 @@ plans warm mode, and only then takes the samples that asv keeps. With
 * a ``sample`` record at every teardown (asv tears down after each sample):
   the last one closes the ``body``, the part of the process that measured.
 
+asv's own process (the one that spawns the benchmark processes) appends a
+``case`` record per case it runs: when it asked for the case, the seconds
+until the case's result came back, and the seconds it then spent saving
+(:mod:`kernelscope.asv.saves`), of which waiting for the results folder's lock.
+
 Setup is shared by a class's benchmarks and does not know which one asv runs:
 the ``track_*`` bodies name themselves (:func:`method`); a process that did
 not is the class's ``time_*`` benchmark. A sibling benchmark run in the same
@@ -123,6 +128,19 @@ def suite_imported() -> None:
         _write({"kind": "import", "pid": os.getpid(), "start": process_start(), "end": time.time()})
 
 
+def parent_case(benchmark: str, index: int, start: float, ran_s: float, saved_s: float, lock_wait_s: float) -> None:
+    """In asv's process: one case as asv saw it (asked for at ``start``, epoch seconds; run, then saved)."""
+    if os.environ.get(LOG_ENV):
+        _write({"kind": "case", "pid": os.getpid(), "benchmark": benchmark, "index": index, "start": start,
+                "ran_s": ran_s, "saved_s": saved_s, "lock_wait_s": lock_wait_s})
+
+
+def parent_cases(path: str | Path) -> list[dict]:
+    """The ``case`` records of asv's process(es), oldest first."""
+    found = [json.loads(line) for line in Path(path).read_text().splitlines() if '"kind": "case"' in line]
+    return sorted(found, key=lambda r: r["start"])
+
+
 def _write(record: dict) -> None:
     path = os.environ.get(LOG_ENV)
     if not path:
@@ -144,7 +162,7 @@ def read(path: str | Path) -> list[dict]:
         if not line.strip():
             continue
         rec = json.loads(line)
-        if rec["kind"] == "import":
+        if rec["kind"] in ("import", "case"):
             continue
         if rec["kind"] == "setup":
             by_pid[rec["pid"]] = {**rec, "end": rec["setup_end"]}
