@@ -328,3 +328,44 @@ def test_the_persistent_cluster_kernels_exchange_a_rows_pairs_without_a_cluster_
     for name, body in one_row.items():
         assert "st.async" not in body and "mbarrier" not in body, name
         assert body.count("barrier.cluster.arrive") == 2, name  # the start's and cluster.sync()'s
+
+
+def test_the_build_command_is_the_same_wherever_kernelscope_is_installed(tmp_path, monkeypatch):
+    """Two installs sharing the build cache (one asv environment per GPU) must not rebuild each other's extension:
+    ninja rebuilds whenever the command changes, so it may not name the install's folder."""
+    import torch.utils.cpp_extension
+
+    calls = []
+    monkeypatch.setattr(torch.utils.cpp_extension, "load_inline", lambda **kwargs: calls.append(kwargs) or object())
+    monkeypatch.setenv("KERNELSCOPE_CACHE", str(tmp_path / "cache"))
+    for install in ("env-gpu0", "env-gpu1"):
+        here = tmp_path / install / "cuda"
+        shutil.copytree(build.HERE, here, ignore=shutil.ignore_patterns("__pycache__"))
+        monkeypatch.setattr(build, "HERE", here)
+        build.extension.cache_clear()
+        build.extension()
+    build.extension.cache_clear()
+    first, second = calls
+    assert first == second
+    include = Path(first["extra_include_paths"][0])
+    assert include.is_relative_to(first["build_directory"])
+    for name in build.HEADERS:  # the headers the .cu files include are there
+        assert (include / name).read_text() == (tmp_path / "env-gpu1" / "cuda" / name).read_text()
+
+
+def test_a_build_killed_midway_does_not_block_the_next_load(tmp_path, monkeypatch):
+    """torch's lock file, left by a killed build, would make every later load wait forever."""
+    import torch.utils.cpp_extension
+
+    seen = []
+    monkeypatch.setattr(torch.utils.cpp_extension, "load_inline",
+                        lambda **kw: seen.append((Path(kw["build_directory"]) / "lock").exists()) or object())
+    monkeypatch.setenv("KERNELSCOPE_CACHE", str(tmp_path / "cache"))
+    build.extension.cache_clear()
+    build.extension()
+    (folder,) = (tmp_path / "cache" / "torch_extensions").iterdir()
+    (folder / "lock").touch()  # what a SIGKILL during nvcc leaves
+    build.extension.cache_clear()
+    build.extension()
+    build.extension.cache_clear()
+    assert seen == [False, False]

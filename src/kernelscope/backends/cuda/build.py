@@ -9,16 +9,18 @@ time is printed and kept in ``BUILD_TIMES``.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import sys
 import time
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 
 HERE = Path(__file__).parent
 CU_SOURCES = ("square.cu", "mean.cu", "gelu.cu", "softmax.cu")
-HEADERS = ("pack16.cuh",)  # included by the .cu files (found through extra_include_paths)
+HEADERS = ("pack16.cuh",)  # included by the .cu files (found in the build folder: headers_in)
 BINDINGS = "bindings.cpp"
 FUNCTIONS = ("square_lecture", "square_vec4", "gelu_lecture", "gelu_vec4", "mean", "softmax", "dram_peak_gbps",
              "softmax_loop_resident_clusters_on")
@@ -33,6 +35,47 @@ def cache_root() -> Path:
 def sources() -> tuple[str, str]:
     cuda = "\n".join(f"// ---- {name}\n" + (HERE / name).read_text() for name in CU_SOURCES)
     return (HERE / BINDINGS).read_text(), cuda
+
+
+@contextmanager
+def building(build_dir: Path):
+    """One process at a time builds or loads the extension in ``build_dir``, and a killed build does not block.
+
+    torch's own lock is a file that the builder removes when done (FileBaton):
+    a build killed midway (a benchmark run cut off) leaves it behind, and every
+    later load waits on it forever. The lock taken here is released by the
+    kernel when its holder dies, so under it torch's lock file, if present, is
+    such a leftover and goes.
+    """
+    fd = os.open(build_dir, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        stale = build_dir / "lock"
+        if stale.exists():
+            print(f"kernelscope: removing {stale}, left by a build that did not finish", file=sys.stderr, flush=True)
+            stale.unlink(missing_ok=True)
+        yield
+    finally:
+        os.close(fd)
+
+
+def headers_in(build_dir: Path) -> Path:
+    """The headers, copied into the build folder: the folder the build includes them from.
+
+    The build command must not name where kernelscope is installed. ninja rebuilds
+    when the command changes, so two installs sharing this cache (one asv
+    environment per GPU, or asv's beside an editable install) would otherwise
+    rebuild each other's extension, a minute of nvcc each time.
+    """
+    include = build_dir / "include"
+    include.mkdir(parents=True, exist_ok=True)
+    for name in HEADERS:
+        text, target = (HERE / name).read_text(), include / name
+        if not target.exists() or target.read_text() != text:
+            partial = target.with_name(f"{name}.{os.getpid()}.partial")  # another process may be reading it
+            partial.write_text(text)
+            os.replace(partial, target)
+    return include
 
 
 @cache
@@ -54,9 +97,11 @@ def extension(defines: tuple[str, ...] = ()):
         print(f"kernelscope: building CUDA kernels with nvcc into {build_dir} (first time only, about a minute)",
               file=sys.stderr, flush=True)
     start = time.perf_counter()
-    module = load_inline(name=name, cpp_sources=cpp, cuda_sources=cuda, functions=list(FUNCTIONS),
-                         extra_cuda_cflags=["-O3", *(f"-D{d}" for d in defines)], extra_include_paths=[str(HERE)],
-                         build_directory=str(build_dir), verbose=False)
+    with building(build_dir):
+        module = load_inline(name=name, cpp_sources=cpp, cuda_sources=cuda, functions=list(FUNCTIONS),
+                             extra_cuda_cflags=["-O3", *(f"-D{d}" for d in defines)],
+                             extra_include_paths=[str(headers_in(build_dir))], build_directory=str(build_dir),
+                             verbose=False)
     BUILD_TIMES[name] = time.perf_counter() - start
     if fresh:
         print(f"kernelscope: built {name} in {BUILD_TIMES[name]:.1f} s", file=sys.stderr, flush=True)
