@@ -14,9 +14,10 @@ from asv.results import Results  # noqa: E402
 from kernelscope.asv import intervals as asv_intervals  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-# Two runs of Square, Softmax and SquareBfloat16 at 0f8ffa7 on one H100, one after the other (bench.sh twice)
+# Two runs of Square, Softmax and SquareBfloat16 at 0f8ffa7 on one H100, one after the other: the first is the
+# committed result, the second a copy of results-proofs/rerun-noise/h100-0f8ffa7-half-a/results-rerun/
 RUN_A = ROOT / "results/nvidia-h100-80gb-hbm3/0f8ffa73-syssite-py3.12.json"
-RUN_B = ROOT / "results-proofs/2026-11-25-h100/session6/m1-twice-history/results-rerun/nvidia-h100-80gb-hbm3/0f8ffa73-syssite-py3.12.json"
+RUN_B = ROOT / "tests/fixtures/asv_rerun/0f8ffa73-syssite-py3.12.json"
 
 
 def test_the_per_process_rule_matches_the_suites_sampling():

@@ -12,8 +12,8 @@ from kernelscope.site.data import SiteData
 from kernelscope.site.evidence import EvidenceData, EvidenceError
 
 ROOT = Path(__file__).resolve().parents[1]
-# what the probe printed on the H100 in session 18's second lease, committed unedited
-PRINTED = ROOT / "results-proofs" / "2026-11-26-h100" / "session18" / "m2-floors-full-d28e6fb" / "floors.txt"
+# what the floors script printed on an H100 at d28e6fb, unedited (results-proofs/softmax-floors/h100-d28e6fb/floors.txt)
+PRINTED = ROOT / "tests" / "fixtures" / "floors" / "h100-d28e6fb.txt"
 
 
 def _row(config, pct, shape="64x262144", dtype="float32", op="softmax"):
