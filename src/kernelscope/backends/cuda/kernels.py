@@ -18,21 +18,18 @@ from kernelscope.backends.cuda.build import extension
 # (blocks_per_sm 0; -k: k blocks an SM striding over the tiles; k > 0: the grid-stride loop, one
 # resident wave of k blocks an SM). On an H100 the grid-stride wave stayed at 92-94% of copy
 # bandwidth at 2^26 and 2^28 elements in every configuration; torch's one-lap launch read 99-100%.
-# 128 threads (tune_cuda --quick): on the H200 at 75e4667 128-thread tiles beat 256 at both sweep sizes (gelu
-# 16384x16384 float32 99.3% vs 96.1% of copy, 8192x8192 bfloat16 93.4% vs 90.6%); on the H100 at f1f901f
-# they are level (99.5% vs 99.6%, square 16384x16384 float32). The H100's a08c0b0 sweep, which put 128 ahead there,
-# had its first rows read slow (tune_cuda's warm-up since a4d95e3).
+# 128 threads: on the H200 128-thread tiles read about 3 points more of copy than 256 at both sweep sizes; on
+# the H100 the two are level (tune_cuda --quick).
 ELEMENTWISE_THREADS = 128
 ELEMENTWISE_BLOCKS_PER_SM = 0  # one lap: n / (128 x 4 x 16 B) blocks, 16 of them resident an SM (32 registers)
 ELEMENTWISE_UNROLL = 4  # 16-byte loads a thread before its first store: a 16 KiB tile a block
 ELEMENTWISE_SMALL_MIN_THREADS = 128  # the smallest tile a small input gets: 128 threads x 1 vector (elementwise_shape)
 
 # mean: x read with streaming loads (__ldcs) or through the read-only path (__ldg); tune_cuda.py times both.
-# Streaming: at 2^24 on the H100 it read 83.7% and 83.8% of copy in two sweeps (f50f9f1, 971e88e) against the
-# read-only path's 81.5% and 81.2% (issue #15: mean-compile reads 26.1 us, 85.6%).
+# Streaming reads about 2 points more of copy at 2^24 on the H100 (83.7% against 81.5%; mean-compile 85.6%).
 MEAN_STREAMING = True
-# The grid: at most this many 512-thread blocks an SM (mean.cu's mean_partial_count). 3 at 2^24 on the H100
-# (a08c0b0): 26.25 us, against 26.78 at 4 and mean-compile's 26.40 in the same sweep; 2 read 26.46.
+# The grid: at most this many 512-thread blocks an SM (mean.cu's mean_partial_count); 3 is the fastest of 2-4 at
+# 2^24 on the H100 (26.25 us, mean-compile 26.40).
 MEAN_BLOCKS_PER_SM = 3
 MEAN_UNROLL = 4  # 16-byte loads a thread issues a lap before adding them (4 or 8: the kernels mean.cu builds)
 
@@ -52,53 +49,46 @@ SOFTMAX_CLUSTER_FILL = 2  # few rows: split across a cluster until rows x cluste
 SOFTMAX_MIN_SLICE = 2048  # ... as long as each block keeps this many elements
 SOFTMAX_MAX_CLUSTER = 16  # H100 allows 16 (non-portable); 8 is portable
 SOFTMAX_LOOP_THREADS = 1024  # rows wider than 16 blocks hold in registers
-# Issue #15's wide rows on the H100 (971e88e, tune_cuda.py --quick and pipe-shapes.txt): float32 rows split over 8
-# blocks or more read 67.8-68.8% of copy in the loop kernel at 512 threads in clusters of 16, against 64.8-65.0% in
-# the register-held cluster (64x262144); bfloat16 rows split over a cluster read 59.2-60.5% in the pipe kernel at
-# 256 threads, against 49.1-56.8% (512x50257, 64x262144); float32 lost in the pipe kernel (63-73% against 78%)
+# The wide rows on the H100 (tune_cuda.py --quick): float32 rows split over 8 blocks or more are faster in the loop
+# kernel (512 threads, clusters of 16) than in the register-held cluster, and slower in the pipe kernel; bfloat16
+# rows split over a cluster are fastest in the pipe kernel at 256 threads.
 SOFTMAX_F32_LOOP_FROM_CLUSTER = 8  # float32: a cluster this large or larger -> the loop kernel ...
 SOFTMAX_F32_LOOP = (512, 16)  # ... with these threads and cluster, and on a wide-DRAM GPU (below) with these:
 SOFTMAX_F32_LOOP_WIDE_DRAM = (512, 8)
-# wide_rows_probe.py at 5c8ffd3, 64x262144 float32: H200 512 x 8 57.8% of copy against 512 x 16's 55.6% (1024 x 8
-# 57.3%); the H100 the other way, 71.8% at 512 x 16 against 61.8% at 512 x 8.
+# 64x262144 float32 (wide_rows_probe.py): 512 x 8 is the fastest shape on the H200, 512 x 16 on the H100.
 # bfloat16 rows split over this many blocks or more take the loop kernel in a persistent grid (a cluster takes rows
-# in turn), SOFTMAX_BF16_LOOP's threads and cluster. 64x262144 bfloat16 (wide_rows_probe.py --sweep, session 17):
-# H100 70.3% and 67.0% of copy at a0a87e3 and b971f6a against the pipe kernel's 63.5% and 63.7% (a third box, at
-# 8c08f43: 66.2% against 68.5%); H200 at a757696 54.9% against 52.4%. Not persistent: 66.4-66.5% (H100), 52.0% (H200).
+# in turn), SOFTMAX_BF16_LOOP's threads and cluster: at 64x262144 it beats the pipe kernel and the non-persistent
+# loop on the H100 and the H200 (wide_rows_probe.py --sweep; one H100 box of three read the pipe kernel ahead).
 SOFTMAX_BF16_LOOP_FROM_CLUSTER = 16
 SOFTMAX_BF16_LOOP = (512, 8)
 SOFTMAX_PIPE_THREADS = 256  # bfloat16 rows split over a cluster: the pipe kernel, 256 threads, the same cluster
 # ... unless the cluster is this small or smaller: then the ring kernel (256 threads, 2 stages), which keeps the
-# slices of a block's next rows in flight. H100 a08c0b0: 512x50257 bfloat16 (cluster 4) ring 64.8% of copy against
-# the pipe's 60.3%; 64x262144 bfloat16 (cluster 16) ring 56.9% against the pipe's 59.2%.
+# slices of a block's next rows in flight: ahead of the pipe at 512x50257 bfloat16 (cluster 4) on the H100, behind
+# it at 64x262144 (cluster 16).
 SOFTMAX_BF16_RING_MAX_CLUSTER = 4
 # A GPU whose DRAM asks each SM for this many GB/s or more (its peak from the device's attributes / SMs) gives a
 # float32 row of a block each half the elements a thread of the block plan, twice the threads, up to 1024: more
-# bytes in flight an SM. The attributes give the H200 4,814 GB/s, 36.5 an SM (75e4667); the H100 3.35 TB/s, about
-# 25. H200 a1dd638, 8192x8192 float32: 512 threads x 16 95.6% of its copy against 256 x 32's 88.1%. At 16384x16384
-# float32 the ring kernel's lone block had won until 3142f0c (93.7% at 75e4667 against 512 x 32's 84.4%); with
-# the exps of 3142f0c (one multiply and MUFU.EX2 each, no subnormal guard), wide_rows_probe.py --sweep-set lone
-# there read 1024 x 16 97.8% and 97.9%, 256 x 64 98.0% and 97.8%, the ring of 1024 90.9% and 89.9%, 512 x 32 82.9%
-# and 81.2% (3142f0c and b61f0bc's FFMA form). bfloat16 keeps the block plan: 256 threads 88.6-89.0%, 512 86.7-87.6%.
+# bytes in flight an SM. The attributes give the H200 4,814 GB/s, 36.5 an SM; the H100 3.35 TB/s, about 25.
+# On the H200 float32 reads 95.6% of copy at 8192x8192 as 512 threads x 16 against 88.1% as 256 x 32, and about
+# 98% at 16384x16384 as 1024 x 16 (wide_rows_probe.py --sweep-set lone); bfloat16 keeps the block plan, whose
+# 256 threads beat 512.
 SOFTMAX_WIDE_DRAM_GBPS_PER_SM = WIDE_DRAM_GBPS_PER_SM  # the line both backends' softmax plans read
 SOFTMAX_LONE_EPT_WIDE_DRAM = 16
 # Rows too wide for one block's registers whose slice fits one stage of shared memory (226 KiB) take the ring of
 # one stage, 512 threads a block: float32 over the same cluster (2 to 4 blocks), bfloat16 over a cluster of
-# SOFTMAX_BF16_RING1_CLUSTER when the rows fill the SMs. H100, wide_rows_probe.py at 33040bb and f7fa2ec (two
-# boxes), 512x50257: float32 ring1 x 4 83.5% and 83.5% of copy against the cluster plan's 78.4% (1024 threads x 1:
-# 82.1%, 82.2%); bfloat16 ring1 x 1 77.1% and 77.2% against the ring of 2 stages over 4 blocks' 64.8% and 64.9%.
-# At 64x262144 (a 1 MiB row: clusters of 5 to 16) it read 61.6-63.7% against the loop kernel's 68.7%.
+# SOFTMAX_BF16_RING1_CLUSTER when the rows fill the SMs. At 512x50257 on the H100 (wide_rows_probe.py) it reads
+# about 5 points more of copy than the cluster plan in float32 and 12 more than the ring of 2 stages in bfloat16;
+# at 64x262144 (a 1 MiB row: clusters of 5 to 16) the loop kernel is faster.
 SOFTMAX_RING1_THREADS = 512
-# 512x50257 bfloat16 in the ring of one stage over 2 blocks, not 1 (wide_rows_probe.py at 0c018d8 and 5c8ffd3): H100
-# 79.2% and 79.1% of copy against 77.5% and 77.0%; H200 67.4% against 65.8%.
+# 512x50257 bfloat16 in the ring of one stage over 2 blocks, not 1: about 2 points more of copy on the H100 and
+# the H200 (wide_rows_probe.py).
 SOFTMAX_BF16_RING1_CLUSTER = 2
 # The ring of one stage is launched in its one-exp form, "ring1e": the sum pass stores its exps over the stage
 # (float32 exactly; bfloat16 rounded there once more, so an output is within one bfloat16 ulp, not half of one),
-# the write pass scales them. floor_probe.py --kernels, 512x50257: H200 at 457f5d4, float32 512 x 4 78.6% of copy
-# against ring1's 77.9%, bfloat16 512 x 2 69.0% against 67.1%; H100 at 1e8c4f6, 87.1% against 87.3%, 80.8% against
-# 79.2%.
+# the write pass scales them: at 512x50257 it is ahead of ring1 in bfloat16 on the H100 and the H200 and level in
+# float32 (floor_probe.py --kernels).
 # Its stage is the block's slice, not rounded to whole vectors a thread (softmax.cu, ring_bytes): the same
-# 512x50257 launches, four blocks an SM where three fitted; ring_stage_probe.py's A/B is in softmax.cu.
+# 512x50257 launches, four blocks an SM where the rounded stage fits three; ring_stage_probe.py's A/B is in softmax.cu.
 SOFTMAX_RING1_STRATEGY = "ring1e"
 SOFTMAX_STRATEGIES = {"warp": 0, "block": 1, "cluster": 1, "loop": 2, "pipe": 3, "ring": 4, "ring3": 5,
                       "ring1": 6, "loopp": 7, "ring1e": 8}  # launch codes
@@ -248,8 +238,9 @@ def elementwise_shape(n: int, itemsize: int, sm_count: int) -> tuple[int, int]:
     """(threads, unroll) of the one-lap tiled launch for ``n`` elements: the defaults while their tiles give
     every SM a block; a smaller input gets smaller tiles (unroll halved down to 1, then threads down to
     ELEMENTWISE_SMALL_MIN_THREADS), so its few tiles spread over more SMs rather than one SM moving them all.
-    On the H100 at 385aa26, square-cuda-vec4 at 64x64 (one 256 x 4 tile) read 1.41 us in graph mode against
-    the lecture kernel's sixteen one-element blocks at 1.06 (issue #15: within 1.3x of an empty kernel's 0.81).
+    On the H100 square-cuda-vec4 at 64x64 (one 256 x 4 tile) read 1.41 us in graph mode against the lecture
+    kernel's sixteen one-element blocks at 1.06, where a launch-bound size should come within 1.3x of an empty
+    kernel's 0.81.
     """
     vectors = -(-n // (16 // itemsize))
     threads, unroll = ELEMENTWISE_THREADS, ELEMENTWISE_UNROLL

@@ -10,12 +10,11 @@
 // about 1e-6 relative or less on the exps that matter (x - max in [-20, 0]), far
 // inside the float32 tolerance of 1e-5 of the largest probability. Each exp is
 // a subtract, a multiply and MUFU.EX2 with subnormal results flushed to 0
-// (softmax_exp): __expf(x - max), ex2.approx without .ftz, put three more
-// instructions around the MUFU, and the bfloat16 block kernel issued 41% more
-// instructions than Triton's row kernel for the same work (ncu on the H200,
-// b61f0bc: softmax-cuda read 83.6% of the copy bandwidth at 16384x16384
-// bfloat16, softmax-triton-tuned 95.3% in the same launch shape). A flushed
-// exp is below 2^-126 of the row's largest, exp(0) = 1.
+// (softmax_exp). __expf(x - max), ex2.approx without .ftz, puts three more
+// instructions around the MUFU: with it the bfloat16 block kernel issued 41%
+// more instructions than Triton's row kernel for the same work and read well
+// under Triton's share of the copy bandwidth (ncu on the H200, 16384x16384
+// bfloat16, the same launch shape). A flushed exp is below 2^-126 of the row's largest, exp(0) = 1.
 //
 // The host (kernels.softmax_plan in Python) picks one of four launch shapes from
 // the row count and width:
@@ -111,11 +110,10 @@ __device__ __forceinline__ void softmax_cluster_start(ClusterPartials* partials)
             asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         }
         // Relaxed: the fence above publishes the mbarriers, and nothing else this block wrote must be seen by
-        // the others. cluster.barrier_arrive() releases: a MEMBAR.ALL.GPU at every block's start (sm_90a SASS;
-        // ncu at 64x262144 float32 on the H100, dffcc68: 2.8 cycles of membar stall an instruction in the loop
-        // kernel). CUTLASS's pipelines start the same way. wide_rows_probe.py --sweep at 8c08f43, the loop
-        // kernel at 64x262144 float32 in clusters of 16 (one lap a pass: nothing else of that commit changes its
-        // path): H100 78.1% of copy against 75.3-75.6% at 8b579c6 and 23db91a; no membar stall left in ncu (058bb6d).
+        // the others. cluster.barrier_arrive() releases: a MEMBAR.ALL.GPU at every block's start (sm_90a SASS),
+        // which ncu shows as membar stall in the loop kernel (64x262144 float32 on the H100). CUTLASS's pipelines
+        // start the same way. Relaxed, the loop kernel there in clusters of 16 reads about 3 points more of the
+        // copy bandwidth (wide_rows_probe.py --sweep) and ncu shows no membar stall.
         asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
     } else {
         cg::this_cluster().barrier_arrive();
@@ -218,7 +216,7 @@ constexpr float SOFTMAX_LOG2E = 1.4426950408889634f;
 // exp(x - m) as 2^((x - m) log2(e)). x = -inf gives 0; m must be finite (the kernels shift by 0 for a row or
 // slice whose max is -inf). Not one FFMA, x log2(e) - m log2(e): m log2(e) rounds to float, an error of up to
 // 6e-5 in the exponent at m = 1000 that differs between the blocks of a cluster, each with its own max (the
-// offset stress input read 1.5e-5 to 4e-5 relative error at b61f0bc on the H200, over the 1e-5 tolerance).
+// offset stress input reads 1.5e-5 to 4e-5 relative error that way, over the 1e-5 tolerance).
 __device__ __forceinline__ float softmax_exp(float x, float m) {
     return softmax_exp2((x - m) * SOFTMAX_LOG2E);
 }
@@ -260,17 +258,16 @@ __device__ __forceinline__ float exp_in_place(float* v, float max) {
 //
 // ASYNC true (the persistent pipe and ring kernels; the loop kernel too, see
 // there): a block's previous row's output is in flight at its next combine,
-// and cluster.sync()'s arrive, a MEMBAR.ALL.GPU, waited for it (ncu, ring1 at
-// 512x50257 float32 on the H100: 3.8 cycles of membar stall an instruction,
-// 5.4 of barrier). So no cluster
-// barrier a row: st.async pushes the pair and counts its bytes on the
-// receiver's mbarrier `bar[k % 2]`, and each block waits for its own
-// mbarrier's phase of C pairs. Measured at 837cd2a: ring1 at 512x50257 float32
-// 86.6% of copy on the H100 (83.6% before) and 78.5% on the H200 (74.3%), the
-// pipe kernel at 64x262144 bfloat16 67.6% on the H100 (59.6%); no membar stall
-// left. A block two rows ahead cannot overwrite a half still being read: to
-// finish the row between, it needs the reader's pair of that row, pushed after
-// the reader combined (and its threads met at a block barrier since).
+// and cluster.sync()'s arrive, a MEMBAR.ALL.GPU, would wait for it (ncu shows
+// it as membar and barrier stalls in the ring kernel at 512x50257 float32 on
+// the H100). So no cluster barrier a row: st.async pushes the pair and counts
+// its bytes on the receiver's mbarrier `bar[k % 2]`, and each block waits for
+// its own mbarrier's phase of C pairs. The ring and pipe kernels read 3-8
+// points more of the copy bandwidth this way on the H100 and H200, with no
+// membar stall left. A block two rows ahead cannot overwrite a half still
+// being read: to finish the row between, it needs the reader's pair of that
+// row, pushed after the reader combined (and its threads met at a block
+// barrier since).
 template <bool ASYNC>
 __device__ __forceinline__ float2 cluster_combine(float2 mine, ClusterPartials* partials, int k) {
 #if SOFTMAX_CLUSTERS
@@ -424,12 +421,12 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 1024 : 512) __globa
 // divisions), -inf fills and bounds checks made a warp's path about 660
 // instructions at 16384 bfloat16 columns against about 370 here and 480 in
 // Triton's kernel of the same shape (sm_90a SASS, scripts/sass_counts.py), and
-// on the H200, where DRAM asks more of each SM, it read 86.7% of copy against
-// Triton's 95.4% (d456f66's suite run; issue #15).
+// on the H200, where DRAM asks more of each SM, the general kernel reads well
+// under Triton's share of the copy bandwidth there.
 // A kernel of its own, not a branch in the general one: sharing one register
-// allocation, the two paths took 36-40 registers at 16 floats a thread, one
-// block of 1024 an SM, and float32 16384x16384 read 85.7% (H200, d9135b0).
-// As its own kernel, on the H200 (8a4dc44's suite run): bfloat16 96.7%, float32 98.0%.
+// allocation, the two paths took 36-40 registers at 16 floats a thread, so one
+// block of 1024 an SM, and the exact rows gained little. As its own kernel it
+// reads 96-98% of copy on the H200 in both dtypes (the suite's runs).
 template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 1024 : 512) __global__ void softmax_exact_kernel(
     const T* __restrict__ x, T* __restrict__ y, int cols) {
     __shared__ float scratch_max[32], scratch_sum[32];
@@ -446,22 +443,19 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 1024 : 512) __globa
 // uses any (a dependent chain of one load, one exp, one rescale a vector keeps
 // too few bytes in flight to cover DRAM latency). Reads the row twice; the
 // second read is the block's own slice, read a moment before, so it comes from
-// L2 while the blocks in flight hold less than L2 (issue #15: 64x262144 in
-// clusters of 16 is 64 KiB a block, 8.4 MiB a wave of 132 blocks).
-// Those loads a lap: 8 in float32, 4 in bfloat16 (8 of its 8-element loads spill: ptxas, 64 registers). ncu at
-// 64x262144 float32 on the H100 (0c018d8) showed 4 loads a lap waiting on global memory 11.2 cycles an
-// instruction; at 8 a thread takes 62 registers (50 at 4; 64 since the rows loop and the short lap of session 17,
-// spill-free), still two blocks of 512 an SM under __launch_bounds__(1024)'s 64. wide_rows_probe.py --sweep at 23db91a, 64x262144 float32, 8 loads against 4:
-// H100 75.6% of copy against 71.8% (512 x 16, softmax_plan's launch there), 71.2% against 69.5% (1024 x 8);
-// H200 63.5% against 57.7% (512 x 8, its launch), 62.2% against 55.6% (512 x 16).
+// L2 while the blocks in flight hold less than L2 (64x262144 in clusters of 16
+// is 64 KiB a block, 8.4 MiB a wave of 132 blocks).
+// Those loads a lap: 8 in float32, 4 in bfloat16 (8 of its 8-element loads spill: ptxas, 64 registers). At 4 a
+// lap in float32, ncu (64x262144 on the H100) shows the loads waiting on global memory; at 8 a thread takes 64
+// registers, spill-free, still two blocks of 512 an SM under __launch_bounds__(1024)'s 64, and 64x262144 float32
+// reads 2-6 points more of the copy bandwidth on the H100 and the H200 (wide_rows_probe.py --sweep).
 template <typename T>
 constexpr int softmax_loop_loads = sizeof(T) == 4 ? 8 : 4;
 
-// The row's pairs go by st.async and mbarriers (cluster_combine<true>), not a cluster barrier: ncu showed the
-// barrier form's membar stall (64x262144 float32, H100, 837cd2a: 3.3 cycles an instruction) with no store in
-// flight, and on the H100 at 0c018d8 (wide_rows_probe.py --sweep) the mbarrier form read 71.5% of copy at
-// 64x262144 float32 in clusters of 16 (69.2% with the barrier), 69.8% at 1024 x 8 (67.2%), and bfloat16
-// 56.6% at 512 x 16 (53.3%). It costs 2 registers (float32 at 4 loads a lap: 50, not 48).
+// The row's pairs go by st.async and mbarriers (cluster_combine<true>), not a cluster barrier: ncu shows the
+// barrier form's membar stall (64x262144 float32, H100) with no store in flight, and the mbarrier form reads 2-3
+// points more of the copy bandwidth at 64x262144 in both dtypes on the H100 (wide_rows_probe.py --sweep). It
+// costs 2 registers (float32 at 4 loads a lap: 50, not 48).
 template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kernel(
     const T* __restrict__ x, T* __restrict__ y, int rows, int cols) {
     using P = Pack16<T>;
@@ -570,9 +564,9 @@ template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kerne
 // slice of the cluster's next row is already on its way into shared memory
 // (cp.async: 16 bytes a copy, global to shared without registers), so DRAM keeps
 // reading through the barriers and the stores. One row a block leaves it idle
-// there, every block of a wave in the same phase (issue #15: softmax-cuda read
-// 78% of the copy bandwidth at 512x50257 and 65% at 64x262144 on the H100, where
-// a copy reads 93-94%). A thread copies exactly the vectors it will read back,
+// there, every block of a wave in the same phase (a row a block, the cluster
+// plan reads 78% of the copy bandwidth at 512x50257 and 65% at 64x262144 on the
+// H100). A thread copies exactly the vectors it will read back,
 // so its own cp.async wait is all the stage needs: no block barrier.
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
 #define SOFTMAX_CP_ASYNC 1
@@ -687,20 +681,20 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 512 : 256) __global
 // Ring: the pipe kernel's persistent clusters, but a block's slices of its next
 // S rows are all on their way at once, each into its stage of a ring in shared
 // memory, and the current row is read from its stage three times (max, sum of
-// exps, write) instead of being held in registers. The pipe kernel held a row in
-// registers (124 a thread at 512 threads: one block an SM) and had one row in
-// flight behind it, and read 63-73% of the copy bandwidth at 512x50257 float32
-// on the H100, under the one-row-a-block cluster plan's 78%: too few bytes in
+// exps, write) instead of being held in registers. The pipe kernel holds a row in
+// registers (124 a thread at 512 threads: one block an SM) with one row in
+// flight behind it, and at 512x50257 float32 on the H100 it reads less of the
+// copy bandwidth than the one-row-a-block cluster plan: too few bytes in
 // flight while a row is reduced. Here a block needs a few dozen registers, so
 // several share an SM, each with S rows in flight. A thread copies exactly the
 // vectors it reads back, so its own cp.async waits are all the ring needs; the
 // exps are computed twice (sum, then write) rather than stored. ONE_EXP ("ring1e",
-// one stage, softmax_plan's choice since 1e8c4f6): the sum pass writes its exps
+// one stage, the ring softmax_plan launches): the sum pass writes its exps
 // back over the row's stage (float32 exactly, bfloat16 rounded, within its 1e-2
 // tolerance), and the write pass only scales them: one MUFU an element, not two.
-// With its exps free, ring1 read 81.9% of copy at 512x50257 bfloat16 on the H100
-// against 79.4% with them (floor_probe.py --kernels, session 18); ring1e read
-// 80.8% against ring1's 79.2% (session 19).
+// The exps cost the one-stage ring about 2.5 points of the copy bandwidth at
+// 512x50257 bfloat16 on the H100 (floor_probe.py --kernels, with and without
+// exps); ring1e takes back more than half of that.
 template <int N>
 __device__ __forceinline__ void softmax_cp_async_wait_pending() {
 #if SOFTMAX_CP_ASYNC
@@ -931,13 +925,13 @@ static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols
         strategy == SOFTMAX_RING3) {
         // A stage holds a block's slice and no more: its vectors are read back at the offsets they were copied to
         // (a thread's every step-th one), so nothing rounds it up to whole vectors a thread. At 512x50257 that is
-        // 49.1 KiB, not 56, and four blocks of 512 share an SM, not three. ring_stage_probe.py, one process each,
-        // turn about (session 20): float32 ring1e 512 x 4 read 85.4-86.6% of copy against the rounded stage's
-        // 87.1-87.5% on the H100 and 76.8-77.4% against 77.8-78.0% on the H200 (the fourth block costs it); bfloat16
-        // 512 x 2 81.3-81.6% against 81.0-81.3% (H100), 68.5-68.8% against 68.0-68.9% (H200). Kept, as the
-        // plainer layout: softmax-cuda's own callable read 86.4-86.6% and 81.3% there, over #15's 85% and 80%.
-        // Three blocks an SM for float32 (a cap on the persistent grid) would take back its 1%; not built yet.
-#ifdef KERNELSCOPE_RING_STAGE_ROUNDED  // scripts/gpu/ring_stage_probe.py's build: the stage as it was before 082d39a
+        // 49.1 KiB, not 56, and four blocks of 512 share an SM, not three. Against the stage rounded up
+        // (ring_stage_probe.py, one process each, in turn) float32 ring1e 512 x 4 reads about 1% less of copy on
+        // the H100 and the H200 (the fourth block costs it) and bfloat16 512 x 2 a few tenths more. Kept, as the
+        // plainer layout: softmax-cuda's own callable reads over the wide rows' targets there (85% of copy in
+        // float32, 80% in bfloat16). Three blocks an SM for float32 (a cap on the persistent grid) would take back
+        // that 1%; not built.
+#ifdef KERNELSCOPE_RING_STAGE_ROUNDED  // scripts/gpu/ring_stage_probe.py's build: the stage rounded up to whole vectors a thread
         const int stage_vectors = (int)(need / N) * threads;
 #else
         const int stage_vectors = (int)slice;

@@ -1,6 +1,6 @@
-"""Numba kernels launched straight through the driver: the same compiled kernel, a cheaper call (issue #14 item 3).
+"""Numba kernels launched straight through the driver: the same compiled kernel, a cheaper call.
 
-A call through Numba's dispatcher cost the H100's host 120-230 us at 97e0347,
+A call through Numba's dispatcher cost the H100's host 120-230 us,
 where a torch op cost 9 (``scripts/gpu/launch_path_probe.py``: about 410 Python
 calls a call, in wrapping each tensor through ``__cuda_array_interface__``,
 typing the arguments, finding the overload, three to five context lookups and
@@ -199,7 +199,7 @@ def launch_map(kernel, blocks: int, threads: int, x: torch.Tensor, y: torch.Tens
     """``launch(kernel, blocks, threads, x, y, flat=True)`` for an elementwise kernel(x, y), with the least Python
     a call can have: once kept, a call checks that x and y are contiguous and of the kept dtype and device, then
     writes the element count and the two pointers (:meth:`_Launch.map`). On the H100 the general keyed path cost
-    about 23 us a call at 64x64 against a torch op's 10 (launch-ab at d9967c1); on a CPU with the driver stood
+    about 23 us a call at 64x64 against a torch op's 10 (launch-ab); on a CPU with the driver stood
     in for, its Python took 12.5 us and this path's 5.4. Anything else, the first call included, goes through
     :func:`launch`.
     """

@@ -49,14 +49,14 @@ UNROLL = 8
 FINISH_THREADS = 256
 ONE_LAUNCH = True
 # 16-byte loads (vector.load_f32x4) where x is 16-byte aligned: four elements a load, a quarter of the load
-# instructions and their address arithmetic, VECTOR_UNROLL of them a lap. 8 a lap was slower (H100, 7a5908c: 33.18
-# us at 2^24 against the scalar loads' 27.54): ptxas keeps a thread in 32 registers and put 40 bytes of it in local
-# memory (numba_asm_probe.py, session 17). 2 a lap, no local memory, read 27.10 us against 27.36 on the H100 and
-# 20.56 against 20.81 on the H200 (tune_numba.py --quick at c7b370f and a757696, balanced grids).
+# instructions and their address arithmetic, VECTOR_UNROLL of them a lap. 8 a lap is slower (H100: 33.18 us at
+# 2^24 against the scalar loads' 27.54): ptxas keeps a thread in 32 registers and puts 40 bytes of it in local
+# memory (numba_asm_probe.py). 2 a lap, no local memory, read 27.10 us against 27.36 on the H100 and 20.56 against
+# 20.81 on the H200 (tune_numba.py --quick, balanced grids).
 VECTOR_LOADS = True
 VECTOR_UNROLL = 2
-# The 16-byte loads marked evict-first (vector.load_f32x4_streaming, ld.global.cs), as mean-cuda's __ldcs. H100 at
-# 21b619a (tune_numba.py --quick): 26.43 us at 2^24 against 27.25 (numba_asm_probe.py: 30 registers, no local
+# The 16-byte loads marked evict-first (vector.load_f32x4_streaming, ld.global.cs), as mean-cuda's __ldcs. H100
+# (tune_numba.py --quick): 26.43 us at 2^24 against 27.25 (numba_asm_probe.py: 30 registers, no local
 # memory); at 2^28 349.4 against 350.3.
 STREAMING_LOADS = True
 # The grid: the fewest blocks (at most BLOCKS_PER_SM an SM) whose laps are whole (common.grid_stride_blocks). At

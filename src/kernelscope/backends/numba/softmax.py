@@ -27,9 +27,9 @@ Three launch plans, chosen per (rows, cols) on the host by ``plan_softmax``:
   before the first use, then the max, the exps and their sum, and the writes
   come from registers. No shared-memory staging (the row plan stores each
   element to shared memory and reads it back twice); registers bound the
-  width (``REGS_MAX_EPT`` a thread). Issue #15: the row plan read 86.6% and 84.6% of
-  the copy bandwidth at 8192x8192 and 16384x16384 on the H100 (60691b52),
-  where softmax-cuda's register-held blocks read 98-100%. The default up to
+  width (``REGS_MAX_EPT`` a thread). The row plan reads 86.6% and 84.6% of
+  the copy bandwidth at 8192x8192 and 16384x16384 on the H100, where
+  softmax-cuda's register-held blocks read 98-100%. The default up to
   REGS_DEFAULT_MAX_COLS columns, where the H100 measured it faster (with the fast exp).
 
 Every maximum is subtracted before exp, so logits around +1000 do not
@@ -62,14 +62,14 @@ ONE = np.float32(1.0)
 # far inside the float32 tolerance) in place of math.exp's accurate expf (a few dozen instructions an element:
 # the regs plan read 88.1% of copy at 8192x8192 where softmax-cuda's like-shaped blocks read 97.8%). The
 # simulator has no libdevice (its fast_expf returns NaN): math.exp there.
-# The H100 at a08c0b0 (tune_numba --quick, warm, % of copy): regs with the fast exp 97.3% at 16384x16384
+# The H100 (tune_numba --quick, warm, % of copy): regs with the fast exp 97.3% at 16384x16384
 # (737 us; 66.8% accurate, 84.7% for the row plan), 93.4% at 8192x8192 (88.2% accurate), 86.9% at 4096x4096
 # (81.5%), 86.0% at 16384x1000 (84.4%).
 REGS_FAST_EXP = True
 # The regs plan's 16-byte loads and stores (vector.load_f32x4, store_f32x4), where a row is a whole number of
 # vectors and x and y start 16-byte aligned: a quarter of the memory instructions and their address arithmetic.
-# Issue #15: at 8192x8192 on the H200 the 4-byte form read 94.1% of copy (837cd2a) where softmax-cuda's block
-# kernel, 16 bytes an access, read 95.8%.
+# At 8192x8192 on the H200 the 4-byte form read 94.1% of copy where softmax-cuda's block kernel, 16 bytes an
+# access, read 95.8%.
 REGS_VECTOR = True
 
 
@@ -105,20 +105,20 @@ SIM_UNROLL = 2
 SCRATCH_BYTES = 32 * 4  # the static shared memory of the reductions
 REGS_EPT = 32  # regs plan: elements a thread holds (softmax-cuda's SOFTMAX_BLOCK_EPT) ...
 # ... with at least this many threads a block: 16384x1000, 64 threads x 16 read 90.6% of copy on the H100 and 73.1%
-# on the H200 against 128 x 8's 86.0% and 64.8% (f1f901f, 75e4667): more, smaller blocks an SM ...
+# on the H200 against 128 x 8's 86.0% and 64.8%: more, smaller blocks an SM ...
 REGS_MIN_THREADS = 64
 REGS_MAX_THREADS = 512  # ... and at most this many (max_threads overrides it) ...
 REGS_MAX_EPT = 64  # ... so a thread holds up to this many: 32768 columns at 512 threads
 # The regs plan on a GPU whose DRAM asks WIDE_DRAM_GBPS_PER_SM or more of each SM (the H200): REGS_EPT_WIDE_DRAM
 # elements a thread, half REGS_EPT in twice the threads, as softmax-cuda's lone rows there. H200, tune_numba.py
-# --quick at d1a0df1 and 23db91a, 8192x8192 with 16-byte accesses: 512 x 16 95.6% and 95.7% of copy, 256 x 32 95.0%
-# and 94.8%.
+# --quick (two sweeps), 8192x8192 with 16-byte accesses: 512 x 16 95.6% and 95.7% of copy, 256 x 32 95.0% and
+# 94.8%.
 REGS_EPT_WIDE_DRAM = 16
-# The default plan for rows up to this wide. On the H100 (971e88e) the regs plan beat the row plan at every
+# The default plan for rows up to this wide. On the H100 the regs plan beat the row plan at every
 # width up to 8192 columns: 64x64 2.70 against 2.91 us, 1024x1024 5.32 against 5.84, 16384x1000 51.5 against
 # 83.4, 4096x4096 54.7 against 58.9, 8192x8192 201.5 against 206.1 (and 202.9 against 214.8 in the sweep);
 # at 16384 columns it lost with the accurate exp (1,076 against 846 us at 16384x16384, 140 against 118 at
-# 2048x16384), and won with the fast one (737 against 847 us at 16384x16384, a08c0b0).
+# 2048x16384), and won with the fast one (737 against 847 us at 16384x16384).
 REGS_DEFAULT_MAX_COLS = 16384
 
 
@@ -193,12 +193,12 @@ def softmax_regs_kernel(threads: int, ept: int, fast_exp: bool = False, min_bloc
     number of vectors, x and y 16-byte aligned: the launcher's to check; ept a multiple of 4).
 
     Indices are unsigned: Numba wraps a signed index that is negative (idx + len), which cost every element a
-    shift, an and and an add in 64 bits, and the column check a compare and a branch around each load. The H200
-    at 373af7e (kernelscope profile --ncu, 8192x8192): 1,992 SASS instructions for 32 elements a thread, 60 an
-    element, the SM 79.7% busy against DRAM's 68.0%, where softmax-cuda's block read DRAM at 82.9%. Unsigned,
-    the offsets u * threads are constants of the loads' addresses: 600 instructions, the SM 26.4% busy, DRAM
-    82.4%; 96.6% of copy at 16384x16384 on the H200 (79.6% before) and 99.1% on the H100 (97.8%), 94.2% and
-    97.6% at 8192x8192 (80.5%, 93.5%); 72f41f7 and 4054ae0, tune_numba --quick.
+    shift, an and and an add in 64 bits, and the column check a compare and a branch around each load. With
+    signed indices the H200 (kernelscope profile --ncu, 8192x8192) ran 1,992 SASS instructions for 32 elements
+    a thread, 60 an element, the SM 79.7% busy against DRAM's 68.0%, where softmax-cuda's block read DRAM at
+    82.9%. Unsigned, the offsets u * threads are constants of the loads' addresses: 600 instructions, the SM
+    26.4% busy, DRAM 82.4%; 96.6% of copy at 16384x16384 on the H200 (79.6% signed) and 99.1% on the H100
+    (97.8%), 94.2% and 97.6% at 8192x8192 (80.5%, 93.5%; tune_numba --quick).
     """
     exp = exp_fast if fast_exp else exp_accurate
     if vector:
@@ -412,7 +412,7 @@ def regs_plan(cols: int, max_threads: int | None = None, fast_exp: bool | None =
     ``max_threads`` (default REGS_MAX_THREADS) threads, more elements a thread once the threads run out.
 
     Its own limit, not the row plan's: at 16384 columns the row plan's 256 threads would hold 64 elements each,
-    and the H100 read 56.7% of the copy bandwidth there (f50f9f1) against 88.1% at 8192 columns, 32 a thread.
+    and the H100 read 56.7% of the copy bandwidth there against 88.1% at 8192 columns, 32 a thread.
     ``vector`` (default REGS_VECTOR): 16-byte accesses where a thread holds whole vectors and the rows allow.
     """
     wanted = _pow2_at_least(-(-cols // (ept or REGS_EPT)))

@@ -4,9 +4,9 @@ Numba indexes an array one element at a time, so a float32 kernel issues one
 4-byte load an element, with its own address arithmetic; CUDA C++'s mean reads
 16 bytes a load (float4) and Triton's kernels do through their layouts. Where a
 GPU's memory asks each SM for many bytes a cycle (the H200 more than the H100),
-those extra instructions can be what a memory-bound kernel runs out of (issue
-#15: mean-numba at 2^24 elements trails mean-compile by 7% on the H100 and 11%
-on the H200, in the suite runs of c6c2837 and d456f66).
+those extra instructions can be what a memory-bound kernel runs out of (with
+4-byte loads mean-numba at 2^24 elements trailed mean-compile by 7% on the H100
+and 11% on the H200 in the suite's runs).
 
 ``load_f32x4_streaming(x, i)`` is the same load marked evict-first, as CUDA
 C++'s ``__ldcs``: ``ld.global.cs.v4.f32`` by inline PTX (a read that no kernel

@@ -83,7 +83,7 @@ def softmax_online(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Te
 #             four pairs of launches) measured fastest all the same.
 
 # * "pipe":   the split's two passes, software-pipelined over row groups that
-#             fit L2 (issue #15): launch k runs pass 2 of group k - 1 and pass 1
+#             fit L2: launch k runs pass 2 of group k - 1 and pass 1
 #             of group k side by side, their programs interleaved, so every
 #             launch both reads new rows from DRAM and re-reads from L2 the rows
 #             the launch before read, and writes; G groups take G + 1 launches,
@@ -92,7 +92,7 @@ def softmax_online(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Te
 #             (57.1% and 63.1% of copy at 512x50257 and 64x262144 on the H100).
 #
 # * "persist": one program a row, rows taken in turn by a persistent grid of
-#             one or two programs an SM (issue #15): pass 1 reads the row in
+#             one or two programs an SM: pass 1 reads the row in
 #             chunks, a running (max, sum) per thread, its loads software-pipelined
 #             (``num_stages``); pass 2 re-reads the row and writes it. A grid's
 #             worth of rows in flight is what L2 keeps for the re-read, so DRAM
@@ -103,15 +103,12 @@ def softmax_online(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Te
 #             re-read misses L2 (45% of copy at 512x50257). Rows are cut where
 #             they are 16-byte aligned (softmax_persistent_kernel). Chosen for
 #             rows wider than "tiles" holds that give every program one, in
-#             chunks of 16 KiB (512x50257's until session 18); 64x262144
-#             (64 rows) stays on "split", which won there. 512x50257, % of copy,
-#             suite runs at 837cd2a: H100 float32 64.0%, bfloat16 61.4% (62.6%
-#             and 51.8% at c6c2837, before the cut); H200 55.0% and 51.4% (47.6%
-#             and 38.6% at 8a4dc44). At 8ece016 the cut's float32 kernel ran two
-#             programs an SM: 59.5% (ncu: L2 hit 52%, DRAM 79% of peak: the
-#             re-read missed L2), one an SM 63.9% (L2 hit 69.5% at 837cd2a).
-#             With 4 stages at one program an SM (PERSIST_STAGES), float32 in the
-#             suite runs of fa6d11e (H100) and d1a0df1 (H200): 68.0% and 60.4%.
+#             chunks of 16 KiB; 64x262144 (64 rows) stays on "split", which is
+#             faster there. At 512x50257 float32 on the H100 two programs an SM
+#             read 59.5% of copy (ncu: L2 hit 52%, DRAM 79% of peak: the re-read
+#             missed L2), one an SM 63.9% (L2 hit 69.5%); with 4 stages at one
+#             program an SM (PERSIST_STAGES) the suite's runs read 68.0% on the
+#             H100 and 60.4% on the H200.
 #
 # * "tiles":  one program of TILES_WARPS warps a row, the row held whole in registers as up to three
 #             power-of-two tiles (softmax_tiles_kernel): 50257 columns are 32768 + 16384 + 2048, 51200
@@ -142,22 +139,22 @@ FEW_WARPS_COLS = 4096  # rows up to this block get at most FEW_WARPS warps
 FEW_WARPS = 4
 PIPE_GROUP_BYTES = 16 << 20  # pipe: input bytes a group; L2 holds one group read, one re-read (H100: 50 MB)
 PERSIST_MAX_PROGRAMS_PER_SM = 2  # persist: programs an SM at most (2 x 512 threads; bfloat16 at 3 read the same)
-PERSIST_L2_SHARE = 0.5  # persist: the grid's rows in flight may fill this share of L2 (H100 8ece016, 512x50257:
+PERSIST_L2_SHARE = 0.5  # persist: the grid's rows in flight may fill this share of L2 (H100, 512x50257:
 # float32 rows, 201 KB, at 1 program an SM, 26.5 MB, 63.9% of copy; at 2, 53 MB, 59.5%; bfloat16 at 2 61.2%)
 # persist: the pipeline depth of both passes (tl.range's num_stages: stages - 1 chunks in flight a program), by
-# programs an SM. tune_triton.py --quick at 5c8ffd3, 512x50257 float32 at one program an SM: 4 stages 66.4% of copy
+# programs an SM. tune_triton.py --quick, 512x50257 float32 at one program an SM: 4 stages 66.4% of copy
 # on the H100 and 60.6% on the H200, against 3 stages' 63.5% and 55.3% (6 stages: 67.1% and 59.8%); bfloat16 at two
 # programs an SM: 4 stages 59.5% and 49.6%, against 3 stages' 60.3% and 51.1%.
 PERSIST_STAGES = {1: 4, 2: 3}
-# persist: a chunk of 16 KiB, 4096 float32 or 8192 bfloat16 columns. bfloat16 at 512x50257, f1f901f and 75e4667:
+# persist: a chunk of 16 KiB, 4096 float32 or 8192 bfloat16 columns. bfloat16 at 512x50257:
 # 8192 columns 51.5% of copy on the H100 and 38.4% on the H200 against split's 45.4% and 34.6% (4096 columns:
 # 41.9% on the H100); float32 at 8192 columns lost (46.0% against 62.8% at 4096).
 PERSIST_CHUNK_BYTES = 16 << 10
 # tiles: the widest rows held whole in a program's registers as up to three power-of-two tiles (0: never), the
 # smallest tile, and the program's warps (1024 threads: 64 registers a thread, 50 floats of a 50257-wide row).
-# H100 at 21b619a, 512x50257, a program a row: float32 75.1% of copy against persist's 67.5%, bfloat16 63.3% against
-# 61.3% (tune_triton.py --quick; floor_probe.py --kernels in the same lease: 75.2% and 63.6% against 68.1% and
-# 61.3%). The suite run of d28e6fb timed the kernel's row-loop form, since undone (softmax_tiles_kernel).
+# H100, 512x50257, a program a row: float32 75.1% of copy against persist's 67.5%, bfloat16 63.3% against
+# 61.3% (tune_triton.py --quick; floor_probe.py --kernels on the same machine: 75.2% and 63.6% against 68.1% and
+# 61.3%).
 # 51200: the measured row's slots; a row of more floats a thread than that is untried.
 TILES_MAX_COLS = 51200
 TILES_MIN_TILE = 2048
@@ -547,7 +544,7 @@ def softmax_tiles_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, A: tl
     """The tiles plan: program r holds row r whole, its 16-byte body (cut as softmax_persistent_kernel's, VEC
     elements an access) in tiles of A, B and C columns and its edges in one of 2 x VEC: one read, one write.
     One row a program, no loop: the same kernel taking rows in turn (for row in tl.range(...)) read slower on
-    the H100 at d28e6fb, a program a row or not (float32 72.7% of copy against 75.2%, bfloat16 59.4% against
+    the H100, a program a row or not (float32 72.7% of copy against 75.2%, bfloat16 59.4% against
     63.6%), and its persistent form with the next row pipelined into shared memory slower still (67.6%, 56.6%)."""
     y_row, n_body, x_body, y_body, e_col, e_mask, x_edge = _row_cut(x_ptr, y_ptr, tl.program_id(0), n_cols,
                                                                      x_row_stride, y_row_stride, VEC)
