@@ -1,7 +1,7 @@
 """How many processes a launch-bound case needs: asv's own statistics replayed on measured process medians.
 
 Reads the H100 probes' per-process warm medians of four launch-bound cases
-(results-proofs/2026-11-24-h100/probes/spread-probe*.json.gz: 90 fresh processes
+(results-proofs/launch-bound-spread/h100-forked-processes/spread-probe*.json.gz: 90 fresh processes
 in all), draws two runs of R processes each (one value per process, as the suite
 samples them; within-process noise 0.3%), computes each run's median and 99%
 interval with asv_runner's compute_stats, and counts how often the second run's
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from asv_runner.statistics import compute_stats
 
-PROBES = Path(__file__).resolve().parents[1] / "results-proofs" / "2026-11-24-h100" / "probes"
+PROBES = Path(__file__).resolve().parents[1] / "results-proofs" / "launch-bound-spread" / "h100-forked-processes"
 
 
 def process_medians() -> dict[str, list[float]]:

@@ -28,7 +28,7 @@ bench=${BENCH:-Square.time_warm}
 variant=${VARIANT:-square-triton-flat1024}
 levels=${LEVELS:-0.10 0.20}
 # asv's default factor, 1.1, can never flag a 10% slowdown: the H100's +10% canary read 1.0996
-# at 2^28 elements (results-proofs/2026-11-25-h100/canary). 1.05 asks whether the gate sees it.
+# at 2^28 elements (results-proofs/slowdown-canary). 1.05 asks whether the gate sees it.
 FACTOR=${FACTOR-1.05}
 # The checkout's own code makes the commits and reads the results, installed or not.
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}"

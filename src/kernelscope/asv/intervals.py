@@ -25,7 +25,7 @@ samples at each save, so the result depends only on the samples stored.
 
 Replayed on three same-commit pairs of runs on the H100 (0f8ffa7, c426785,
 97237aa; ``tests/test_asv_intervals.py`` replays the first from
-results-proofs), the rerun's median falls inside in 97-100% of the cases of
+tests/fixtures), the rerun's median falls inside in 97-100% of the cases of
 every mode, where asv's own intervals gave 84-99%.
 
 A mode with fewer than ``MIN_POOLED`` such cases in the run keeps asv's

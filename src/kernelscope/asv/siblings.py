@@ -2,7 +2,7 @@
 
 asv runs each benchmark of each parameter set in a process of its own. A
 kernelscope case's process spends most of its life before it measures: on the
-H100 (results-proofs/2026-11-25-h100/run1, asv-full.cost.txt) 0.25 s of CUDA
+H100 (results-proofs/full-runs/h100-c48bed9/asv-full.cost.txt) 0.25 s of CUDA
 context, the variant's first call (up to 1.5 s with warm caches), the
 correctness gate, the warm plan, against 0.1-0.2 s of samples. ``Square``
 float32 measures each case three ways (``time_warm``, ``track_cold``,

@@ -118,7 +118,7 @@ def _numba_unavailable(device: str) -> str | None:
 
 
 # --- each framework's one-time start in a process, done once in a parent that forks (asv's forkserver) ---
-# What the H100's first calls spent (scripts/gpu/first_call_probe.py, results-proofs/2026-11-25-h100/first-call):
+# What the H100's first calls spent (results-proofs/first-call):
 # Numba 1.3 s of 1.5 importing its typing and lowering registries, Triton 0.45 s hashing its own
 # library for the cache key and 0.2 s importing gluon, Inductor imports and Triton's same hash.
 # Host-only work: nothing here may initialize CUDA, or the forked children could not use it.

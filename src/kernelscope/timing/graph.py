@@ -63,7 +63,7 @@ def settle_graph(graph, seconds: float = GRAPH_SETTLE_S, least: int = GRAPH_SETT
     The first replay also uploads the graph. At 2^28 elements (a 1 GiB output)
     up to a third of the first 30 replays after a capture read 16% slow (829 us
     a call against 712) on the H100, and none after them
-    (results-proofs/2026-11-25-h100/graph-state): do_bench_cudagraph replays
+    (results-proofs/graph-mode-large): do_bench_cudagraph replays
     its graph while estimating, before it times, which is why it never saw them.
     """
     deadline, ran = time.perf_counter() + seconds, 0
@@ -96,7 +96,7 @@ def time_graph(graph, calls: int, samples: int, max_time: float = 3.0, watch: Cl
     the GPU waited for the host there (or throttled), and a replay queued late
     behind its start event reads the wait. Two same-commit runs on one H100
     differed by 12-18% on four 1-2 us graph cases, three of them with such
-    readings in most samples of the slow run (results-proofs/2026-11-25-h100/session7).
+    readings in most samples of the slow run (results-proofs/graph-clock-retakes).
     """
     watch = watch if watch is not None else ClockWatch(None)
     if watch.max_mhz is None:

@@ -50,7 +50,7 @@ def block_s(fn: Callable[[], object], device: str, number: int) -> float:
     mode is checked against. It is worth little: on the H100,
     scripts/gpu/timer_probe.py read a block with it off 0-0.5% below one with it
     on for most cases (square-torch 4096x4096: 48.2-48.6 us against 48.6-48.7;
-    results-proofs/2026-11-25-h100/session4/timer-probe). Most of host mode's lead
+    results-proofs/host-mode-vs-timer). Most of host mode's lead
     over Timer (196 of the 251 crosscheck pairs at 4382158 above it, median +0.6%)
     is the sample's length: 20 ms pays once for the first launch and the last
     kernel, which ``blocked_autorange``'s blocks of 0.2 s or more amortize (the

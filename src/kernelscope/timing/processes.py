@@ -4,8 +4,7 @@ A launch-bound kernel's warm or cold time is mostly the GPU's cost of taking
 each launch off its stream, and that cost is a property of the process: on the
 H100, medians of the same 2 us kernel in fresh processes spread by 4-12%
 (standard deviation about 0.1 us, whatever the kernel), while the samples of
-one process agree within 0.3% (results-proofs/2026-11-22-h100-noise,
-2026-11-24-h100/probes/spread-probe.txt). Graph replay does not have it. Samples
+one process agree within 0.3% (results-proofs/launch-bound-spread). Graph replay does not have it. Samples
 from one process then give an interval that is far too narrow: a rerun lands
 outside it. So a launch-bound case is sampled in ``LAUNCH_BOUND_PROCESSES``
 processes, one sample each (warm: one sample of ``number`` back-to-back calls;
@@ -25,7 +24,7 @@ Where that cost is a large share of the GPU's time it shows in (or sets) the
 loop's time, and one process's samples gave intervals that a rerun on the
 same box missed: 7 of 7 flags of a same-commit rerun of Square and Softmax
 were such host-mode cases (softmax-numba 8192x8192 read 349 us, then 212;
-results-proofs/2026-11-25-h100/session5). So host mode samples a case one
+results-proofs/rerun-noise/h100-c426785). So host mode samples a case one
 value per process also when the host's cost of a call is at least
 ``HOST_BOUND_SHARE`` of the GPU's time (:func:`host_bound`).
 

@@ -119,7 +119,7 @@ torch::Tensor softmax(torch::Tensor x, torch::Tensor out, int64_t strategy, int6
                                      (int)threads, (int)cluster, stream);
     // Through check_launch, with the plan in the name: a TORCH_CHECK of many arguments here crashed the process on
     // the H100 and the H200 (torch 2.11, a segmentation fault where check_launch's refusal of gelu_vec4 raised;
-    // results-proofs/2026-11-26-h100/session14).
+    // results-proofs/softmax-grid-kernel).
     if (err != cudaSuccess) {
         const std::string what = "softmax (strategy " + std::to_string(strategy) + ", threads " + std::to_string(threads) +
                                  ", cluster " + std::to_string(cluster) + ", rows " + std::to_string(x.size(0)) +
