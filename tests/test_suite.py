@@ -6,7 +6,7 @@ import sys
 import pytest
 import torch
 
-from kernelscope import catalog, timing
+from kernelscope import catalog, modes, timing
 from kernelscope.catalog import OPS, VARIANTS, Variant
 from kernelscope.ops import shape_str
 from kernelscope.asv import suite as asv_suite
@@ -24,13 +24,13 @@ def test_one_class_per_op_with_every_variant_size_and_dtype():
         assert sizes == [shape_str(s) for s in op.bench_shapes]
         assert dtypes == ["float32"]
         assert cls.param_names == ["variant", "size", "dtype"]
-        # Pinned: refactors keep history. Graph mode moved on alone (one output alive, #13).
-        assert cls.time_warm.version == cls.track_cold.version == asv_suite.VERSION == "3"
-        assert cls.track_graph.version == asv_suite.GRAPH_VERSION == "8"
+        # Pinned: refactors keep history. Graph mode moved on alone (one output alive).
+        assert cls.time_warm.version == cls.track_cold.version == modes.WARM.version == modes.COLD.version == "3"
+        assert cls.track_graph.version == modes.GRAPH.version == "8"
     assert classes["FirstCall"].params == [list(VARIANTS), [host_id()]]
     assert classes["FirstCall"].param_names == ["variant", "host"]
-    # The first call alone moved on: each framework's one-time start happens in the forkserver (#13 item 8).
-    assert classes["FirstCall"].time_first_call.version == asv_suite.FIRST_CALL_VERSION == "4"
+    # The first call alone moved on: each framework's one-time start happens in the forkserver.
+    assert classes["FirstCall"].time_first_call.version == modes.FIRST_CALL.version == "4"
 
 
 def test_other_dtypes_get_classes_of_their_own_over_the_variants_that_ask():
@@ -212,9 +212,17 @@ def test_host_mode_is_a_class_of_its_own_per_op_and_dtype_with_the_host_among_it
             continue
         host = classes[name + "Host"]
         assert host.params == [*cls.params, [host_id()]] and host.param_names == [*cls.param_names, "host"]
-        assert host.track_host.version == asv_suite.HOST_VERSION == "4"  # the other modes' versions stay as they were
+        assert host.track_host.version == modes.HOST.version == "4"  # the other modes' versions stay as they were
     bench = classes["SquareHost"]()
     bench.setup("square-mul", "64x64", "float32", host_id())
     out = bench.track_host("square-mul", "64x64", "float32", host_id())
     assert out["number"] >= 1 and len(out["samples"]) >= timing.MIN_SAMPLES
     assert all(s > 0 for s in out["samples"])
+
+
+def test_every_mode_of_the_registry_is_a_benchmark_of_the_suite_at_its_version():
+    classes = asv_suite.build()
+    for mode in modes.MODES:
+        owners = [cls for cls in classes.values() if hasattr(cls, mode.method)]
+        assert owners, f"no class of the suite has {mode.method}"
+        assert {getattr(cls, mode.method).version for cls in owners if cls.__name__ != "Launch"} == {mode.version}

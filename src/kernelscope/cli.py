@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+from kernelscope import modes
+
 DTYPE_CHOICES = ("float32", "float16", "bfloat16")  # kernelscope.ops.DTYPES' names, without importing torch
 
 EPILOG = """\
@@ -266,7 +268,7 @@ def cmd_compare_runs(args) -> int:
               f"{part['flagged_better']} better, {part['fraction_within']:.1%} within 2%")
     c = criteria
     by_mode = ", ".join(f"{n} {m}" for m, n in c.get("flagged_by_mode", {}).items())
-    print(f"\nrerun criteria (#13): {c['flagged']} flagged{f' ({by_mode})' if by_mode else ''} (0 wanted); "
+    print(f"\nrerun criteria: {c['flagged']} flagged{f' ({by_mode})' if by_mode else ''} (0 wanted); "
           f"{c['long']['passing']} of {c['long']['benchmarks']} of 20 us or more within 2% ({c['long']['share']:.1%}); "
           f"{c['graph']['passing']} of {c['graph']['benchmarks']} graph within 2% ({c['graph']['share']:.1%}); "
           f"{c['per_process']['passing']} of {c['per_process']['benchmarks']} sampled per process (launch-bound, "
@@ -411,7 +413,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "clock of its samples) and throttled (samples below 75% of the max SM clock).")
     p.add_argument("--results-dir", default="results", help="asv's results folder (default: results)")
     p.add_argument("--op", help="only this op")
-    p.add_argument("--mode", choices=["warm", "cold", "graph", "host", "first_call"], help="only this timing mode")
+    p.add_argument("--mode", choices=modes.NAMES, help="only this timing mode")
     p.add_argument("--commit", help="only this commit (a hash prefix)")
     p.add_argument("--compare-machines", nargs=2, metavar=("A", "B"),
                    help="per benchmark (each machine's newest results): time on A / time on B, beside the ratio "
@@ -451,7 +453,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare-runs", help="compare two asv runs of one commit with asv's statistics",
                        description="Like `asv compare`, but for two results folders holding runs of the same commit "
                                    "(a noise check, or a switch flipped between runs). + worse, - better. Ends with "
-                                   "issue #13's rerun criteria: nothing flagged; 95%% of the warm, cold and graph "
+                                   "the rerun criteria: nothing flagged; 95%% of the warm, cold and graph "
                                    "benchmarks of 20 us or more, and of the graph ones, within 2%%; 95%% of those "
                                    "sampled one value per process (launch-bound, first calls) with B's median inside "
                                    "A's 99%% interval.")

@@ -32,8 +32,8 @@ gives them the working tree's parameters and versions (:func:`describe`), so a
 history run over commits whose catalogs differ files every value under the
 case that produced it.
 
-Versions are pinned: refactoring this module does not orphan history. Bump
-``VERSION`` only when what a benchmark measures changes.
+Versions are pinned (:mod:`kernelscope.modes`): refactoring this module does
+not orphan history. Bump a mode's version only when what it measures changes.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from kernelscope import backends
+from kernelscope import backends, modes
 from kernelscope.asv import hooks, sibling_process
 from kernelscope.catalog import OPS, VARIANTS, variants_of
 from kernelscope.ops import shape_str
@@ -68,39 +68,9 @@ if TimeBenchmark is not None:
     # between two event-clock readings.
     TimeBenchmark._setup_isolates_timed_calls = False
 
-# 2: warm samples batch `number` calls; cold waits behind a spin kernel.
-# 3: warm samples run behind a spin kernel that outlasts the host's enqueue
-#    (steady-state GPU time, no host launch path); cold's spin is sized per variant.
-VERSION = "3"
-# Graph mode alone moved on (warm and cold history stays comparable):
-# 4: one output alive across the captured calls, not one per call (at 2^28
-#    elements two alternating 1 GiB outputs read up to 16% slow); `calls` no
-#    longer capped by the outputs' memory.
-# 5: each replay waited for before the next is queued (timing.time_graph), as warm's samples
-#    and do_bench_cudagraph's replays are. It did not remove the slow third of the replays at
-#    2^28 elements that v4 also has (they were the first after a capture: 6).
-# 6: the graph settles before its samples: replayed untimed for 25 ms (timing.settle_graph).
-#    The slow replays were the first ones after a capture (#13 item 1).
-# 7: replays queued back to back again (as in 4), after the settle: 5's wait for each replay
-#    let the SM clock sag between them (graph samples under 75% of the max clock in 115-217
-#    cases of a full H100 run, against 5 at version 4).
-# 8: a sample whose probe read the clock under 75% of its maximum (the GPU waited for the
-#    host, or throttled) is taken again behind a longer spin (timing.graph.keep_unthrottled):
-#    four 1-2 us graph cases moved 12-18% between two same-commit runs on one H100.
-GRAPH_VERSION = "8"
-# The first call alone moved on: 4: each framework's one-time start in a process (Numba's
-# typing and lowering registries, Triton's hash of its own library, Inductor's lazy
-# imports) happens in asv's forkserver before it forks (preload), as its imports already
-# did, so the first call is the variant's own: JIT or cache load, trace, module load.
-FIRST_CALL_VERSION = "4"
-# Host mode (#14): a benchmark of its own, so the other modes' history is untouched.
-# 2: samples of 20 ms, not 2 (timing.host.HOST_TARGET_S), 10 of them; a launch-bound case
-#    one value per process, as in warm and cold mode.
-# 3: a host-bound case (the host's cost of a call at least half the GPU's) one value per process
-#    too (timing.processes.host_bound): a same-commit rerun on one box flagged 7 such cases.
-# 4: the garbage collector off during a sample, as in timeit and torch.utils.benchmark.Timer
-#    (timing.host.block_s): the peer's method; worth 0-0.5% in the H100's timer probe.
-HOST_VERSION = "4"
+# Each mode's benchmark version, and why it is what it is, is in kernelscope.modes. The launch
+# floor's graph benchmark (Launch.track_graph) kept the suite's version when graph mode moved on.
+LAUNCH_VERSION = "3"
 # Every variant is timed in float32. Each parameter set is a forked process
 # (about a second on an H100), so other dtypes get classes of their own, over
 # the variants whose catalog entry lists them in ``bench_dtypes``: adding one
@@ -121,7 +91,7 @@ def graph_calls(per_call_s: float) -> int:
     return max(1, min(GRAPH_MAX_CALLS, math.ceil(GRAPH_TARGET_S / max(per_call_s, 1e-9))))
 
 
-def _versioned(fn, unit: str | None = None, version: str = VERSION):
+def _versioned(fn, version: str, unit: str | None = None):
     fn.version = version
     if unit:
         fn.unit = unit
@@ -357,7 +327,7 @@ def _hosts_siblings(fn):
     without one of them (bfloat16: no cold mode) simply has no such sibling.
     ``{class}`` stands for the host's class name. Graph first: in crosscheck's process, graph
     replays at 2^28 elements measured after cold mode and the peers read 3-16%
-    slow (scripts/gpu/graph_state_probe.py), where asv's own process, warm plan
+    slow (results-proofs/graph-mode-large/graph_state_probe.py), where asv's own process, warm plan
     then graph, read the warm time.
     """
     fn.also_runs = ["track_graph", "track_cold", "{class}Host.track_host"]
@@ -377,12 +347,12 @@ def _sampled_per_process(fn):
     return fn
 
 
-_versioned(_hosts_siblings(_sampled_per_process(_OpBenchmarks.time_warm)))
-_versioned(_sampled_per_process(_ColdMode.track_cold), unit="seconds")
-_versioned(Launch.track_graph, unit="seconds")
-_versioned(_OpBenchmarks.track_graph, unit="seconds", version=GRAPH_VERSION)
-_versioned(_sampled_per_process(_HostModes.track_host), unit="seconds", version=HOST_VERSION)
-_versioned(FirstCall.time_first_call, version=FIRST_CALL_VERSION)
+_versioned(_hosts_siblings(_sampled_per_process(_OpBenchmarks.time_warm)), modes.WARM.version)
+_versioned(_sampled_per_process(_ColdMode.track_cold), modes.COLD.version, unit="seconds")
+_versioned(Launch.track_graph, LAUNCH_VERSION, unit="seconds")
+_versioned(_OpBenchmarks.track_graph, modes.GRAPH.version, unit="seconds")
+_versioned(_sampled_per_process(_HostModes.track_host), modes.HOST.version, unit="seconds")
+_versioned(FirstCall.time_first_call, modes.FIRST_CALL.version)
 
 
 def preload() -> None:

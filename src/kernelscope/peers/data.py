@@ -19,6 +19,7 @@ import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from kernelscope import modes
 from kernelscope.profiling import artifacts
 from kernelscope.profiling.artifacts import Manifest
 
@@ -26,10 +27,8 @@ EVIDENCE_DIR = Path("evidence")
 FILE_NAME = "peers.json"
 FORMAT = 1  # bump when a reader could misread an older file
 
-MODES = ("warm", "cold", "graph", "host")  # the suite's modes, in the order the tables show them
-# Each mode's peer clock. Timer is two modes' peer: a host loop of calls, it reads the GPU time where
-# the loop keeps the queue full (warm's question) and the loop's time always (host mode's).
-PEER_OF = {"warm": "timer", "cold": "do_bench", "graph": "do_bench_cudagraph", "host": "timer"}
+MODES = modes.TIMED  # the suite's modes, in the order the tables show them
+PEER_OF = {name: modes.BY_NAME[name].peer for name in MODES}  # each mode's peer clock
 CLOCKS = tuple(dict.fromkeys((*MODES, *PEER_OF.values(), "ncu")))  # every key of Record.seconds
 CLOCK_TITLES = {"warm": "suite warm", "cold": "suite cold", "graph": "suite graph", "host": "suite host",
                 "timer": "torch.utils.benchmark.Timer", "do_bench": "triton.testing.do_bench",

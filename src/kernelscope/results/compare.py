@@ -22,6 +22,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelscope import modes
+
 
 @dataclass(frozen=True)
 class Run:
@@ -169,12 +171,12 @@ def machine_ratios(rows: list[dict], machine_a: str, machine_b: str) -> list[dic
     return out
 
 
-RERUN_MIN_S = 20e-6  # issue #13's rerun criterion: benchmarks of 20 us or more within 2% ...
+RERUN_MIN_S = 20e-6  # the rerun criterion: benchmarks of 20 us or more within 2% ...
 RERUN_SHARE = 0.95  # ... in 95% of them, as for graph benchmarks and launch-bound medians inside A's interval
 
 
 def rerun_criteria(rows: list[dict], gpu: bool = True, within: float = 0.02) -> dict:
-    """Issue #13's test of two full runs of the same code, over ``compare`` rows.
+    """The rerun criteria: the test of two full runs of the same code, over ``compare`` rows.
 
     ``flagged``: benchmarks asv's rule marks (0 wanted), also per mode. ``long``: warm, cold,
     graph and host benchmarks of RERUN_MIN_S or more sampled in one process, within ``within``
@@ -204,7 +206,7 @@ def rerun_criteria(rows: list[dict], gpu: bool = True, within: float = 0.02) -> 
     sampled = {id(r) for r, mode in timed if mode == "first_call"
                or launch_bound_result(mode, r["a"], "gpu" if gpu else None, r.get("samples_a"))}
     per_process = [r for r, _ in timed if id(r) in sampled]
-    long = [r for r, mode in timed if mode in ("warm", "cold", "graph", "host") and r["a"] >= RERUN_MIN_S
+    long = [r for r, mode in timed if mode in modes.TIMED and r["a"] >= RERUN_MIN_S
             and id(r) not in sampled]
     graph = [r for r, mode in timed if mode == "graph"]
     flagged = [mode for r, mode in moded if r["mark"] in ("+", "-")]

@@ -30,6 +30,7 @@ import json
 import math
 from pathlib import Path
 
+from kernelscope import modes
 from kernelscope.catalog import VARIANTS
 from kernelscope.ops import numel, parse_shape
 from kernelscope.results.machine import copy_gbps as machine_copy_gbps
@@ -41,9 +42,7 @@ COLUMNS = ["machine", "gpu", "commit", "date", "run_at", "benchmark", "version",
 MEASURED, FAILED = "measured", "failed"
 
 PARAM_NAMES = {"first_call": ["variant"]}
-# track_first_call: the name of first-call results before suite version 3
-MODES = {"time_warm": "warm", "track_cold": "cold", "track_graph": "graph", "track_host": "host",
-         "time_first_call": "first_call", "track_first_call": "first_call"}
+MODES = modes.BY_METHOD  # a stored benchmark's method -> its timing mode
 
 
 def _unquote(value: str):

@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from functools import cached_property
 from pathlib import Path
 
+from kernelscope import modes
 from kernelscope.catalog import OPS, VARIANTS
 from kernelscope.ops import numel, parse_shape
 from kernelscope.results import export, history
@@ -23,14 +24,8 @@ from kernelscope.site.profiles import ProfileData
 
 BACKEND_TITLES = {"torch": "PyTorch eager", "torch-compile": "torch.compile", "triton": "Triton",
                   "cuda": "CUDA C++", "numba": "Numba CUDA"}
-MODES = ("warm", "cold", "graph", "host")  # the timed modes, in the order pages show them
-MODE_WORDS = {
-    "warm": "back-to-back calls, launch queue held full, L2 warm",
-    "cold": "L2 flushed before each call, each call timed alone",
-    "graph": "CUDA-graph replay: the kernels without launch overhead",
-    "host": "a plain Python loop of calls, synchronized per sample: what a call costs its caller",
-    "first_call": "first call in a fresh process: JIT, compile, extension load",
-}
+MODES = modes.TIMED  # the timed modes, in the order pages show them
+MODE_WORDS = {m.name: m.words for m in modes.MODES}
 
 
 def day(ms: int | None) -> str:
