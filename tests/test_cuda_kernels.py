@@ -104,13 +104,13 @@ def test_the_wide_target_shapes_take_the_swept_winners():
     # At 33040bb and f7fa2ec the ring of one stage beat both at 512x50257: float32 over the same 4 blocks at 512
     # threads 83.5% (cluster plan 78.4%), bfloat16 a block a row 77.1% and 77.2% (ring of 2 stages 64.8%); at
     # 0c018d8 and 5c8ffd3, over 2 blocks 79.2% and 79.1% (a block: 77.5%, 77.0%).
-    # Session 19 (floor_probe.py --kernels): the one stage in its one-exp form, ring1e, H200 78.6% and 69.0%
+    # Session 19 (floors.py --kernels): the one stage in its one-exp form, ring1e, H200 78.6% and 69.0%
     # against ring1's 77.9% and 67.1%, H100 87.1% and 80.8% against 87.3% and 79.2%
     assert K.softmax_plan(512, 50257, H100_SMS, 4) == K.SoftmaxPlan("ring1e", 512, 4)
     assert K.softmax_plan(64, 262144, H100_SMS, 4) == K.SoftmaxPlan("loop", 512, 16)
     assert K.softmax_plan(512, 50257, H100_SMS, 2) == K.SoftmaxPlan("ring1e", 512, 2)
     assert K.softmax_plan(100, 50257, H100_SMS, 2) == K.SoftmaxPlan("ring", 256, 4)  # too few rows for a block each
-    # Session 17 (wide_rows_probe.py --sweep), 64x262144 bfloat16: the loop kernel in a persistent grid, 512 x 8,
+    # Session 17 (tune_wide_rows.py --sweep), 64x262144 bfloat16: the loop kernel in a persistent grid, 512 x 8,
     # H100 70.3% and 67.0% of copy against the pipe's 63.5% and 63.7%, H200 54.9% against 52.4%
     assert K.softmax_plan(64, 262144, H100_SMS, 2) == K.SoftmaxPlan("loopp", 512, 8)
     assert K.softmax_plan(64, 131072, H100_SMS, 2) == K.SoftmaxPlan("pipe", 256, 8)  # clusters of 8 keep the pipe
@@ -225,7 +225,7 @@ def test_narrower_float32_rows_on_that_gpu_get_twice_the_threads_in_their_block(
 
 
 def test_the_loop_kernels_float32_rows_take_clusters_of_8_on_that_gpu():
-    # wide_rows_probe.py at 5c8ffd3, 64x262144 float32: H200 512 x 8 57.8% of copy, 1024 x 8 57.3%, 512 x 16 55.6%;
+    # tune_wide_rows.py at 5c8ffd3, 64x262144 float32: H200 512 x 8 57.8% of copy, 1024 x 8 57.3%, 512 x 16 55.6%;
     # H100 512 x 16 71.8%, 512 x 8 61.8%
     h100, h200 = H100_DRAM_GBPS / H100_SMS, H200_DRAM_GBPS / H100_SMS
     assert K.softmax_plan(64, 262144, H100_SMS, 4, h200) == K.SoftmaxPlan("loop", 512, 8)

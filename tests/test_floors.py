@@ -33,7 +33,7 @@ def evidence_file():
             _row("torch.sum (read)", 75.9, shape="16777216", op="mean"), _row("torch.mean", 75.8, shape="16777216",
                                                                              op="mean")]
     return floors.stamp("nvidia-h100-80gb-hbm3", "NVIDIA H100 80GB HBM3", "d" * 40,
-                        "python3 scripts/gpu/floor_probe.py --kernels", 3002.0, rows)
+                        "python3 scripts/gpu/floors.py --kernels", 3002.0, rows)
 
 
 def test_a_free_exps_row_joins_its_plan_and_the_first_copy_is_the_floor():

@@ -1,7 +1,7 @@
 """`kernelscope profile`: the ncu parsers on real H100 output, the CPU-side parts, the missing-tool paths.
 
 The fixtures in tests/fixtures/ncu/ are what Nsight Compute 2025.3 printed on
-the H100 for five variants (scripts/gpu/tool_probe.sh). GPU-only parts are
+the H100 for five variants (results-proofs/profiler-output/tool_probe.sh). GPU-only parts are
 marked `gpu` and run on the GPU box (pytest -m gpu).
 """
 

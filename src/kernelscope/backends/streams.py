@@ -3,7 +3,7 @@
 ``torch.cuda.current_stream()`` builds a ``torch.cuda.Stream`` object on every
 call (a device-index lookup, a tuple from C++, ``Stream.__new__``). On the
 H100 that was about a third of a direct launch's host time under
-the profiler (``scripts/gpu/launch_path_probe.py``: 31.9 of 90.3 us for
+the profiler (``results-proofs/host-cost/launch_path_probe.py``: 31.9 of 90.3 us for
 square-triton-direct at 64x64), more than the launch itself. Triton reads the
 handle with ``torch._C._cuda_getCurrentRawStream(device)``, an integer
 straight from the C++ side; the launch paths that choose their own stream do

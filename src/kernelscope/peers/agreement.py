@@ -20,7 +20,7 @@ Host mode and Timer are both host loops, so their pair is judged. The
 host's cost of a call can drift within the process by more than the
 tolerance (the H100's Numba calls at 97e0347 read 334-433 us a call across
 one host-mode run's samples and 359-635 us across five runs a few seconds
-apart, scripts/gpu/timer_probe.py), so Timer's readings are taken in pairs
+apart, results-proofs/host-mode-vs-timer/timer_probe.py), so Timer's readings are taken in pairs
 with host mode's samples, as many, of as many calls (``timer_paired``), and
 such a pair's difference is the median of the pairs' ratios (:func:`pair_diff`);
 records from before that pairing excuse such a pair while Timer's reading lies

@@ -1,6 +1,6 @@
 """Issue #15's floors as data: what moving a hard case's bytes costs, and each wide-row design with free exps.
 
-``scripts/gpu/floor_probe.py --kernels`` measures, on one GPU, in one process:
+``scripts/gpu/floors.py --kernels`` measures, on one GPU, in one process:
 the copy of the input at each case's own size (one read and one write of
 every element, the least a softmax moves), ``torch.sum`` for the mean, and
 each wide-row plan of softmax-cuda and softmax-triton-tuned checked against the
@@ -22,7 +22,7 @@ floors.json, ``"schema": 1``::
       "gpu": "NVIDIA H100 80GB HBM3",
       "commit": "<40 hex>",                 # the code that ran
       "date": "2026-11-26T00:00:00+00:00",  # when the file was written (UTC)
-      "command": "python3 scripts/gpu/floor_probe.py --kernels",
+      "command": "python3 scripts/gpu/floors.py --kernels",
       "copy_gbps": 3002.0,                  # the 1 GiB copy bandwidth every pct_copy is of
       "rows": [                             # the probe's rows, in the order it timed them
         {"op": "softmax", "shape": "64x262144", "dtype": "float32",
@@ -208,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     w.add_argument("state", type=Path, help="the lease's state folder (floors.txt, machine.json)")
     w.add_argument("out", type=Path)
     w.add_argument("--commit", required=True, help="the commit the lease ran (its bundle's HEAD)")
-    w.add_argument("--command", default="python3 scripts/gpu/floor_probe.py --kernels")
+    w.add_argument("--command", default="python3 scripts/gpu/floors.py --kernels")
     t = sub.add_parser("table", help="print an evidence file's cases")
     t.add_argument("path", type=Path)
     opts = ap.parse_args(argv)

@@ -6,7 +6,7 @@ nothing here opens a path that module does not name), with the narrowed runs'
 ``peers-<what>.json`` beside it,
 ``evidence/<machine>/canary.json``, written by ``scripts/gpu/canary.sh``
 (:mod:`kernelscope.results.canary` owns that one), and
-``evidence/<machine>/floors.json``, written by ``scripts/gpu/floor_probe.py
+``evidence/<machine>/floors.json``, written by ``scripts/gpu/floors.py
 --kernels`` (:mod:`kernelscope.results.floors`).
 ``KERNELSCOPE_EVIDENCE_DIR`` builds the site from another folder (the tests'
 fixture). A missing folder, or one with no file in it, is not an error: the

@@ -17,7 +17,7 @@ import re
 from kernelscope.results import floors
 from kernelscope.site.markdown import table
 
-FLOORS_COMMAND = "python3 scripts/gpu/floor_probe.py --kernels"
+FLOORS_COMMAND = "python3 scripts/gpu/floors.py --kernels"
 BACKENDS = {"cuda": "softmax-cuda", "triton": "softmax-triton-tuned"}  # the probe's row prefixes
 
 
@@ -108,9 +108,9 @@ def op_section(data: dict | None, op: str, suite: dict | None = None, suite_comm
         "What keeps even that under the copy is the row's dependency. A block cannot write any of its row before "
         "the whole row is read, so within a row its loads and stores do not overlap; other rows' blocks must fill "
         "the gaps. A row wider than one SM holds is spread over a cluster of blocks, a cluster must fit in one GPC, "
-        "and so only some of the large clusters fit on the GPU at once (`scripts/gpu/wide_rows_probe.py` prints the "
+        "and so only some of the large clusters fit on the GPU at once (`scripts/gpu/tune_wide_rows.py` prints the "
         "driver's count): rows go in rounds, the last one part-empty. Triton 3.6, the GPU boxes' version, compiled "
-        "none of the cluster forms tried (`scripts/gpu/ctas_probe.py`), so its rows wider than a program's "
+        "none of the cluster forms tried (`results-proofs/triton-clusters/ctas_probe.py`), so its rows wider than a program's "
         "registers are read twice, once from DRAM and once more from L2 or DRAM.",
         f"Measured on {data['gpu']} at `{data['commit'][:8]}` ({data['date'][:10]}), `{data['command']}`; "
         f"% of the copy bandwidth measured in the same process ({data['copy_gbps']:.0f} GB/s on 1 GiB). "

@@ -524,9 +524,9 @@ def regressions(data: SiteData) -> list[str]:
             parts.append(f"{COMPILE_MARK} {compiled} of these flags are of a torch.compile variant. Inductor chose "
                          "its kernel's launch configuration by timing the candidates once, when the run's first "
                          "process compiled it, and two runs may choose differently: such a flag may be that choice, "
-                         "not a change of code. `python3 scripts/gpu/compile_choice_probe.py --variant VARIANT "
-                         "--size SIZE` compiles it several times in fresh caches and prints each choice beside its "
-                         "time. [Why](../concepts/kernels-into-pytorch.md#the-four-roads).")
+                         "not a change of code. `python3 results-proofs/inductor-compile-choice/compile_choice_probe.py "
+                         "--variant VARIANT --size SIZE` compiles it several times in fresh caches and prints each "
+                         "choice beside its time. [Why](../concepts/kernels-into-pytorch.md#the-four-roads).")
         parts.append("Each row again, measured afresh on both commits (`asv continuous` runs them and reports "
                      "the change by the same rule):\n\n```sh\n" + "\n".join(commands) + "\n```")
     return parts

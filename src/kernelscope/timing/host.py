@@ -48,7 +48,7 @@ def block_s(fn: Callable[[], object], device: str, number: int) -> float:
     The garbage collector is off during the block (version 4), as ``timeit``, and
     so ``torch.utils.benchmark.Timer``, keep it: the same method as the peer host
     mode is checked against. It is worth little: on the H100,
-    scripts/gpu/timer_probe.py read a block with it off 0-0.5% below one with it
+    results-proofs/host-mode-vs-timer/timer_probe.py read a block with it off 0-0.5% below one with it
     on for most cases (square-torch 4096x4096: 48.2-48.6 us against 48.6-48.7;
     results-proofs/host-mode-vs-timer). Most of host mode's lead
     over Timer (196 of the 251 crosscheck pairs at 4382158 above it, median +0.6%)

@@ -55,10 +55,10 @@ SOFTMAX_LOOP_THREADS = 1024  # rows wider than 16 blocks hold in registers
 SOFTMAX_F32_LOOP_FROM_CLUSTER = 8  # float32: a cluster this large or larger -> the loop kernel ...
 SOFTMAX_F32_LOOP = (512, 16)  # ... with these threads and cluster, and on a wide-DRAM GPU (below) with these:
 SOFTMAX_F32_LOOP_WIDE_DRAM = (512, 8)
-# 64x262144 float32 (wide_rows_probe.py): 512 x 8 is the fastest shape on the H200, 512 x 16 on the H100.
+# 64x262144 float32 (tune_wide_rows.py): 512 x 8 is the fastest shape on the H200, 512 x 16 on the H100.
 # bfloat16 rows split over this many blocks or more take the loop kernel in a persistent grid (a cluster takes rows
 # in turn), SOFTMAX_BF16_LOOP's threads and cluster: at 64x262144 it beats the pipe kernel and the non-persistent
-# loop on the H100 and the H200 (wide_rows_probe.py --sweep; one H100 box of three read the pipe kernel ahead).
+# loop on the H100 and the H200 (tune_wide_rows.py --sweep; one H100 box of three read the pipe kernel ahead).
 SOFTMAX_BF16_LOOP_FROM_CLUSTER = 16
 SOFTMAX_BF16_LOOP = (512, 8)
 SOFTMAX_PIPE_THREADS = 256  # bfloat16 rows split over a cluster: the pipe kernel, 256 threads, the same cluster
@@ -70,23 +70,23 @@ SOFTMAX_BF16_RING_MAX_CLUSTER = 4
 # float32 row of a block each half the elements a thread of the block plan, twice the threads, up to 1024: more
 # bytes in flight an SM. The attributes give the H200 4,814 GB/s, 36.5 an SM; the H100 3.35 TB/s, about 25.
 # On the H200 float32 reads 95.6% of copy at 8192x8192 as 512 threads x 16 against 88.1% as 256 x 32, and about
-# 98% at 16384x16384 as 1024 x 16 (wide_rows_probe.py --sweep-set lone); bfloat16 keeps the block plan, whose
+# 98% at 16384x16384 as 1024 x 16 (tune_wide_rows.py --sweep-set lone); bfloat16 keeps the block plan, whose
 # 256 threads beat 512.
 SOFTMAX_WIDE_DRAM_GBPS_PER_SM = WIDE_DRAM_GBPS_PER_SM  # the line both backends' softmax plans read
 SOFTMAX_LONE_EPT_WIDE_DRAM = 16
 # Rows too wide for one block's registers whose slice fits one stage of shared memory (226 KiB) take the ring of
 # one stage, 512 threads a block: float32 over the same cluster (2 to 4 blocks), bfloat16 over a cluster of
-# SOFTMAX_BF16_RING1_CLUSTER when the rows fill the SMs. At 512x50257 on the H100 (wide_rows_probe.py) it reads
+# SOFTMAX_BF16_RING1_CLUSTER when the rows fill the SMs. At 512x50257 on the H100 (tune_wide_rows.py) it reads
 # about 5 points more of copy than the cluster plan in float32 and 12 more than the ring of 2 stages in bfloat16;
 # at 64x262144 (a 1 MiB row: clusters of 5 to 16) the loop kernel is faster.
 SOFTMAX_RING1_THREADS = 512
 # 512x50257 bfloat16 in the ring of one stage over 2 blocks, not 1: about 2 points more of copy on the H100 and
-# the H200 (wide_rows_probe.py).
+# the H200 (tune_wide_rows.py).
 SOFTMAX_BF16_RING1_CLUSTER = 2
 # The ring of one stage is launched in its one-exp form, "ring1e": the sum pass stores its exps over the stage
 # (float32 exactly; bfloat16 rounded there once more, so an output is within one bfloat16 ulp, not half of one),
 # the write pass scales them: at 512x50257 it is ahead of ring1 in bfloat16 on the H100 and the H200 and level in
-# float32 (floor_probe.py --kernels).
+# float32 (floors.py --kernels).
 # Its stage is the block's slice, not rounded to whole vectors a thread (softmax.cu, ring_bytes): the same
 # 512x50257 launches, four blocks an SM where the rounded stage fits three; ring_stage_probe.py's A/B is in softmax.cu.
 SOFTMAX_RING1_STRATEGY = "ring1e"
@@ -152,7 +152,7 @@ def softmax_plan(rows: int, cols: int, sm_count: int, itemsize: int = 4, dram_gb
     (``dram_gbps_per_sm``) reaches SOFTMAX_WIDE_DRAM_GBPS_PER_SM, a float32 row of a block each is held
     SOFTMAX_LONE_EPT_WIDE_DRAM elements a thread, up to 1024 threads, and the loop kernel's float32 rows take
     SOFTMAX_F32_LOOP_WIDE_DRAM. The thresholds are H100 and H200 sweeps' (scripts/gpu/tune_cuda.py,
-    scripts/gpu/wide_rows_probe.py).
+    scripts/gpu/tune_wide_rows.py).
     """
     f32 = itemsize == 4
     if cols <= (SOFTMAX_WARP_MAX_COLS_F32 if f32 else SOFTMAX_WARP_MAX_COLS):
@@ -281,7 +281,7 @@ def gelu_vec4(x, out=None, threads=None, blocks_per_sm=ELEMENTWISE_BLOCKS_PER_SM
 
 def softmax(x, out=None, plan: SoftmaxPlan | None = None, module=None):
     """Row softmax; plan (strategy, threads, cluster) overrides softmax_plan's choice; module: another build of
-    the extension (floor_probe.py's, build.extension's defines)."""
+    the extension (floors.py's, build.extension's defines)."""
     rows, cols = x.shape
     if plan is None:
         strategy, threads, cluster = _softmax_launch(rows, cols, x.element_size(), x.device.index)

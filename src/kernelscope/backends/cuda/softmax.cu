@@ -113,7 +113,7 @@ __device__ __forceinline__ void softmax_cluster_start(ClusterPartials* partials)
         // the others. cluster.barrier_arrive() releases: a MEMBAR.ALL.GPU at every block's start (sm_90a SASS),
         // which ncu shows as membar stall in the loop kernel (64x262144 float32 on the H100). CUTLASS's pipelines
         // start the same way. Relaxed, the loop kernel there in clusters of 16 reads about 3 points more of the
-        // copy bandwidth (wide_rows_probe.py --sweep) and ncu shows no membar stall.
+        // copy bandwidth (tune_wide_rows.py --sweep) and ncu shows no membar stall.
         asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
     } else {
         cg::this_cluster().barrier_arrive();
@@ -221,7 +221,7 @@ __device__ __forceinline__ float softmax_exp(float x, float m) {
     return softmax_exp2((x - m) * SOFTMAX_LOG2E);
 }
 #else
-// scripts/gpu/floor_probe.py's build only (build.extension(("KERNELSCOPE_FREE_EXPS",))): every exp a subtract,
+// scripts/gpu/floors.py's build only (build.extension(("KERNELSCOPE_FREE_EXPS",))): every exp a subtract,
 // so each kernel moves its bytes, reduces and exchanges its pairs as it does, with no exp math. Its output is
 // not a softmax; the time says how far the kernel's memory, reductions and barriers alone go.
 __device__ __forceinline__ float softmax_exp(float x, float m) { return x - m; }
@@ -448,13 +448,13 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 1024 : 512) __globa
 // Those loads a lap: 8 in float32, 4 in bfloat16 (8 of its 8-element loads spill: ptxas, 64 registers). At 4 a
 // lap in float32, ncu (64x262144 on the H100) shows the loads waiting on global memory; at 8 a thread takes 64
 // registers, spill-free, still two blocks of 512 an SM under __launch_bounds__(1024)'s 64, and 64x262144 float32
-// reads 2-6 points more of the copy bandwidth on the H100 and the H200 (wide_rows_probe.py --sweep).
+// reads 2-6 points more of the copy bandwidth on the H100 and the H200 (tune_wide_rows.py --sweep).
 template <typename T>
 constexpr int softmax_loop_loads = sizeof(T) == 4 ? 8 : 4;
 
 // The row's pairs go by st.async and mbarriers (cluster_combine<true>), not a cluster barrier: ncu shows the
 // barrier form's membar stall (64x262144 float32, H100) with no store in flight, and the mbarrier form reads 2-3
-// points more of the copy bandwidth at 64x262144 in both dtypes on the H100 (wide_rows_probe.py --sweep). It
+// points more of the copy bandwidth at 64x262144 in both dtypes on the H100 (tune_wide_rows.py --sweep). It
 // costs 2 registers (float32 at 4 loads a lap: 50, not 48).
 template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kernel(
     const T* __restrict__ x, T* __restrict__ y, int rows, int cols) {
@@ -693,7 +693,7 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 512 : 256) __global
 // back over the row's stage (float32 exactly, bfloat16 rounded, within its 1e-2
 // tolerance), and the write pass only scales them: one MUFU an element, not two.
 // The exps cost the one-stage ring about 2.5 points of the copy bandwidth at
-// 512x50257 bfloat16 on the H100 (floor_probe.py --kernels, with and without
+// 512x50257 bfloat16 on the H100 (floors.py --kernels, with and without
 // exps); ring1e takes back more than half of that.
 template <int N>
 __device__ __forceinline__ void softmax_cp_async_wait_pending() {
@@ -930,8 +930,9 @@ static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols
         // the H100 and the H200 (the fourth block costs it) and bfloat16 512 x 2 a few tenths more. Kept, as the
         // plainer layout: softmax-cuda's own callable reads over the wide rows' targets there (85% of copy in
         // float32, 80% in bfloat16). Three blocks an SM for float32 (a cap on the persistent grid) would take back
-        // that 1%; not built.
-#ifdef KERNELSCOPE_RING_STAGE_ROUNDED  // scripts/gpu/ring_stage_probe.py's build: the stage rounded up to whole vectors a thread
+        // that 1%; not built. KERNELSCOPE_RING_STAGE_ROUNDED is the build of
+        // results-proofs/softmax-ring-stage/ring_stage_probe.py: the stage rounded up to whole vectors a thread.
+#ifdef KERNELSCOPE_RING_STAGE_ROUNDED
         const int stage_vectors = (int)(need / N) * threads;
 #else
         const int stage_vectors = (int)slice;

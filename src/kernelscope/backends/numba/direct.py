@@ -1,7 +1,7 @@
 """Numba kernels launched straight through the driver: the same compiled kernel, a cheaper call.
 
 A call through Numba's dispatcher cost the H100's host 120-230 us,
-where a torch op cost 9 (``scripts/gpu/launch_path_probe.py``: about 410 Python
+where a torch op cost 9 (``results-proofs/host-cost/launch_path_probe.py``: about 410 Python
 calls a call, in wrapping each tensor through ``__cuda_array_interface__``,
 typing the arguments, finding the overload, three to five context lookups and
 packing the arguments). Here the first call with given argument types goes

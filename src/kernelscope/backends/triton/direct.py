@@ -6,7 +6,7 @@ alignment of each pointer, integers equal to 1 or divisible by 16), builds
 the cache key and finds the compiled kernel, then calls its launcher. On the
 H100 that was 17.5 us of host a call at 64x64, against 8.6 for a
 torch op, and ``JITFunction.run`` was two thirds of it
-(``scripts/gpu/launch_path_probe.py``).
+(``results-proofs/host-cost/launch_path_probe.py``).
 
 Here the first call with a given specialization goes through ``kernel[grid]``,
 which compiles, launches and returns the ``CompiledKernel``; later calls with

@@ -119,7 +119,7 @@ def softmax_online(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Te
 #             (its registers fill the SM's), so an SM's next row loads only once its row is written (a
 #             persistent form, the next row pipelined into shared memory, read slower). Chosen for rows up to
 #             TILES_MAX_COLS columns (512x50257, H100: float32 75.1% of copy, bfloat16 63.3%, against persist's
-#             67.5% and 61.3%; floor_probe.py --kernels: with its exps free, 83.5% and 71.2%).
+#             67.5% and 61.3%; floors.py --kernels: with its exps free, 83.5% and 71.2%).
 #
 # H100 measurements behind the defaults (scripts/gpu/tune_triton.py):
 # * 1024-wide rows, one to a program with 4 warps, beat 4 to a program with 16
@@ -153,7 +153,7 @@ PERSIST_CHUNK_BYTES = 16 << 10
 # tiles: the widest rows held whole in a program's registers as up to three power-of-two tiles (0: never), the
 # smallest tile, and the program's warps (1024 threads: 64 registers a thread, 50 floats of a 50257-wide row).
 # H100, 512x50257, a program a row: float32 75.1% of copy against persist's 67.5%, bfloat16 63.3% against
-# 61.3% (tune_triton.py --quick; floor_probe.py --kernels on the same machine: 75.2% and 63.6% against 68.1% and
+# 61.3% (tune_triton.py --quick; floors.py --kernels on the same machine: 75.2% and 63.6% against 68.1% and
 # 61.3%).
 # 51200: the measured row's slots; a row of more floats a thread than that is untried.
 TILES_MAX_COLS = 51200
@@ -304,7 +304,7 @@ def sm_count(device: torch.device) -> int:
 
 @triton.jit
 def _exp(FREE: tl.constexpr, z):
-    """exp(z) in softmax-triton-tuned's wide-row kernels; FREE (scripts/gpu/floor_probe.py's measurement only):
+    """exp(z) in softmax-triton-tuned's wide-row kernels; FREE (scripts/gpu/floors.py's measurement only):
     z itself, so a kernel moves its bytes and reduces as it does with no exp math (its output is no softmax)."""
     if FREE:
         return z
@@ -579,7 +579,7 @@ def persist_vec(plan: SoftmaxPlan, x: torch.Tensor, y: torch.Tensor) -> int:
 
 def softmax_planned(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan, free_exps: bool = False) -> torch.Tensor:
     """Run ``plan`` on a 2-D ``x`` into ``y`` (same shape, contiguous rows). ``free_exps``: the wide-row kernels
-    with every exp an identity (scripts/gpu/floor_probe.py's floors: their bytes and reductions, no softmax)."""
+    with every exp an identity (scripts/gpu/floors.py's floors: their bytes and reductions, no softmax)."""
     rows, cols = x.shape
     if plan.strategy == "pipe":
         return _softmax_piped(x, y, plan, free_exps)

@@ -1,6 +1,6 @@
 """Whether this Triton holds a softmax row across a thread-block cluster (num_ctas > 1), as CUDA C++'s cluster plans do.
 
-Issue #15's wide rows (512x50257, 64x262144) are wider than one SM's registers.
+The wide softmax rows (512x50257, 64x262144) are wider than one SM's registers.
 softmax-cuda splits such a row over the blocks of a cluster, which exchange
 their (max, sum) through distributed shared memory; Triton's num_ctas asks its
 compiler for the same: one program's tile spread over num_ctas CTAs, its
@@ -12,10 +12,10 @@ triton.testing.do_bench, or its compiler error's first line printed.
 
 Triton 3.9 (this repository's CPU build) compiles the [1, BLOCK] form for sm_90
 with barrier.cluster and mapa in its PTX; Triton 3.6 (the GPU boxes', with torch
-2.11) failed every form on the H100 and the H200 (session 17: "PassManager::run
+2.11) failed every form on the H100 and the H200 (a757696: "PassManager::run
 failed"; one form's log names TritonGPUPlanCTAPass).
 
-    python3 scripts/gpu/ctas_probe.py 2>/dev/null
+    python3 results-proofs/triton-clusters/ctas_probe.py 2>/dev/null
 
 Needs a GPU; seconds.
 """

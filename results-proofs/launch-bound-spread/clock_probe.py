@@ -7,7 +7,7 @@ spin read, and when it was taken. The summary shows, per case and setting,
 the spread of the per-process medians, and the clock of the first samples
 against the later ones.
 
-Usage (on the GPU box):  python3 scripts/gpu/clock_probe.py [--json OUT.json] [--reps N]
+Usage (on the GPU box):  python3 results-proofs/launch-bound-spread/clock_probe.py [--json OUT.json] [--reps N]
 """
 
 from __future__ import annotations

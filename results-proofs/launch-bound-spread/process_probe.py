@@ -7,7 +7,7 @@ COPIES separately loaded copies of the same kernel code. What varies inside
 a process, when the process-to-process spread stays, is what the method can
 average over.
 
-Usage (on the GPU box):  python3 scripts/gpu/process_probe.py [--procs N] [--json OUT]
+Usage (on the GPU box):  python3 results-proofs/launch-bound-spread/process_probe.py [--procs N] [--json OUT]
 """
 
 from __future__ import annotations

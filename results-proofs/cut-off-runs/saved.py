@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """What an asv results folder holds for one commit: per benchmark, when asv started it and how many cases it measured.
 
-    python3 scripts/gpu/saved.py RESULTS_DIR [COMMIT-PREFIX]
+    python3 results-proofs/cut-off-runs/saved.py RESULTS_DIR [COMMIT-PREFIX]
 
-Used to show that a run cut off keeps what it finished (bench.sh's cutoff
-step): listed before the resumed run and after it, a benchmark the first run
+Used to show that a run cut off keeps what it finished (this folder's README):
+listed before the resumed run and after it, a benchmark the first run
 finished keeps its start time.
 """
 import datetime

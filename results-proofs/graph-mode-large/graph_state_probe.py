@@ -12,7 +12,7 @@ At 987509e (H100) the slow replays appeared only in the first measurement after 
 whatever its spin or stream; later replays of the same graph were never slow. `sequence` shows each sample in order,
 with and without timing.settle_graph (graph mode version 6).
 
-Usage (GPU box): python3 scripts/gpu/graph_state_probe.py [VARIANT ...] [--json OUT]
+Usage (GPU box): python3 results-proofs/graph-mode-large/graph_state_probe.py [VARIANT ...] [--json OUT]
 """
 
 from __future__ import annotations

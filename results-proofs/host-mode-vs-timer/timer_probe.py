@@ -12,7 +12,7 @@ Python's garbage collector (``timeit`` turns it off, host mode leaves it on); an
 own host time in a long loop, to see whether a few slow calls (a collection, an allocator
 flush, a clock change) carry the difference. The SM clock is read before and after each.
 
-Usage (GPU box): python3 scripts/gpu/timer_probe.py [--reps 5] [--json OUT]
+Usage (GPU box): python3 results-proofs/host-mode-vs-timer/timer_probe.py [--reps 5] [--json OUT]
 """
 
 from __future__ import annotations

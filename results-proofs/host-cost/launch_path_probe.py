@@ -1,4 +1,4 @@
-"""Where a call's host time goes, per backend (issue #14 item 2, first measurement).
+"""Where a call's host time goes, per backend.
 
 For one launch-bound case per launch path, on the suite's own checked callable
 (``kernelscope.timing.cases.prepare``): the host time per call of a loop of calls
@@ -6,7 +6,7 @@ For one launch-bound case per launch path, on the suite's own checked callable
 cProfile, its functions ranked by their own time. cProfile adds its cost to every
 Python call, so its shares are a map of the path, not a clock: the loop's time is the clock.
 
-Usage (GPU box): python3 scripts/gpu/launch_path_probe.py [--calls 2000] [--out DIR]
+Usage (GPU box): python3 results-proofs/host-cost/launch_path_probe.py [--calls 2000] [--out DIR]
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""Issue #15's wide softmax rows on the GPU: where the time goes, plan by plan.
+"""softmax-cuda's launch shapes at the wide softmax rows (512x50257, 64x262144): where the time goes, plan by plan.
 
 Two parts, each optional:
 
 * ``--sweep``: at 512x50257 and 64x262144, float32 and bfloat16, the copy of
-  the input (the floor at that size: floor_probe.py), softmax_plan's default and
+  the input (the floor at that size: floors.py), softmax_plan's default and
   a grid of launch shapes, each checked against the float64 reference (also on
   masked, offset and large-logit rows) before the suite's warm clock times it.
   The grid spans what shared memory and clusters allow: the ring kernel with one
@@ -17,7 +17,7 @@ Two parts, each optional:
   rate, the cluster metrics and the top warp stall reasons; each case's whole
   details page goes into --out.
 
-    python3 scripts/gpu/wide_rows_probe.py --sweep --ncu --out DIR [--json FILE]
+    python3 scripts/gpu/tune_wide_rows.py --sweep --ncu --out DIR [--json FILE]
 
 About 60 s for the sweep on an H100 (its extension built), 15 s a case for ncu.
 Exits 1 if any output was wrong.
@@ -46,23 +46,17 @@ from kernelscope.backends.cuda import kernels as K  # noqa: E402
 from kernelscope.catalog import OPS  # noqa: E402
 from kernelscope.ops import shape_str  # noqa: E402
 
-# (shape, dtype) -> plans beside the default: (strategy, threads, cluster). The first lease (H100, 33040bb) swept
-# ring1/ring/ring3/loop/cluster over clusters of 1 to 16 (results-proofs/2026-11-26-h100/session12/m1-widerows):
-# ring1 won the float32 512x50257 (83.3% at 512 x 4, 82.1% at 1024 x 1, against the cluster plan's 78.4%) and its
-# bfloat16 (77.1% at 512 x 1 against 64.8%), softmax_plan's choices since; nothing beat the loop kernel at
-# 64x262144 (68.7%). A second kernel tried at f7fa2ec (m2-refill: each slot refilled with the next row's vector
-# as soon as it was written, the row's max and sum taken online as its four groups landed) read no better:
-# 79.4-81.9% at 512x50257 float32, 62.1-67.8% at 64x262144; it is not kept. Nor is the grid kernel of dd13fb7-3915abd
-# (results-proofs/2026-11-26-h100/session14): a row's pieces dealt to a cooperative grid of resident blocks, no
-# cluster, each row's (max, sum) pairs exchanged through global memory; four forms read 47-72% at 512x50257 float32
-# and 45-63% at 64x262144 on the H100 (the best: items in 3 stages of shared memory, slots relaxed at GPU scope),
-# every block of a row held to the slowest one's pace. The loop kernel's blocks exchange the row's pairs by
-# st.async and mbarriers since 0c018d8's sweep here (H100: 64x262144 float32 in clusters of 16 71.5% of copy
-# against the cluster barrier's 69.2%; results-proofs/2026-11-26-h100/session16/m1-loop-async-0c018d8), and, in
-# float32, 8 loads a lap since 23db91a's sweeps (H100 75.6% against 4 loads' 71.8%, H200 in clusters of 8 63.5%
-# against 57.7%; session16/m7 and ../2026-11-26-h200/session16/m6). Session 17 (session17/m1-m3, H100; the H200's
-# m4): the loop kernel persistent ("loopp"), which won bfloat16's 64x262144 (softmax_plan's launch since), and
-# float32 64x262144 in clusters of 10-15, whose resident counts divide 64 rows more evenly: all behind 512 x 16.
+# (shape, dtype) -> plans beside the default: (strategy, threads, cluster). What the grid has shown (the sweeps'
+# output, GPU by GPU, is in results-proofs/softmax-wide-rows): the ring kernel of one stage (ring1) won float32
+# 512x50257 (83.3% of copy at 512 x 4 on the H100 against the cluster plan's 78.4%) and its bfloat16 (77.1% at
+# 512 x 1 against 64.8%); nothing beat the loop kernel at 64x262144. Not kept: a kernel refilling each slot with
+# the next row's vector as soon as it was written (79.4-81.9% at 512x50257 float32), and a cooperative grid of
+# resident blocks exchanging each row's (max, sum) through global memory (47-72%, every block of a row held to the
+# slowest one's pace: results-proofs/softmax-grid-kernel). The loop kernel exchanges its pairs by st.async and
+# mbarriers (71.5% against the cluster barrier's 69.2% at 64x262144 float32 on the H100) and, in float32, issues 8
+# loads a lap (H100 75.6% against 4 loads' 71.8%, H200 in clusters of 8 63.5% against 57.7%). Its persistent form
+# ("loopp") won bfloat16's 64x262144; float32 64x262144 in clusters of 10-15, whose resident counts divide 64 rows
+# more evenly, all read behind 512 x 16.
 GRID = {
     ((512, 50257), "float32"): [
         ("ring1", 512, 4), ("ring1e", 512, 2),  # two exps an element (ring1e, the default since 1e8c4f6, one)
@@ -72,8 +66,8 @@ GRID = {
         ("loop", 512, 12), ("loopp", 512, 12), ("loop", 512, 13), ("loop", 512, 11), ("loop", 512, 14),
         ("loop", 512, 15), ("loop", 512, 10), ("loop", 1024, 6), ("loop", 1024, 7), ("loop", 256, 12),
         ("loop", 256, 16), ("loop", 1024, 8), ("loopp", 512, 16),
-        # session 18: the row held between its read and its write, not re-read: in shared memory (ring1, ring),
-        # in registers (cluster, pipe), in clusters of 16 (floor_probe.py --kernels times each with free exps)
+        # the row held between its read and its write, not re-read: in shared memory (ring1, ring),
+        # in registers (cluster, pipe), in clusters of 16 (floors.py --kernels times each with free exps)
         ("ring1", 512, 16), ("ring1", 1024, 16), ("ring", 512, 16), ("cluster", 1024, 16), ("pipe", 512, 16),
         ("ring1e", 512, 16)],  # ring1 512 x 16 led the H200's floors here at 457f5d4 (66.2%, loop 64.5%)
     ((512, 50257), "bfloat16"): [
@@ -248,11 +242,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sweep", action="store_true", help="time the grid of launch shapes")
     ap.add_argument("--sweep-set", default="wide",
-                    help="comma-separated: wide (#15's wide rows, the default), lone (8192x8192 and 16384x16384); "
+                    help="comma-separated: wide (512x50257 and 64x262144, the default), lone (8192x8192 and "
+                         "16384x16384); "
                          "both = wide,lone")
     ap.add_argument("--ncu", action="store_true", help="Nsight Compute's full set on the --ncu-cases set")
     ap.add_argument("--ncu-cases", choices=tuple(CASE_SETS), default="wide",
-                    help="wide: #15's wide rows (default); lone: 16384x16384, softmax-cuda beside softmax-triton-tuned")
+                    help="wide: 512x50257 and 64x262144 (default); lone: 16384x16384, softmax-cuda beside "
+                         "softmax-triton-tuned")
     ap.add_argument("--out", default=".", help="folder for the ncu reports and details pages")
     ap.add_argument("--json", help="write the rows as JSON records to this file")
     ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
@@ -262,7 +258,7 @@ def main() -> int:
     if unknown:
         ap.error(f"--sweep-set: unknown set(s) {', '.join(unknown)}; choose from {', '.join(SWEEP_SETS)} or both")
     if not torch.cuda.is_available():
-        print("wide_rows_probe.py measures a GPU: none here", file=sys.stderr)
+        print("tune_wide_rows.py measures a GPU: none here", file=sys.stderr)
         return 2
     if opts.child is not None:
         child(opts.ncu_cases, opts.child)
@@ -270,7 +266,7 @@ def main() -> int:
     build.extension()
     records: list[dict] = [{"label": "resident clusters", "loop": resident_clusters()}]
     if opts.sweep:
-        table = Table("softmax-cuda, issue #15's wide rows")
+        table = Table("softmax-cuda, the wide rows")
         grids: dict = {}
         for name in names:  # a shape in two sets: its candidates from both, in order, once each
             for key, plans in SWEEP_SETS[name].items():

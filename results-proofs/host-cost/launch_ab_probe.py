@@ -1,4 +1,4 @@
-"""Launch paths side by side in one process: what a direct launch saves over its standard path (issue #14 item 3).
+"""Launch paths side by side in one process: what a direct launch saves over its standard path.
 
 A call's host cost moves between processes (one Triton call read 16.5-28.8 us in
 three processes of one box at c426785) and drifts within one, so two paths read in
@@ -9,7 +9,7 @@ calls, one after the block; at 64x64 the GPU's 2 us never holds the host back), 
 an order rotated every round. Per path: the median of its blocks; per direct path,
 the median of its per-round ratio to its standard path, which drift moves for both.
 
-Usage (GPU box): python3 scripts/gpu/launch_ab_probe.py [--rounds 30] [--calls 500] [--json FILE]
+Usage (GPU box): python3 results-proofs/host-cost/launch_ab_probe.py [--rounds 30] [--calls 500] [--json FILE]
 """
 
 from __future__ import annotations

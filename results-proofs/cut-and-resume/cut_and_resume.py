@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Kill an asv run at several moments, resume each, and say what the cut cost.
 
-    python3 scripts/gpu/cut_and_resume.py --at 45 90 150 --out DIR -- --machine M -b "Gelu\\." HEAD^!
+    python3 results-proofs/cut-and-resume/cut_and_resume.py --at 45 90 150 --out DIR -- --machine M -b "Gelu\\." HEAD^!
 
 For each moment T: a fresh results folder (DIR/cut-T/results), ``asv run ARGS``
 killed with SIGKILL (asv, its forkserver and the benchmark process in flight)

@@ -1,6 +1,6 @@
-"""Where a benchmark process's first call goes, per backend: the biggest fixed cost of a full run (#13 item 8).
+"""Where a benchmark process's first call goes, per backend: the biggest fixed cost of a full run.
 
-The H100's full run at c48bed92 (results-proofs/2026-11-25-h100/run1/asv-full.cost.txt)
+The H100's full run at c48bed92 (results-proofs/full-runs/h100-c48bed9/asv-full.cost.txt)
 spent 42% of its 1,581 s of benchmark processes in first calls, with warm caches:
 Numba 1.6 s, torch.compile 1.3 s, Triton 0.6 s per process (CUDA C++ and torch
 0.03 s). Every benchmark process is a fresh fork of asv's forkserver, which has
@@ -16,7 +16,7 @@ knobs preload more in the parent before forking: numba.cuda, or Triton's driver
 or Inductor's compile_threads set to 1 (no worker pool per process), or all three.
 
 Usage (on the GPU box, caches warm, e.g. after `kernelscope check`):
-    python3 scripts/gpu/first_call_probe.py [--json OUT] [--top 20]
+    python3 results-proofs/first-call/first_call_probe.py [--json OUT] [--top 20]
 """
 
 from __future__ import annotations

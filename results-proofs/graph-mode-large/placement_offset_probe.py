@@ -10,7 +10,7 @@ median of 9 samples), then captures graphs after freeing or holding blocks of se
 so the output lands elsewhere each time, and times their replays (min, median, max of 20):
 a bimodal or offset-dependent time says the cost is placement, not the clock.
 
-Usage (GPU box): python3 scripts/gpu/placement_offset_probe.py [--json OUT]
+Usage (GPU box): python3 results-proofs/graph-mode-large/placement_offset_probe.py [--json OUT]
 """
 
 from __future__ import annotations

@@ -1,24 +1,24 @@
 """softmax.cu's ring stage sized to a block's slice (082d39a) against the stage rounded to whole vectors a thread
 (the layout before it), in one process, turn about, with the suite's warm clock.
 
-Why: at 512x50257 the exact stage lets four blocks of 512 share an SM where three did. floor_probe.py --kernels
-read float32 ring1e 512 x 4 at 84.6% of copy after it and 87.2% before (two H100 boxes, session 20), while the
+Why: at 512x50257 the exact stage lets four blocks of 512 share an SM where three did. floors.py --kernels
+read float32 ring1e 512 x 4 at 84.6% of copy after it and 87.2% before (two H100 boxes), while the
 suite's own runs read 86.4% and 86.1%; bfloat16 512 x 2 read 80.9% and 80.7% in the probe, 80.9% and 79.8% in
 the suite. This probe times both layouts on one box, through K.softmax with a given output (the probes' call) and
 with an allocated one (the suite's), beside softmax-cuda's own callable, so the layout and the call are told apart.
 The rounded build is the extension with KERNELSCOPE_RING_STAGE_ROUNDED; every launch is checked before it is timed.
 
-What it read (session 20, 56572a0) is in softmax.cu, beside the stage's size: the rounded stage led in float32
+What it read (56572a0, results-proofs/softmax-ring-stage) is in softmax.cu, beside the stage's size: the rounded stage led in float32
 at 512 x 4 by about 1%, the exact one in bfloat16 by a few tenths, and the suite's callable read as the exact one.
 
-Usage (GPU box): python3 scripts/gpu/ring_stage_probe.py [--rounds 3] [--json FILE]   (two builds, ~1.5 minutes)
+Usage (GPU box): python3 results-proofs/softmax-ring-stage/ring_stage_probe.py [--rounds 3] [--json FILE]   (two builds, ~1.5 minutes)
 """
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts" / "gpu"))  # tune.py
 import argparse  # noqa: E402
 
 from tune import Table  # noqa: E402  (tune puts src/ on sys.path)

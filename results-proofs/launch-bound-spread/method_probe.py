@@ -1,4 +1,4 @@
-"""Issue #13's probes: graph mode at 2^28 elements, and the process-to-process spread of launch-bound cases.
+"""Two probes of the timing method: graph mode at 2^28 elements, and the process-to-process spread of launch-bound cases.
 
 graph   At 16384x16384 (1 GiB in, 1 GiB out) each variant is timed warm (the
         suite's held clock), in graph mode as suite version 3 captured it (each
@@ -14,7 +14,7 @@ spread  Each launch-bound case in PROCS processes forked from one parent that
         plan, samples). A knob that shrinks the spread between processes is a
         method; the phase costs say what a process costs.
 
-Usage (on the GPU box): python3 scripts/gpu/method_probe.py graph|spread [--json OUT] [--procs N]
+Usage (on the GPU box): python3 results-proofs/launch-bound-spread/method_probe.py graph|spread [--json OUT] [--procs N]
 """
 
 from __future__ import annotations

@@ -3,13 +3,13 @@
 A Numba kernel's per-thread arrays (``cuda.local.array``) live in registers
 only where LLVM unrolls every loop that indexes them; otherwise they go to local
 memory, and each add becomes a load and a store there. mean-numba's sweeps
-(issue #15) read 16 loads a lap 33% slower than 8, and 16-byte loads 20% slower
+(results-proofs/tuning-sweeps) read 16 loads a lap 33% slower than 8, and 16-byte loads 20% slower
 than 4-byte ones: this prints, for each form, ptxas's registers and local bytes a
 thread (Numba's dispatcher), and counts the PTX's global and local loads, so a
 slow form shows whether its accumulators left the registers. The PTX of each
 goes to --out.
 
-    python3 scripts/gpu/numba_asm_probe.py --out DIR
+    python3 results-proofs/numba-codegen/numba_asm_probe.py --out DIR
 
 Needs a GPU (Numba compiles through the driver); about 20 s.
 """

@@ -1,10 +1,10 @@
-"""The floors of issue #15's hard cases, measured: what moving their bytes costs at their own size.
+"""The floors of the tuning targets' hardest cases, measured: what moving their bytes costs at their own size.
 
-The issue's targets are shares of the copy bandwidth measured on 1 GiB
+The targets are shares of the copy bandwidth measured on 1 GiB
 (``kernelscope.timing.copy_bandwidth``). Its wide-row softmax cases move far
 less (134 MB at 64x262144 in float32, 69 MB in bfloat16), where a kernel's ramp
 and tail are a larger share of its time, so a copy itself may read below 100%.
-This probe times, with the suite's warm clock, the least work each case must do:
+This script times, with the suite's warm clock, the least work each case must do:
 
 * softmax: a copy of the input into the output, in the case's own shape (one
   read and one write of every element, what a softmax kernel moves at best);
@@ -15,7 +15,7 @@ above a floor's share is out of reach at that size, whatever the kernel.
 
 ``--kernels`` adds each wide-row design's own floor: the kernel with its exps
 made free, beside the kernel itself, in the same process. softmax-cuda's plans
-(softmax_plan's and wide_rows_probe.py's grid) run from a second build of the
+(softmax_plan's and tune_wide_rows.py's grid) run from a second build of the
 extension with KERNELSCOPE_FREE_EXPS (softmax.cu: every exp a subtract);
 softmax-triton-tuned's plans (its default, and its persist and split plans)
 with FREE_EXPS (every exp an identity). The bytes, loads in flight, reductions,
@@ -28,7 +28,7 @@ With ``--kernels`` (not ``--quick``) every row also goes to
 ``evidence/<machine>/floors.json`` (kernelscope.results.floors), which the
 softmax page shows (its Floors section).
 
-Usage (GPU box): python3 scripts/gpu/floor_probe.py [--kernels [--quick]] [--json FILE] [--evidence FILE]
+Usage (GPU box): python3 scripts/gpu/floors.py [--kernels [--quick]] [--json FILE] [--evidence FILE]
     (the copies: under a minute on an H100; --kernels: one more build of the extension, about a minute, and
     about two minutes of timing, --quick: the default plans alone)
 """
@@ -52,7 +52,7 @@ from kernelscope.results import floors  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# (op, shape, dtypes): issue #15's cases
+# (op, shape, dtypes): the targets' hardest cases
 CASES = [
     ("softmax", (512, 50257), ("float32", "bfloat16")),
     ("softmax", (64, 262144), ("float32", "bfloat16")),
@@ -73,7 +73,7 @@ def kernel_floors(table: Table, quick: bool) -> int:
     """Each wide-row plan of softmax-cuda and softmax-triton-tuned, checked and timed, then timed with free exps.
     Returns how many outputs were wrong (tune_cuda.matches prints each)."""
     import tune_cuda as T
-    from wide_rows_probe import GRID
+    from tune_wide_rows import GRID
 
     from kernelscope.backends.cuda import build
     from kernelscope.backends.cuda import kernels as K
@@ -125,9 +125,9 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="--kernels: the default plans alone")
     opts = parser.parse_args()
     if not torch.cuda.is_available():
-        print("floor_probe.py measures a GPU: none here", file=sys.stderr)
+        print("floors.py measures a GPU: none here", file=sys.stderr)
         return 2
-    table = Table("floors of #15's cases")
+    table = Table("floors of the hardest cases")
     for op, shape, dtypes in CASES:
         for dtype in dtypes:
             x = normal(shape, dtype, "cuda", 15)
@@ -154,7 +154,7 @@ def main() -> int:
         path = opts.evidence or ROOT / "evidence" / machine / floors.FILE
         path.parent.mkdir(parents=True, exist_ok=True)
         data = floors.stamp(machine, torch.cuda.get_device_name(), git_commit(),
-                            "python3 scripts/gpu/floor_probe.py " + " ".join(sys.argv[1:]), table.copy_gbps, table.rows)
+                            "python3 scripts/gpu/floors.py " + " ".join(sys.argv[1:]), table.copy_gbps, table.rows)
         path.write_text(json.dumps(data, indent=1) + "\n")
         print(f"floors: {path}", flush=True)
     return 1 if wrong else 0

@@ -1,6 +1,6 @@
-"""Graph mode at the smallest size, the suite's way, for every tuned variant beside an empty kernel (issue #15).
+"""Graph mode at the smallest size, the suite's way, for every tuned variant beside an empty kernel.
 
-Issue #15's target: every tuned variant within 1.3x of an empty kernel's graph
+The target: every tuned variant within 1.3x of an empty kernel's graph
 node at 64x64 (mean: 4096 elements). At that size a replay is almost all launch
 and a kernel's fixed cost, so the launch shape decides: how many SMs share the
 few bytes, and how many trips to L2 a kernel makes in a row (a reduction's
@@ -18,7 +18,7 @@ fence, ticket and read-back). This probe times, in one process:
 
 Each row gives the median per call and its ratio to the floor.
 
-Usage (GPU box): python3 scripts/gpu/graph_small_probe.py [--json FILE]    (about a minute on an H100)
+Usage (GPU box): python3 results-proofs/graph-small-floor/graph_small_probe.py [--json FILE]    (about a minute on an H100)
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from kernelscope.timing import capture_graph, plan_warm, time_graph  # noqa: E40
 from kernelscope.asv.suite import GRAPH_SAMPLES, graph_calls  # noqa: E402
 from kernelscope.timing.cases import prepare  # noqa: E402
 
-TARGET = 1.3  # issue #15: a tuned variant's graph node within this of the empty kernel's
+TARGET = 1.3  # a tuned variant's graph node within this of the empty kernel's
 
 
 def smallest_size(op: str) -> str:

@@ -17,7 +17,7 @@ the configurations Inductor kept, and the graph-mode and warm time a call,
 timed as the suite does. If the rounds' choices differ and their times split
 with them, the choice is the cause.
 
-Usage (GPU box): python3 scripts/gpu/compile_choice_probe.py [--variant softmax-compile] [--size 64x64]
+Usage (GPU box): python3 results-proofs/inductor-compile-choice/compile_choice_probe.py [--variant softmax-compile] [--size 64x64]
                  [--rounds 6] [--json FILE]      (about 15 s a round)
 """
 

@@ -7,7 +7,7 @@ input and output (each in its own block, at a random offset), then with every
 sample's calls cycling over all of them. If the spread is placement, it shows
 inside one process, and the cycling median agrees across processes.
 
-Usage (on the GPU box):  python3 scripts/gpu/placement_probe.py [--procs N] [--json OUT]
+Usage (on the GPU box):  python3 results-proofs/launch-bound-spread/placement_probe.py [--procs N] [--json OUT]
 """
 
 from __future__ import annotations
