@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Is an injected slowdown caught? (issue #13 item 4) Run in a git checkout of
+# Is an injected slowdown caught? Run in a git checkout of
 # kernelscope on the GPU box, with asv installed and a machine named for asv:
 #
 #   [MACHINE=name] [BENCH=Square.time_warm] [LEVELS="0.10 0.20"] [VARIANT=square-triton-flat1024] \

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# On the GPU box: versions, every variant checked, the GPU tests.
-# Usage: bash scripts/gpu/check.sh   (logs under $OUT)
+# Check a GPU box: the GPU and the versions, every variant against the float64 reference (kernelscope check),
+# and the GPU tests (pytest -m gpu). Installs first (setup.sh). Logs in $OUT (default ./gpu-out):
+# versions.txt, check.txt, check.json, pytest-gpu.txt.
+#
+#   bash scripts/gpu/check.sh
+case "${1:-}" in -h|--help) sed -n '2,/^case /{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 source scripts/gpu/setup.sh
 {
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv

@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
-# Profiling artifacts of every GPU variant (issue #8), on the offline GPU box: torch.profiler, the compiled
-# code, Nsight Compute over the variants in one process, and the lecture's demos, into profiles/<machine>/;
-# then the folder as one tarball in $OUT (the device tool brings back at most 8 files).
+# Profiling artifacts of every GPU variant, on a GPU box: torch.profiler, the compiled code, Nsight Compute over
+# the variants in one process, and the lecture's demos, into profiles/<machine>/; then the folder as one tarball
+# in $OUT, to carry to another checkout.
 #
-#   source scripts/gpu/setup.sh && bash scripts/gpu/profile.sh [ARGS...]
+#   bash scripts/gpu/profile.sh [ARGS...]     (kernelscope installed: pip install -e '.[bench]', or setup.sh)
 #
-# ARGS go to `kernelscope profile --ncu` (default: --demos, every variant). To stay inside one 10-minute
-# device command, split a session: `profile.sh --op square --demos`, then `profile.sh --op mean` ... into
-# the same folder (each run refreshes its own variants; the manifest lists every variant present).
-# PROFILES_ROOT: the profiles folder (default: profiles).
+# ARGS go to `kernelscope profile --ncu` (default: --demos, every variant). A part at a time into the same
+# folder works too: `profile.sh --op square --demos`, then `profile.sh --op mean` ... (each run refreshes its
+# own variants; the manifest lists every variant present). PROFILES_ROOT: the profiles folder (default: profiles).
 #
-# $OUT gets profile.jsonl (one record per variant), profile.log (progress, errors), crosscheck.txt
-# (ncu's kernel time against the newest warm results in results/) and profiles-<machine>.tgz. Back here:
+# $OUT (default ./gpu-out) gets profile.jsonl (one record per variant), profile.log (progress, errors),
+# crosscheck.txt (ncu's kernel time against the newest warm results in results/) and profiles-<machine>.tgz.
+# In another checkout:
 #   tar xzf profiles-<machine>.tgz -C profiles && kernelscope profile --cross-check
+case "${1:-}" in -h|--help) sed -n '2,/^case /{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 set -u
 export PYTHONUNBUFFERED=1
 OUT=${OUT:-$PWD/gpu-out}

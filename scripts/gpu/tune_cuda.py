@@ -44,7 +44,7 @@ SOFTMAX_SHAPES = [(64, 64), (256, 256), (1024, 1024), (4096, 4096), (8192, 8192)
 SOFTMAX_SWEEP = [(4096, 4096), (8192, 8192), (16384, 16384), (16384, 1000), (1024, 1024), (512, 50257),
                  (64, 262144)]
 SOFTMAX_SWEEP_QUICK = [(8192, 8192), (16384, 16384), (512, 50257), (64, 262144)]
-SOFTMAX_QUICK_CANDIDATES = 8  # --quick: the first few of a shape's candidates (issue #15's come first)
+SOFTMAX_QUICK_CANDIDATES = 8  # --quick: the first few of a shape's candidates (the newest come first)
 # Candidates beside the default (softmax_plan's choice, always timed first), from the previous H100 sweep's winners.
 SOFTMAX_CANDIDATES = {
     (4096, 4096): [("block", 128, 1), ("block", 256, 1), ("block", 512, 1)],
@@ -53,7 +53,7 @@ SOFTMAX_CANDIDATES = {
     # 82.5-84.8% (70.2% at 1024 threads); bfloat16 512 threads 83.6%, its ring 54.1-68.8%
     (8192, 8192): [("block", 256, 1), ("block", 512, 1), ("ring", 256, 1), ("ring", 512, 1), ("ring3", 256, 1),
                    ("ring", 1024, 1), ("block", 1024, 1)],
-    # issue #15's H200 shape: the block plan read 100% of copy on the H100 and 84.5% on the H200 (6c7faa1), whose
+    # the H200's shape: the block plan read 100% of copy on the H100 and 84.5% on the H200 (6c7faa1), whose
     # HBM3e asks each SM for 1.4x the bytes in flight; the ring kernel keeps 2 or 3 rows a block in flight
     # (the ring kernel's lone block on the H200: 512 threads 90.2% against the block plan's 84.4% at f1f901f, 1024
     # threads 93.7% at 75e4667; the default there from then until d0eaee0, whose blocks of 1024 x 16 read 97.8%)
@@ -63,7 +63,7 @@ SOFTMAX_CANDIDATES = {
                      ("ring3", 1024, 1), ("ring", 256, 1), ("ring3", 512, 1), ("ring3", 256, 1)],
     (16384, 1000): [("warp", 128, 1), ("block", 128, 1)],
     (1024, 1024): [("warp", 128, 1), ("block", 128, 1)],
-    # issue #15, first so that --quick runs them: the ring kernel (persistent clusters, a block's slices of its next
+    # the wide rows' candidates, first so that --quick runs them: the ring kernel (persistent clusters, a block's slices of its next
     # 2 or 3 rows in shared memory, no row in registers); the pipe kernel (the next row in shared memory behind a
     # register-held one: at 971e88e it lost in float32, 63-73% against 78%, and won in bfloat16); the loop kernel
     # (its loads batched, its slice re-read from L2: at 971e88e it won 64x262144 float32 by 3-4 points)
@@ -86,7 +86,7 @@ ELEMENTWISE_CONFIGS = [(256, 0, 4), (128, 0, 4), (512, 0, 4), (256, 0, 2), (128,
                        (256, -8, 4), (256, -16, 4), (256, 8, 4), (256, 16, 4), (1024, 2, 4)]
 ELEMENTWISE_CONFIGS_QUICK = [(256, 0, 4), (128, 0, 4), (256, 8, 4)]
 
-# mean-cuda (streaming, blocks per SM, loads a lap), beside the default: issue #15's mean at 2^24 (mean-cuda 26.68 us
+# mean-cuda (streaming, blocks per SM, loads a lap), beside the default: mean at 2^24 (mean-cuda 26.68 us
 # with streaming loads against mean-compile's 26.10 on the H100); more loads in flight a thread, or fewer, larger laps
 MEAN_CONFIGS = [(True, 4, 4), (True, 3, 8), (True, 2, 4), (False, 3, 4), (True, 4, 8), (True, 2, 8)]  # 4 blocks of 512: an SM full
 
@@ -281,7 +281,7 @@ def summary() -> list[dict]:
             if shape in ((512, 50257), (64, 262144)):
                 record(f"softmax-cuda {shape_str(shape)} {dtype} >= 85% of copy", mine["pct_copy"] >= 85,
                        f"{mine['pct_copy']:.1f}%")
-    for shape in MEAN_SHAPES[:1]:  # issue #15: mean-cuda at 2^24 at least as fast as mean-compile
+    for shape in MEAN_SHAPES[:1]:  # the target: mean-cuda at 2^24 at least as fast as mean-compile
         mine, compiled = suite("mean", "mean-cuda", shape, "float32"), suite("mean", "mean-compile", shape, "float32")
         record(f"mean-cuda {shape_str(shape)} float32 as fast as mean-compile",
                (mine["time_us"] <= compiled["time_us"]) if (mine and compiled) else None,
@@ -313,11 +313,11 @@ def summary() -> list[dict]:
     return records
 
 
-MEAN_SHAPES = [(2**24,), (2**26,), (2**28,)]  # issue #15's 2^24 first; the suite's largest sizes
+MEAN_SHAPES = [(2**24,), (2**26,), (2**28,)]  # the target's 2^24 first; the suite's largest sizes
 
 
 def tune_mean(table: Table, quick: bool) -> None:
-    """mean-cuda as the suite runs it beside torch.mean and mean-compile, then both load paths (issue #15)."""
+    """mean-cuda as the suite runs it beside torch.mean and mean-compile, then both load paths."""
     op = OPS["mean"]
     for shape in MEAN_SHAPES[:1] if quick else MEAN_SHAPES:
         for variant in ("mean-torch", "mean-compile", "mean-cuda"):

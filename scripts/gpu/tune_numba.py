@@ -1,4 +1,4 @@
-"""Launch shapes of the tuned Numba kernels (issue #9), on the GPU box.
+"""Launch shapes of the tuned Numba kernels, on the GPU box.
 
     python3 scripts/gpu/tune_numba.py --json $OUT/tune_numba.json [--quick]
 
@@ -46,9 +46,9 @@ ELEMENTWISE_CONFIGS = [(256, 8, 4, True), (256, 8, 2, True), (256, 8, 4, False),
                        (256, 8, 8, True), (512, 4, 4, True), (128, 16, 4, True), (256, 8, 2, False)]
 ELEMENTWISE_SHAPES = [(8192, 8192), (16384, 16384)]  # --quick: the last
 # (threads, blocks per SM, unroll, one launch, 16-byte loads, grid balanced to whole laps): one launch = the last
-# block to finish sums the partials. Issue #15's candidates for mean at 2^24: the full grid (the default until the
+# block to finish sums the partials. The candidates for mean at 2^24: the full grid (the default until the
 # balanced one), 16-byte loads (vector.load_f32x4). blocks/SM is also the kernel's launch bound: at 4 blocks of
-# 512 ptxas has 32 registers a thread, and 16-byte loads 4 or 8 a lap spilled there (numba_asm_probe.py, H200,
+# 512 ptxas has 32 registers a thread, and 16-byte loads 4 or 8 a lap spilled there (results-proofs/numba-codegen, H200,
 # a757696: 8 and 40 bytes of local memory; 33.2 us against 27.5 on the H100 at 8c08f43), so they are timed at 3
 # and 2 blocks an SM too; then the 16-byte loads evict-first (ld.global.cs, mean-cuda's __ldcs; a seventh item,
 # True) at the default shape and at mean-cuda's 3 blocks of 4 loads; --quick runs the first seven.
@@ -137,8 +137,8 @@ def sweep_mean(copy_gbps: float, quick: bool) -> Table:
 # H200 with 512 threads of 16 against 88.1% with 256 of 32 (a1dd638). Since the regs kernel's unsigned indices
 # (72f41f7) both shapes read alike on both GPUs (H200 94.0% against 94.2% at 8192x8192, H100 98.7% against 99.1%
 # at 16384x16384). (A persistent regs plan that loaded the block's next row behind the current one read 60.0-67.6%
-# on the H200, a1dd638: dropped.) The regs plan's 16-byte accesses (REGS_VECTOR, the default since this
-# session's 8192x8192 on the H200: 94.1% of copy with 4-byte ones) beside the 4-byte form, first; at 8192 and
+# on the H200, a1dd638: dropped.) The regs plan's 16-byte accesses (REGS_VECTOR, the default since d1a0df1; the
+# H200's 8192x8192 read 94.1% of copy with 4-byte ones) beside the 4-byte form, first; at 8192 and
 # 4096 columns 32 elements a thread beside the H200's 16 (REGS_EPT_WIDE_DRAM).
 SOFTMAX_SWEEP = {  # the first few run under --quick: candidates beside the default, then the plans it replaced
     (16384, 16384): [{"path": "regs", "vector": False}, {"path": "regs", "cols_per_thread": 16, "max_threads": 1024},
@@ -217,7 +217,7 @@ def main() -> None:
               nb_softmax.RECOMPUTE, nb_softmax.UNROLL, nb_softmax.CHUNK, nb_softmax.SPLIT_THREADS))
 
 
-# Issue #9's targets: >= 90% of copy bandwidth at 2^26 elements and above; mean at 2^24 as fast as torch.mean.
+# The targets: >= 90% of copy bandwidth at 2^26 elements and above; mean at 2^24 as fast as torch.mean.
 BANDWIDTH_TARGETS = {
     "square-numba-flat": ["8192x8192", "16384x16384"],
     "gelu-numba": ["8192x8192", "16384x16384"],
