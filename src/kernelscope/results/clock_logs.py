@@ -1,10 +1,9 @@
 """The SM-clock logs beside asv's result files, as stored: written plain, committed gzipped.
 
 A benchmark process appends records to ``<hash8>-<env>.clocks.jsonl`` while it
-runs (:func:`kernelscope.timing.clocks.log_case`). Committed, the logs were
-most of the repository's size (20 of 28 MiB of results/ on 2026-11-25), and a
-GPU lease carries the whole working tree under a 64 MiB limit, so they are
-stored gzipped (``.clocks.jsonl.gz``, 8-10x smaller). A run that adds to a
+runs (:func:`kernelscope.timing.clocks.log_case`). Plain, the logs made up
+most of results/ (20 of its 28 MiB on 2026-11-25), so they are stored gzipped
+(``.clocks.jsonl.gz``, 8-10x smaller). A run that adds to a
 commit's stored results writes new records to the plain file beside the gzipped
 one; :func:`compress` appends them to it as another gzip member, and readers take
 the gzipped records first, then the plain ones, in the order they were written.

@@ -1,4 +1,4 @@
-"""What a call costs from Python against what it costs the GPU, per variant and backend (issue #14 item 2).
+"""What a call costs from Python against what it costs the GPU, per variant and backend.
 
 Two stored results answer it, both from the same run: host mode (a Python loop
 of calls, one synchronize a sample: per call, the larger of the host's cost of

@@ -1,4 +1,4 @@
-"""Issue #15's floors as data: what moving a hard case's bytes costs, and each wide-row design with free exps.
+"""The floors as data: what moving a hard case's bytes costs, and each wide-row design with free exps.
 
 ``scripts/gpu/floors.py --kernels`` measures, on one GPU, in one process:
 the copy of the input at each case's own size (one read and one write of
@@ -7,9 +7,9 @@ each wide-row plan of softmax-cuda and softmax-triton-tuned checked against the
 reference and timed with the warm clock, beside the same plan with its exps
 made free. It writes ``evidence/<machine>/floors.json``; the softmax
 page shows it beside the suite's results. ``wrap`` makes that file from what a
-lease's probe printed (``floors.txt``: every row, to 0.01 us and 0.1%) and its
-``machine.json``, for a run whose probe wrote no evidence file (before
-session 18's second lease, its ``--json`` held the copies alone)::
+run's probe printed (``floors.txt``: every row, to 0.01 us and 0.1%) and its
+``machine.json``, for a run whose probe wrote no evidence file (or a ``--json``
+that holds the copies alone)::
 
     python -m kernelscope.results.floors wrap STATE_DIR OUT.json --commit HASH [--command CMD]
     python -m kernelscope.results.floors table floors.json
@@ -109,7 +109,7 @@ def best(case: Case, backend: str, free: bool = False) -> Line | None:
     return max(lines, key=lambda ln: ln.free_pct if free else ln.pct_copy, default=None)
 
 
-# Issue #15's targets for the wide rows (512x50257, 64x262144), % of the copy bandwidth, by dtype
+# The targets for the wide rows (512x50257, 64x262144), % of the copy bandwidth, by dtype
 WIDE_ROW_TARGETS = {"float32": 85.0, "bfloat16": 80.0}
 
 
@@ -117,7 +117,7 @@ WIDE_ROW_TARGETS = {"float32": 85.0, "bfloat16": 80.0}
 class Verdict:
     """Where a backend's plans stand at a case against its target: "met" (its own plan reaches it), "open" (it does
     not, but some plan with free exps does: the design could) or "out of reach" (no plan measured does, even with
-    free exps). Its own plan is judged by the suite's committed run where one is given (``suite_pct``: issue #15's
+    free exps). Its own plan is judged by the suite's committed run where one is given (``suite_pct``: the
     targets are the committed results'), else by the probe's reading."""
     target: float
     state: str
@@ -183,7 +183,7 @@ def printed_rows(text: str) -> list[dict]:
 
 
 def wrap(state: Path, commit: str, command: str) -> dict:
-    """A lease's floors.txt (what the probe printed) and machine.json as an evidence file."""
+    """A run's floors.txt (what the probe printed) and machine.json as an evidence file."""
     machine = json.loads((state / "machine.json").read_text())
     rows = printed_rows((state / "floors.txt").read_text())
     if not rows:
@@ -204,10 +204,10 @@ def table(data: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="what", required=True)
-    w = sub.add_parser("wrap", help="a lease's floors.txt and machine.json as evidence/<machine>/floors.json")
-    w.add_argument("state", type=Path, help="the lease's state folder (floors.txt, machine.json)")
+    w = sub.add_parser("wrap", help="a run's floors.txt and machine.json as evidence/<machine>/floors.json")
+    w.add_argument("state", type=Path, help="the run's state folder (floors.txt, machine.json)")
     w.add_argument("out", type=Path)
-    w.add_argument("--commit", required=True, help="the commit the lease ran (its bundle's HEAD)")
+    w.add_argument("--commit", required=True, help="the commit the probe ran")
     w.add_argument("--command", default="python3 scripts/gpu/floors.py --kernels")
     t = sub.add_parser("table", help="print an evidence file's cases")
     t.add_argument("path", type=Path)

@@ -83,7 +83,7 @@ def current(rows: list[dict], order: list[str]) -> list[dict]:
     return [r for r in rows if newest_of[(r["machine"], r["op"], r["mode"])] == r["commit"]]
 
 
-STEP = 0.02  # a same-commit rerun puts 98% of the benchmarks of 20 us or more within 2% (issue #13)
+STEP = 0.02  # a same-commit rerun puts 98% of the benchmarks of 20 us or more within 2% (the rerun criteria)
 
 
 def steps(rows: list[dict], order: list[str], step: float = STEP, **match) -> list[dict]:
