@@ -14,7 +14,7 @@ ratio past ``factor`` and Mann-Whitney U on the raw samples) and writes
         --level SPEC COMMIT RESULTS_DIR EXIT_CODE ASV_COMMAND [--level ...]
         # the evidence, then the detection table
     python -m kernelscope.results.canary merge OUT.json IN.json [IN.json ...]
-        # one evidence file from levels run apart (a session's device time ran out between them)
+        # one evidence file from levels run apart (each level a run of its own)
     python -m kernelscope.results.canary table canary.json   # the detection table again
 
 The canary commit is made with git's plumbing (a temporary index), so the
@@ -197,7 +197,7 @@ def merge(files: list[dict], command: str = "") -> dict:
     """One evidence from several, their levels in the order given (each keeps the base it was compared with).
 
     A level is one ``asv continuous`` run, complete in itself, so levels made
-    apart (another session, another lease of the machine) can stand side by
+    apart (in separate runs, on separate starts of the machine) can stand side by
     side; they must share the machine and the factor, which the verdicts use.
     """
     if not files:
