@@ -132,7 +132,7 @@ def test_the_environment_overrides_the_tracked_default(no_setting, monkeypatch):
     monkeypatch.setenv(canary.ENV, f"{FLAT}:0.2")
     assert runs() == 1 and VARIANTS[FLAT].function().keywords == {"fraction": Fraction(1, 5)}
     monkeypatch.setenv(canary.ENV, f" square-mul , {FLAT}:0.2 ")
-    assert runs() == 2 and canary.injected() == {"square-mul": None, FLAT: Fraction(1, 5)}
+    assert runs() == 2 and canary.injected(catalog.VARIANTS) == {"square-mul": None, FLAT: Fraction(1, 5)}
     monkeypatch.delenv(canary.ENV)
     assert runs() == 2
 

@@ -1,9 +1,10 @@
-"""Results stored by an older kernelscope, keyed as the suite keys them now (kernelscope.results.migrate)."""
+"""Results stored by an older kernelscope, keyed as the suite keys them now (kernelscope.asv.migrate)."""
 
 import json
 import math
 
-from kernelscope.results import export, machine, migrate
+from kernelscope.asv import migrate
+from kernelscope.results import export, machine
 
 COLUMNS = ["result", "params", "version", "started_at", "duration", "stats_ci_99_a", "stats_ci_99_b", "stats_q_25",
            "stats_q_75", "stats_number", "stats_repeat", "samples", "profile"]

@@ -36,6 +36,7 @@ from __future__ import annotations
 import os
 from fractions import Fraction
 from functools import lru_cache
+from typing import Mapping
 
 INJECT = ""
 
@@ -48,16 +49,23 @@ def setting() -> str:
     return INJECT if value is None else value
 
 
-def injected() -> dict[str, Fraction | None]:
-    """The variants slowed down by the setting in force: a fraction of more work, or None: run twice."""
-    return parse(setting())
+def injected(variants: Mapping) -> dict[str, Fraction | None]:
+    """The variants slowed down by the setting in force: a fraction of more work, or None: run twice.
+
+    ``variants``: the catalog's (name -> Variant), which the setting is checked against.
+    """
+    return parse(setting(), variants)
+
+
+def parse(value: str, variants: Mapping) -> dict[str, Fraction | None]:
+    """``"a,b:0.1"`` -> ``{"a": None, "b": Fraction(1, 10)}``, every entry checked against ``variants``."""
+    return _parse(value, tuple((name, v.canary is not None) for name, v in variants.items()))
 
 
 @lru_cache(maxsize=16)
-def parse(value: str) -> dict[str, Fraction | None]:
-    """``"a,b:0.1"`` -> ``{"a": None, "b": Fraction(1, 10)}``, every entry checked against the catalog."""
-    from kernelscope.catalog import VARIANTS  # the catalog imports this module
-
+def _parse(value: str, variants: tuple[tuple[str, bool], ...]) -> dict[str, Fraction | None]:
+    """``parse`` over (name, has a canary kernel) pairs: hashable, so a setting is checked once."""
+    has_canary = dict(variants)
     where = f"{ENV}={value!r}" if os.environ.get(ENV) is not None else f"kernelscope.canary.INJECT = {value!r}"
     found: dict[str, Fraction | None] = {}
     for entry in value.split(","):
@@ -65,8 +73,8 @@ def parse(value: str) -> dict[str, Fraction | None]:
         if not entry:
             continue
         name, colon, raw = (part.strip() for part in entry.partition(":"))
-        if name not in VARIANTS:
-            raise ValueError(f"{where}: {name!r} is not a variant (known: {', '.join(VARIANTS)})")
+        if name not in has_canary:
+            raise ValueError(f"{where}: {name!r} is not a variant (known: {', '.join(has_canary)})")
         if name in found:
             raise ValueError(f"{where}: {name} is named twice")
         if not colon:
@@ -78,8 +86,8 @@ def parse(value: str) -> dict[str, Fraction | None]:
             raise ValueError(f"{where}: {name}: {raw!r} is not a fraction (0.1 is 10% more work)") from None
         if not 0 < fraction <= 1:
             raise ValueError(f"{where}: {name}: the fraction {raw} is outside (0, 1] (0.1 is 10% more work)")
-        if VARIANTS[name].canary is None:
-            with_canary = [v.name for v in VARIANTS.values() if v.canary]
+        if not has_canary[name]:
+            with_canary = [n for n, has in has_canary.items() if has]
             raise ValueError(f"{where}: {name} has no canary kernel, so it takes no fraction (run it twice: "
                              f"{name} without one; the variants with one: {', '.join(with_canary) or 'none'})")
         found[name] = fraction

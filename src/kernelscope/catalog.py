@@ -83,7 +83,7 @@ class Variant:
     def function(self) -> Callable:
         """The raw implementation (imports its framework on first use), slowed down if
         ``kernelscope.canary`` says so: run twice, or its canary kernel doing a fraction more work."""
-        injected = canary.injected()  # a bad setting raises here, naming the variant and the problem
+        injected = canary.injected(VARIANTS)  # a bad setting raises here, naming the variant and the problem
         if self.name not in injected:
             return _resolve(self.impl)
         fraction = injected[self.name]

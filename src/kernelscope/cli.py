@@ -123,12 +123,23 @@ def _detail(r) -> str:
     return "; ".join(parts)
 
 
+def _copy_gbps() -> float | None:
+    """This GPU's device-to-device copy bandwidth in GB/s (bytes read + written), or None without a GPU."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    from kernelscope.timing import copy_bandwidth
+
+    return copy_bandwidth() / 1e9
+
+
 def cmd_machine(args) -> int:
     from kernelscope.results.machine import ASV_MACHINE_FILE, box_facts, describe, host_id, record_box, write_asv_machine
 
     info = describe()
     name = args.name or info["machine"]
-    facts = {"host": host_id()} if args.no_bandwidth else box_facts()
+    facts = {"host": host_id()} if args.no_bandwidth else box_facts(_copy_gbps())
     if not args.dry_run:
         write_asv_machine(info, name)
         if not args.no_bandwidth:
@@ -236,7 +247,7 @@ def cmd_asv_run(args) -> int:
 
 
 def cmd_migrate_results(args) -> int:
-    from kernelscope.results import migrate
+    from kernelscope.asv import migrate
 
     if not (args.results_dir / "benchmarks.json").exists():
         print(f"kernelscope migrate-results: {args.results_dir}/ holds no asv results (benchmarks.json missing)",
@@ -441,7 +452,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("asv_args", nargs=argparse.REMAINDER, help="after --: the arguments of asv run")
     p.set_defaults(func=cmd_asv_run)
 
-    from kernelscope.results.migrate import __doc__ as migrate_doc
+    from kernelscope.asv.migrate import __doc__ as migrate_doc
 
     p = sub.add_parser("migrate-results", help="results stored by an older kernelscope, keyed as the suite keys them now",
                        formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -17,5 +17,8 @@ The asv side (what the environment plugin adds to asv's own process):
 * :mod:`~kernelscope.asv.hooks` -- every private name of asv and asv_runner the above relies on.
 * :mod:`~kernelscope.asv.parallel` -- one asv process per GPU of a box.
 
+And :mod:`~kernelscope.asv.migrate` -- result files stored by an older kernelscope, re-keyed as the suite keys
+them now (``kernelscope migrate-results``).
+
 Nothing is imported here: asv loads the plugin as ``src.kernelscope.asv.env`` without torch.
 """

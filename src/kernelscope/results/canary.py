@@ -91,8 +91,9 @@ def make_commit(spec: str, repo=".", base: str = "HEAD", branch: str | None = No
     fail every benchmark is never made. With ``branch``, that branch is set to it.
     """
     from kernelscope import canary
+    from kernelscope.catalog import VARIANTS
 
-    canary.parse(spec)
+    canary.parse(spec, VARIANTS)
     base_hash = _git(repo, "rev-parse", "--verify", f"{base}^{{commit}}")
     source = _git(repo, "show", f"{base_hash}:{MODULE}") + "\n"
     if len(_INJECT_LINE.findall(source)) != 1:
@@ -119,8 +120,9 @@ def make_commit(spec: str, repo=".", base: str = "HEAD", branch: str | None = No
 def injected_pct(spec: str) -> dict[str, float]:
     """``"a:0.1,b"`` -> ``{"a": 10.0, "b": 100.0}``: % more work per slowed variant (a bare name runs twice)."""
     from kernelscope import canary
+    from kernelscope.catalog import VARIANTS
 
-    return {name: 100.0 if f is None else float(f) * 100 for name, f in canary.parse(spec).items()}
+    return {name: 100.0 if f is None else float(f) * 100 for name, f in canary.parse(spec, VARIANTS).items()}
 
 
 def _blank(mark: str) -> str:

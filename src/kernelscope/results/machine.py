@@ -168,17 +168,14 @@ def host_id() -> str:
 BOXES_FILE = "boxes.jsonl"  # not .json: asv reads every .json of a machine's folder as a result file
 
 
-def box_facts() -> dict:
-    """This box's id and what it is: its copy bandwidth (GB/s, read + write), CPU, cores, memory, kernel, GPUs."""
-    import torch
-
+def box_facts(copy_gbps: float | None = None) -> dict:
+    """This box's id and what it is: CPU, cores, memory, kernel, GPUs, and its copy bandwidth (GB/s, read +
+    write) where the caller measured it (kernelscope.timing.copy_bandwidth, which reads this module)."""
     facts = {"host": host_id(), "cpu": _cpu_model(), "num_cpu": os.cpu_count(), "ram": _ram(),
              "os": f"{platform.system()} {platform.release()}", "gpus": len(_gpu_uuids()),
              "at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
-    if torch.cuda.is_available():
-        from kernelscope.timing import copy_bandwidth
-
-        facts["copy_gbps"] = round(copy_bandwidth() / 1e9, 1)
+    if copy_gbps is not None:
+        facts["copy_gbps"] = round(copy_gbps, 1)
     return facts
 
 

@@ -32,7 +32,7 @@ import math
 from datetime import datetime, timezone
 from pathlib import Path
 
-from kernelscope.asv.runs import n_cases
+from .runs import n_cases
 from kernelscope.results.machine import BOXES_FILE
 
 BOX_PARAMS = {"copy_gbps": None, "cpu": "", "num_cpu": "", "ram": ""}  # a box's facts; what the params keep of them
