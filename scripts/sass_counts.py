@@ -1,7 +1,7 @@
 """SASS instruction counts of kernelscope's CUDA C++ kernels, and of a Triton kernel beside them, without a GPU.
 
 Where a memory-bound kernel's SM issues more instructions than DRAM leaves time
-for, it falls behind a peer that moves the same bytes (issue #15: softmax-cuda
+for, it falls behind a peer that moves the same bytes (results-proofs/softmax-cuda-h200: softmax-cuda
 at 16384x16384 bfloat16 on the H200, 86.7% of copy against Triton's 95.4% in the
 same launch shape, 41% more instructions issued in ncu). The machine code shows
 why before any device time is spent: nvcc compiles a .cu file to a cubin for
