@@ -18,6 +18,7 @@
 # ~/.asv-machine.json. On the H100, BENCH="Square.time_warm.*'(square-torch|square-triton-flat1024|square-cuda-vec4)'"
 # (18 cases) took 399 s a level at 6138c4f, when every case ran in all three rounds;
 # with launch-bound cases alone in three processes it is 72 processes a level.
+case "${1:-}" in -h|--help) sed -n '2,/^set -u/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 set -u
 cd "$(git rev-parse --show-toplevel)" || exit 2
 PY=${PYTHON:-python3}

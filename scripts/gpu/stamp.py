@@ -8,6 +8,9 @@ forkserver and ran each benchmark.
 import sys
 import time
 
+if sys.argv[1:]:  # it takes no arguments: -h or --help prints what it does
+    print(__doc__)
+    sys.exit(0 if sys.argv[1] in ("-h", "--help") else 2)
 t0 = time.time()
 print(f"# started {t0:.3f}", flush=True)
 for line in sys.stdin:
