@@ -53,7 +53,7 @@ def relative_error(out: torch.Tensor, ref: torch.Tensor, scale: float | None = N
 
 
 # Up to this many elements the reference and the comparison run on the CPU. On the H100 the suite's gate
-# took about 120 ms a process whatever the size, 64x64 included (phase logs of session 7's twice run):
+# took about 120 ms a process whatever the size, 64x64 included (the phase logs of two full runs):
 # the cost of first launches (CUDA loads a kernel's module when it is first launched, and every float64
 # kernel of the check is new to the process), not of the work. A small input and output cost less to copy.
 HOST_REFERENCE_NUMEL = 2**20

@@ -131,9 +131,9 @@ class SystemSitePackages(environment.Environment):
         return self.run_executable("python", args, **kwargs)
 
 
-# Files the package reads at run time besides its modules. Before aabf494 the
-# wheel left pack16.cuh out, so an older commit's CUDA variants failed to build
-# in a history run; the commit's own copy is what its kernels include.
+# Files the package reads at run time besides its modules. Some older commits'
+# wheels leave pack16.cuh out, so their CUDA variants would fail to build in a
+# history run; the commit's own copy is what its kernels include.
 KERNEL_SOURCES = (".cu", ".cuh", ".cpp", ".h")
 
 

@@ -9,8 +9,8 @@ happen to agree, the interval is a fraction of a percent wide and the next
 run lands outside it. Even an exact 99% interval of the median leaves a
 rerun's median (itself a median of three) outside about 7% of the time. On the
 H100, two same-commit runs of Square, Softmax and SquareBfloat16 on one box
-(0f8ffa7) put 84% of the launch-bound warm medians inside asv's interval, 92%
-of all cases sampled per process (#13 asks 95%).
+(the stored runs of 0f8ffa7) put 84% of the launch-bound warm medians inside asv's interval, 92%
+of all cases sampled per process (the rerun criteria ask 95%).
 
 The spread between processes is much the same for every such case of one
 timing mode on one machine, so it is pooled over the run: sigma, the mode's
@@ -23,7 +23,7 @@ so this is the 99% interval of the difference of two runs' medians, the
 range a rerun's median lands in. asv's own interval is recomputed from the
 samples at each save, so the result depends only on the samples stored.
 
-Replayed on three same-commit pairs of runs on the H100 (0f8ffa7, c426785,
+Replayed on three same-commit pairs of runs on the H100 (the stored runs of 0f8ffa7, c426785,
 97237aa; ``tests/test_asv_intervals.py`` replays the first from
 tests/fixtures), the rerun's median falls inside in 97-100% of the cases of
 every mode, where asv's own intervals gave 84-99%.

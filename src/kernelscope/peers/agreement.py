@@ -18,7 +18,7 @@ own host mode, a loop as long as Timer's blocks are in effect, decides too:
 a loop slower than the GPU work is not GPU-bound, whatever the burst said.
 Host mode and Timer are both host loops, so their pair is judged. The
 host's cost of a call can drift within the process by more than the
-tolerance (the H100's Numba calls at 97e0347 read 334-433 us a call across
+tolerance (the H100's Numba calls read 334-433 us a call across
 one host-mode run's samples and 359-635 us across five runs a few seconds
 apart, results-proofs/host-mode-vs-timer/timer_probe.py), so Timer's readings are taken in pairs
 with host mode's samples, as many, of as many calls (``timer_paired``), and
@@ -42,7 +42,7 @@ from kernelscope.peers.data import MEASURED, MODES, PEER_OF, SHORT_TITLES, Recor
 
 JUDGED_MIN_S = 50e-6  # the gate judges a mode of a case whose suite time is at least this
 GATE_PCT = 2.0  # ... within this of its peer
-HOST_GATE_PCT = 3.0  # host mode against Timer (#14): two host loops, one of 20 ms samples, one of long blocks
+HOST_GATE_PCT = 3.0  # host mode against Timer: two host loops, one of 20 ms samples, one of long blocks
 SHARES_PCT = (1.0, 2.0)  # the summary's bands
 
 

@@ -17,7 +17,7 @@ checked too), and every clock times ``case.call``:
   ``triton.testing.do_bench_cudagraph``;
 * **host**, as the suite: :func:`~kernelscope.timing.host.block_s` samples, a
   plain loop of calls between synchronized host-clock readings, whose peer is
-  the same ``Timer`` reading (issue #14: within 3% at every size): after each
+  the same ``Timer`` reading (within 3% at every size): after each
   host sample, ``Timer.timeit`` of as many calls (:func:`host_and_timer`);
 * the **host's cost of one call**: N calls enqueued behind a spin kernel (so
   the GPU never pushes back), host clock, / N; and the GPU time of
@@ -180,21 +180,21 @@ def host_and_timer(case, samples: int, max_pairs: int | None = None, ratio_ci_pc
     that clock met.
 
     Both are host clocks around blocks of calls. Where a call's host cost drifts within the process (a Numba
-    call read 116-656 us across one process's host samples on the H100 at c426785), two clocks read one after
+    call read 116-656 us across one process's host samples on the H100), two clocks read one after
     the other read two different hosts: 16 of crosscheck's 17 failing pairs there were host ~ Timer. Three
     ``blocked_autorange`` readings spread over ten host samples still differed where the host moved between
-    them (the H100 at 385aa26: 114 host pairs whose samples spanned more than 3%, gelu-formula 256x256 +6.9%):
+    them (the H100: 114 host pairs whose samples spanned more than 3%, gelu-formula 256x256 +6.9%):
     two medians of unequal counts, taken at different moments, see different shares of the slow spells.
     Equal blocks in pairs, side by side, see them in the same shares. The span of the host samples is kept:
     it still tells a host whose cost drifts.
 
-    Medians of ten pairs still moved with a few slow spells (f50f9f1 on the H100: square-numba-flat 1024x1024's
+    Medians of ten pairs still move with a few slow spells (the H100: square-numba-flat 1024x1024's
     host samples spanned 112-430 us and Timer's 111-274 us, medians 7% apart, and 0.05% apart when rerun alone),
     so the pair's agreement is the median of each pair's ratio (``host_pair_ratio``): a spell that lands in one
     clock's block moves one ratio, not the median.
 
-    Twenty ratios were still too few where the host's cost of a call wanders by a third within a process
-    (the H100 at a08c0b0: mean-compile 1048576's blocks read 68-93 us a call; the median of 20 ratios said
+    Twenty ratios are still too few where the host's cost of a call wanders by a third within a process
+    (the H100: mean-compile 1048576's blocks read 68-93 us a call; the median of 20 ratios said
     -3.15% where the medians were 0.46% apart; square-compile 64x64 read 31.6-52.1 us and +5.90%). So more
     pairs are taken, ``samples`` at a time up to ``max_pairs``, until the median ratio's 95% interval lies
     within ``ratio_ci_pct`` of it; a quiet case stops at the first ``samples``.
@@ -259,7 +259,7 @@ def cold_and_do_bench(case, plan: timing.WarmPlan, budgets: Budgets, cpu_path: b
 
     Both flush L2 before each call, so what they read also depends on where the process's memory happens to
     sit and on the DRAM's state at the moment: one block of 30 cold samples read square-triton-flat1024
-    4096x4096 at 51.0 us in f50f9f1's crosscheck on the H100 against do_bench's 49.8 (+2.4%), and 49.2-49.4
+    4096x4096 at 51.0 us in a crosscheck on the H100 against do_bench's 49.8 (+2.4%), and 49.2-49.4
     against 50.1 rerun alone. Rounds in turns put a slow spell into both clocks alike, as host mode's pairs do.
     On the CPU path do_bench has no reading, and cold mode takes its samples in the same rounds.
     """

@@ -52,7 +52,7 @@ def capture_graph(fn: Callable[[], torch.Tensor], calls: int):
 
 GRAPH_SPIN_S = 50e-6  # before each replay: reads the clock, and covers the host's graph launch
 # After capture, replays untimed for this long (at least GRAPH_SETTLE_MIN of them) before
-# the first sample: the first replays of a freshly captured graph can read slow (#13 item 1).
+# the first sample: the first replays of a freshly captured graph can read slow.
 GRAPH_SETTLE_S = 25e-3
 GRAPH_SETTLE_MIN = 3
 
@@ -84,12 +84,11 @@ def time_graph(graph, calls: int, samples: int, max_time: float = 3.0, watch: Cl
 
     The graph first settles (``settle_graph``); then the replays are queued
     back to back, each between events behind a spin that outlasts the host's
-    graph launch (version 7). Version 5 waited for each replay before queuing
-    the next, to cure slow replays that turned out to be the first ones after a
-    capture (version 6 settles them away); its idle gaps let the SM clock sag:
-    graph samples read under 75% of the maximum clock in 115-217 cases of a
-    full H100 run, against 5 with replays back to back (the clock logs of
-    03708299, e972512d and 76de865e).
+    graph launch (version 7). Waiting for each replay before queuing the next
+    (version 5) leaves idle gaps in which the SM clock sags: graph samples read
+    under 75% of the maximum clock in 115-217 cases of a full H100 run, against
+    5 with replays back to back (the stored clock logs of 03708299, e972512d and
+    76de865e).
 
     Version 8 takes again, behind a longer spin, the samples whose probe read
     the clock under ``THROTTLE_FRACTION`` of its maximum (:func:`keep_unthrottled`):

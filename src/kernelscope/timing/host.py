@@ -9,7 +9,7 @@ synchronize (``torch.utils.benchmark.Timer``'s timer does the same): per call,
 the larger of what the host spends launching it and what the GPU spends
 running it, since the queue lets one hide the other.
 
-One module per timing mode (issue #14), beside ``warm``, ``cold`` and
+One module per timing mode, beside ``warm``, ``cold`` and
 ``graph``. In the suite, a launch-bound
 case's host mode is one value per process, as its warm and cold modes are
 (:mod:`kernelscope.timing.processes`): a host's cost of a call is a property of
@@ -30,7 +30,7 @@ from kernelscope.timing import _budget
 # Host time per sample. A sample pays once what the loop's steady state hides: the first call's
 # launch before the GPU has work, and the last kernel after the host is done. Timer's blocks
 # last 0.1 s or more; at 2 ms (version 1) a GPU-bound Numba call at 2^28 elements read 10-37%
-# over its loop's per-call time (three calls a sample on the H100, e972512d). At 20 ms that
+# over its loop's per-call time (three calls a sample on the H100). At 20 ms that
 # share is at most the host's cost of one call over 20 ms: 1.5% for Numba's 0.3 ms.
 HOST_TARGET_S = 20e-3
 HOST_MAX_CALLS = 10000  # per sample, for the fastest calls (a torch op is about 10 us on the H100's host)
@@ -51,10 +51,10 @@ def block_s(fn: Callable[[], object], device: str, number: int) -> float:
     results-proofs/host-mode-vs-timer/timer_probe.py read a block with it off 0-0.5% below one with it
     on for most cases (square-torch 4096x4096: 48.2-48.6 us against 48.6-48.7;
     results-proofs/host-mode-vs-timer). Most of host mode's lead
-    over Timer (196 of the 251 crosscheck pairs at 4382158 above it, median +0.6%)
+    over Timer (196 of the 251 pairs of an H100 crosscheck above it, median +0.6%)
     is the sample's length: 20 ms pays once for the first launch and the last
-    kernel, which ``blocked_autorange``'s blocks of 0.2 s or more amortize (the
-    crosscheck has since paired each sample with a Timer block of as many calls).
+    kernel, which ``blocked_autorange``'s blocks of 0.2 s or more amortize (so the
+    crosscheck pairs each sample with a Timer block of as many calls).
     """
     enabled = gc.isenabled()
     gc.disable()

@@ -19,7 +19,7 @@ Everything else takes all its samples in one process: at 20 us a call the same
 Host mode has a second reason: a call's cost on the host moves from one
 process to the next, and within one, far more than a GPU's does (a Numba call
 read 200-350 us across processes and 116-656 us across one process's samples
-on the H100; a Triton call 16.5-28.8 us across three processes, at c426785).
+on the H100; a Triton call 16.5-28.8 us across three processes).
 Where that cost is a large share of the GPU's time it shows in (or sets) the
 loop's time, and one process's samples gave intervals that a rerun on the
 same box missed: 7 of 7 flags of a same-commit rerun of Square and Softmax
