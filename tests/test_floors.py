@@ -1,4 +1,4 @@
-"""Issue #15's floors as data (kernelscope.results.floors) and the op pages' Floors section (site.floor_pages)."""
+"""The floors as data (kernelscope.results.floors) and the op pages' Floors section (site.floor_pages)."""
 
 import json
 from pathlib import Path
@@ -85,7 +85,7 @@ def test_the_probes_printed_rows_are_read_back_as_it_printed_them():
     assert floors.printed_rows("== a title line\nkernelscope: building ...\n") == []
 
 
-def test_wrap_stamps_a_leases_rows_with_its_machine(tmp_path):
+def test_wrap_stamps_a_runs_rows_with_its_machine(tmp_path):
     (tmp_path / "floors.txt").write_text(PRINTED.read_text())
     (tmp_path / "machine.json").write_text(json.dumps({"machine": "nvidia-h100-80gb-hbm3", "gpu": "NVIDIA H100",
                                                        "copy_gbps": "3002"}))
@@ -105,8 +105,8 @@ def test_the_softmax_page_shows_each_case_with_its_free_exps(tmp_path):
     assert "| 78.0% | 78.6% |" in text and "| 71.5% | — |" in text
     assert ("Fastest way of moving these rows with free exps: `softmax-cuda` 78.9%, ring1 threads=512 cluster=16; "
             "`softmax-triton-tuned` 63.5%, split. The copy at this size: 94.0%.") in text
-    # issue #15's target (85% in float32): neither plan reaches it, and neither does any plan with free exps
-    assert ("Against issue #15's target here, 85% of the copy, judged on this run of the probe: `softmax-cuda` **out "
+    # the wide rows' target (85% in float32): neither plan reaches it, and neither does any plan with free exps
+    assert ("Against the wide rows' target here, 85% of the copy, judged on this run of the probe: `softmax-cuda` **out "
             "of reach for every plan measured**: its plan reads 78.0% in the probe, the fastest with free exps (ring1 "
             "threads=512 cluster=16) 78.9%; "
             "`softmax-triton-tuned` **out of reach for every plan measured**: its plan reads 63.1% in the probe, the "

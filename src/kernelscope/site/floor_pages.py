@@ -1,11 +1,11 @@
 """The softmax page's "Floors" section, from ``evidence/<machine>/floors.json``.
 
-Per case of issue #15 where the probe timed the kernels' plans (the wide rows):
+Per hard case where the probe timed the kernels' plans (the wide rows):
 the copy of the input at that very size, then each plan of softmax-cuda and softmax-triton-tuned as checked and timed, beside
 the same plan with its exps made free. A kernel's free-exps time is how fast its
 way of moving the row's bytes goes with no math; where even that is under a
 target, no tuning of the math reaches it, and the section says so against
-issue #15's targets (floors.WIDE_ROW_TARGETS). Every number is floors.json's
+the wide rows' targets (floors.WIDE_ROW_TARGETS). Every number is floors.json's
 (:mod:`kernelscope.results.floors`).
 """
 
@@ -70,7 +70,7 @@ def case_table(case: floors.Case, suite: dict | None = None, suite_commit: str =
     if verdicts:
         judged = ("the suite's committed run where this page has one, else this run of the probe"
                   if any(v.suite_pct is not None for _, v in verdicts) else "this run of the probe")
-        out += ["", f"Against issue #15's target here, {verdicts[0][1].target:.0f}% of the copy, judged on {judged}: "
+        out += ["", f"Against the wide rows' target here, {verdicts[0][1].target:.0f}% of the copy, judged on {judged}: "
                     + "; ".join(_verdict_words(name, v, suite_commit) for name, v in verdicts) + "."]
     return "\n".join(out)
 

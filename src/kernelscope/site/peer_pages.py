@@ -64,7 +64,7 @@ def agreement_table(m: MachinePeers) -> str:
     """Per mode: cases with both readings, within 1% and 2%, the worst; then the same over the gated cases."""
     rows = []
     for mode, s in m.summary.items():
-        if not s.compared:  # a mode this machine's evidence predates (host mode, before #14)
+        if not s.compared:  # a mode this machine's evidence predates (host mode, in older evidence)
             continue
         rows.append([f"{mode} ~ {PEER_CODE[s.peer]}", "all", str(s.compared), _share(s.within.get("1", 0), s.compared),
                      _share(s.within.get("2", 0), s.compared), _worst(s.worst)])
