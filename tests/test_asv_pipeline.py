@@ -167,8 +167,8 @@ def test_a_run_cut_off_keeps_what_it_finished_and_goes_on_from_there(tmp_path):
 
 
 def test_an_old_commits_left_out_kernel_sources_are_installed_from_its_tree(tmp_path):
-    # Before aabf494 the wheel lacked pack16.cuh: a history run of such a commit
-    # failed every CUDA variant on the H100 until the environment filled it in.
+    # Some older commits' wheels lack pack16.cuh: a history run of such a commit
+    # fails every CUDA variant unless the environment fills it in.
     pytest.importorskip("asv")
     from kernelscope.asv.env import add_left_out_sources
 

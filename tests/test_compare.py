@@ -1,4 +1,4 @@
-"""Two runs compared: issue #13's rerun criteria over compare rows (kernelscope.results.compare)."""
+"""Two runs compared: the rerun criteria over compare rows (kernelscope.results.compare)."""
 
 
 def _row(benchmark, a, b, mark=" ", interval=None, samples=30):

@@ -96,22 +96,16 @@ def test_few_or_very_wide_rows_split_across_a_cluster(shape):
 
 
 def test_the_wide_target_shapes_take_the_swept_winners():
-    # H100 sweep, float32: 512x50257 cluster 4 x 256 threads 78.7% of copy (512 threads: 67.8%; the pipe kernel
-    # 63-73%); 64x262144 the loop kernel at 512 threads in clusters of 16, 67.8% and 68.8% in two sweeps at
-    # 971e88e against the cluster's 65.0% and 64.8%. bfloat16: the pipe kernel at 256 threads, 512x50257 60.5%
-    # against the cluster's 56.8%, 64x262144 59.5% and 59.2% against 53.0% and 49.1%. At a08c0b0 the ring kernel
-    # beat the pipe at 512x50257 bfloat16 (cluster 4: 64.8% against 60.3%) and lost at 64x262144 (cluster 16).
-    # At 33040bb and f7fa2ec the ring of one stage beat both at 512x50257: float32 over the same 4 blocks at 512
-    # threads 83.5% (cluster plan 78.4%), bfloat16 a block a row 77.1% and 77.2% (ring of 2 stages 64.8%); at
-    # 0c018d8 and 5c8ffd3, over 2 blocks 79.2% and 79.1% (a block: 77.5%, 77.0%).
-    # Session 19 (floors.py --kernels): the one stage in its one-exp form, ring1e, H200 78.6% and 69.0%
-    # against ring1's 77.9% and 67.1%, H100 87.1% and 80.8% against 87.3% and 79.2%
+    # The H100 sweeps' winners (kernels.py says by how much): 64x262144 float32 the loop kernel at 512 threads in
+    # clusters of 16; bfloat16 split over a cluster the pipe kernel at 256 threads, or the ring kernel where the
+    # cluster is 4 or smaller; 512x50257 the ring of one stage (float32 over the same 4 blocks, bfloat16 over 2),
+    # launched in its one-exp form, ring1e (floors.py --kernels)
     assert K.softmax_plan(512, 50257, H100_SMS, 4) == K.SoftmaxPlan("ring1e", 512, 4)
     assert K.softmax_plan(64, 262144, H100_SMS, 4) == K.SoftmaxPlan("loop", 512, 16)
     assert K.softmax_plan(512, 50257, H100_SMS, 2) == K.SoftmaxPlan("ring1e", 512, 2)
     assert K.softmax_plan(100, 50257, H100_SMS, 2) == K.SoftmaxPlan("ring", 256, 4)  # too few rows for a block each
-    # Session 17 (tune_wide_rows.py --sweep), 64x262144 bfloat16: the loop kernel in a persistent grid, 512 x 8,
-    # H100 70.3% and 67.0% of copy against the pipe's 63.5% and 63.7%, H200 54.9% against 52.4%
+    # 64x262144 bfloat16 (tune_wide_rows.py --sweep): the loop kernel in a persistent grid, 512 x 8, ahead of the
+    # pipe on the H100 and the H200
     assert K.softmax_plan(64, 262144, H100_SMS, 2) == K.SoftmaxPlan("loopp", 512, 8)
     assert K.softmax_plan(64, 131072, H100_SMS, 2) == K.SoftmaxPlan("pipe", 256, 8)  # clusters of 8 keep the pipe
     assert K.softmax_plan(4096, 4096, H100_SMS, 4) == K.SoftmaxPlan("block", 256, 1)
@@ -200,9 +194,9 @@ def ext(monkeypatch):
 
 
 def test_a_gpu_whose_dram_asks_more_of_each_sm_gets_more_threads_for_lone_float32_rows():
-    # H200 at 3142f0c, 16384x16384 float32: 1024 threads x 16 97.8% of copy against 512 x 32's 82.9% and the ring
-    # kernel's lone block's 90.9% (its choice until then); the H100 reads 100% at 512 x 32. bfloat16 keeps the block
-    # plan. The plan reads the GPU it runs on, not a name.
+    # H200, 16384x16384 float32: 1024 threads x 16 97.8% of copy against 512 x 32's 82.9% and the ring kernel's
+    # lone block's 90.9%; the H100 reads 100% at 512 x 32. bfloat16 keeps the block plan. The plan reads the GPU it
+    # runs on, not a name.
     h100, h200 = H100_DRAM_GBPS / H100_SMS, H200_DRAM_GBPS / H100_SMS
     assert h100 < K.SOFTMAX_WIDE_DRAM_GBPS_PER_SM <= h200
     assert K.softmax_plan(16384, 16384, H100_SMS, 4, h200) == K.SoftmaxPlan("block", 1024, 1)
@@ -212,8 +206,8 @@ def test_a_gpu_whose_dram_asks_more_of_each_sm_gets_more_threads_for_lone_float3
 
 
 def test_narrower_float32_rows_on_that_gpu_get_twice_the_threads_in_their_block():
-    # H200 a1dd638, 8192x8192 float32: 512 threads x 16 elements 95.6% of copy against 256 x 32's 88.1%; bfloat16
-    # lost at 512 threads (83.6% against 87.4%), and the H100's plan stays as it was
+    # H200, 8192x8192 float32: 512 threads x 16 elements 95.6% of copy against 256 x 32's 88.1%; bfloat16 is
+    # slower at 512 threads (83.6% against 87.4%), and the H100 keeps 256 x 32
     h100, h200 = H100_DRAM_GBPS / H100_SMS, H200_DRAM_GBPS / H100_SMS
     assert K.softmax_plan(8192, 8192, H100_SMS, 4, h200) == K.SoftmaxPlan("block", 512, 1)
     assert K.softmax_plan(8192, 6000, H100_SMS, 4, h200) == K.SoftmaxPlan("block", 512, 1)  # not the ring
@@ -225,7 +219,7 @@ def test_narrower_float32_rows_on_that_gpu_get_twice_the_threads_in_their_block(
 
 
 def test_the_loop_kernels_float32_rows_take_clusters_of_8_on_that_gpu():
-    # tune_wide_rows.py at 5c8ffd3, 64x262144 float32: H200 512 x 8 57.8% of copy, 1024 x 8 57.3%, 512 x 16 55.6%;
+    # tune_wide_rows.py, 64x262144 float32: H200 512 x 8 57.8% of copy, 1024 x 8 57.3%, 512 x 16 55.6%;
     # H100 512 x 16 71.8%, 512 x 8 61.8%
     h100, h200 = H100_DRAM_GBPS / H100_SMS, H200_DRAM_GBPS / H100_SMS
     assert K.softmax_plan(64, 262144, H100_SMS, 4, h200) == K.SoftmaxPlan("loop", 512, 8)

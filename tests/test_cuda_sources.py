@@ -312,10 +312,10 @@ def test_sass_counts_shows_the_exact_rows_with_triton_s_row_kernel_beside_them()
 def test_the_persistent_cluster_kernels_exchange_a_rows_pairs_without_a_cluster_barrier(compiled):
     # cluster_combine<true> (ring, pipe: a block's previous row's stores are in flight at its combine): st.async
     # into the other blocks' shared memory, counted on their mbarriers; the cluster barrier only once, at the start.
-    # cluster.sync()'s arrive is a MEMBAR.ALL.GPU that waited for those stores (H100, 837cd2a: ring1's membar stall
-    # gone, 512x50257 float32 83.6% -> 86.6% of copy). The loop kernel, a row a block, exchanges the same way (H100,
-    # 0c018d8: 64x262144 float32 69.2% -> 71.5%). cluster_combine<false> (a row a block held in registers): the
-    # barrier, as before, which costs the block kernel no registers (test_register_counts_allow_the_launch_shapes...).
+    # cluster.sync()'s arrive is a MEMBAR.ALL.GPU that would wait for those stores (H100: without it ring1 reads
+    # 512x50257 float32 at 86.6% of copy against 83.6%). The loop kernel, a row a block, exchanges the same way
+    # (H100: 64x262144 float32 71.5% against 69.2%). cluster_combine<false> (a row a block held in registers): the
+    # barrier, which costs the block kernel no registers (test_register_counts_allow_the_launch_shapes...).
     ptx, _ = compiled("softmax.cu")
     kernels = entries(ptx)
     persistent = {n: b for n, b in kernels.items() if re.search(r"softmax_(ring|pipe|loop)_kernel", n)}

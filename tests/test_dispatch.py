@@ -1,4 +1,4 @@
-"""The dispatch floor (issue #14 item 2): each variant's call cost from host mode at its op's smallest size,
+"""The dispatch floor: each variant's call cost from host mode at its op's smallest size,
 where its GPU time overtakes it, and each backend's cheapest call against a PyTorch op's."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ def sweep(variant, host_s, warm_s):
 
 
 def test_the_call_cost_is_host_mode_at_the_smallest_size_and_the_gpu_overtakes_it_where_warm_reaches_it():
-    # H100 at 97e0347: square-torch 10.3 us a call at 64x64 against 1.95 us of GPU; warm reaches it at 4096x4096
+    # H100: square-torch 10.3 us a call at 64x64 against 1.95 us of GPU; warm reaches it at 4096x4096
     warm = [1.95e-6, 2.2e-6, 3.2e-6, 47.7e-6, 181e-6, 712e-6]
     rows = sweep("square-torch", [10.3e-6, 10.5e-6, 10.8e-6, 48.2e-6, 181.5e-6, 713e-6], warm)
     (c,) = dispatch.call_costs(rows)

@@ -91,7 +91,7 @@ def test_held_warm_clock_reads_the_kernel_not_the_launch():
     plan = timing.plan_warm(case.call, "cuda")
     clock = timing.HeldClock(plan.hold_s)
     clock.sample(case.call, plan.number)  # asv's warm-up sample: a first sample may starve, and grows the hold
-    clock.starved = 0  # (a08c0b0 on the H100: 1 of 11 did, in one of three runs)
+    clock.starved = 0  # (on the H100 1 of 11 did, in one of three runs)
     per_call = sorted(clock.sample(case.call, plan.number) / plan.number for _ in range(11))[5]
     assert clock.starved == 0
     assert per_call < plan.host_per_call_s / 2  # a 4096-element square is ~2 us of GPU, ~8 us of launch
@@ -199,7 +199,7 @@ def test_a_reference_on_the_cpu_gives_the_error_it_gives_on_the_gpu(monkeypatch)
 ])
 def test_the_persistent_plans_match_the_reference_on_random_and_stress_rows(rows, cols, plan, dtype):
     # softmax_pipe_kernel and softmax_ring_kernel: persistent clusters whose blocks copy their slices of the next
-    # rows into shared memory while the current row is reduced and written (issue #15's wide rows). Each row's
+    # rows into shared memory while the current row is reduced and written (the wide rows). Each row's
     # unaligned ends, the partials' parity between rows, and the last rows (nothing left to fetch) are on this path.
     from kernelscope.backends.cuda import kernels as K
     from kernelscope.check import error_against_reference

@@ -1,4 +1,4 @@
-"""Numba kernels launched straight through the driver (backends/numba/direct.py, issue #14 item 3).
+"""Numba kernels launched straight through the driver (backends/numba/direct.py).
 
 The direct launch writes each argument in Numba's kernel ABI itself. That ABI
 is Numba's, so the reference is Numba's own packing (``_Kernel._prepare_args``

@@ -295,15 +295,15 @@ def test_the_regs_plan_on_the_gpu_on_random_and_stress_rows(shape, offset):
 
 
 def test_the_regs_plan_on_a_gpu_keeps_32_elements_a_thread_up_to_512_threads():
-    # The row plan's thread limit (256) once leaked into it: 64 elements a thread at 16384 columns, 56.7% of
-    # the copy bandwidth on the H100 (f50f9f1) against 88.1% with 32 a thread at 8192 columns
+    # Not the row plan's thread limit (256): that would be 64 elements a thread at 16384 columns, 56.7% of
+    # the copy bandwidth on the H100 against 88.1% with 32 a thread at 8192 columns
     from kernelscope.backends.numba.softmax import regs_plan
 
     shape = lambda plan: (plan.path, plan.threads, plan.unroll)  # noqa: E731 (fast_exp: its own test)
     assert shape(regs_plan(16384)) == ("regs", 512, 32) and shape(regs_plan(8192)) == ("regs", 256, 32)
     assert shape(regs_plan(1000)) == ("regs", 64, 16)  # at least 64 threads
     assert shape(regs_plan(4096)) == ("regs", 128, 32)
-    assert shape(regs_plan(16384, max_threads=256)) == ("regs", 256, 64)  # asked for: the old shape
+    assert shape(regs_plan(16384, max_threads=256)) == ("regs", 256, 64)  # asked for: the row plan's thread limit
     assert shape(regs_plan(32768)) == ("regs", 512, 64)
     assert shape(regs_plan(8192, ept=16)) == ("regs", 512, 16)  # asked for: half the elements, twice the threads
     assert shape(regs_plan(16384, ept=16, max_threads=1024)) == ("regs", 1024, 16)
@@ -313,7 +313,7 @@ def test_the_regs_plan_on_a_gpu_keeps_32_elements_a_thread_up_to_512_threads():
 
 def test_the_regs_plan_holds_16_elements_a_thread_where_the_dram_asks_more_of_each_sm(monkeypatch):
     # The plan reads the GPU's DRAM bandwidth an SM (common.dram_gbps_per_sm), not its name: the H200's 36.5 GB/s
-    # gets 512 threads x 16 at 8192 columns (95.6% of copy against 256 x 32's 95.0%, d1a0df1), the H100's 25.4
+    # gets 512 threads x 16 at 8192 columns (95.6% of copy against 256 x 32's 95.0%), the H100's 25.4
     # keeps 256 x 32. Nothing is launched: the plan is pure Python past the simulator's switch.
     from kernelscope.backends.numba import softmax as nb_softmax
 

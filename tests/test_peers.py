@@ -102,7 +102,7 @@ def test_a_narrowed_run_does_not_take_the_place_of_the_whole_runs_file(tmp_path,
 
 @cpu_only
 def test_a_run_in_more_dtypes_times_each_case_in_each(tmp_path, capsys):
-    # the bfloat16 cases have their own targets (issue #15's 80%), so their clocks need peers too
+    # the bfloat16 cases have their own targets (80% of copy on the wide rows), so their clocks need peers too
     path = tmp_path / "p.json"
     rc, _, err = run_cli(["crosscheck", "--variant", "square-mul", "--size", "16x16", "--dtype", "float32", "bfloat16",
                           "--no-ncu", "--out", str(path)], capsys)
@@ -370,7 +370,7 @@ def test_a_loop_slower_than_the_gpu_excuses_warm_against_timer_and_host_mode_is_
 
 
 def test_a_host_pair_whose_host_drifts_is_excused_only_while_timer_stays_inside_host_modes_span():
-    # H100 at 97e0347, mean-numba 4096 in one process (timer_probe.py): host mode's samples 334-433 us a call,
+    # H100, mean-numba 4096 in one process (timer_probe.py): host mode's samples 334-433 us a call,
     # Timer 359 us; five runs a few seconds apart read 359-635. GPU work: 5 us.
     def drifting(timer, lo=334e-6, hi=433e-6, loop=374e-6):
         r = rec(variant="mean-numba", size="4096", warm=4.9e-6, cold=7.7e-6, do_bench=280e-6, graph=4.0e-6,
@@ -402,7 +402,7 @@ def test_a_host_pair_whose_host_drifts_is_excused_only_while_timer_stays_inside_
 
 
 def test_a_paired_host_pair_is_judged_by_the_median_of_its_pairs_ratios():
-    # H100 at f50f9f1, square-numba-flat 1024x1024 in crosscheck's one process: ten pairs whose host samples
+    # H100, square-numba-flat 1024x1024 in crosscheck's one process: ten pairs whose host samples
     # spanned 112-430 us and Timer's 111-274 us, medians 138.2 and 128.8 (+7.3%); 110.7 and 110.7 rerun alone.
     # Pair by pair the two clocks read one host, so a spell that lands in one block moves one ratio.
     r = rec(variant="square-numba-flat", size="1024x1024", warm=3.7e-6, cold=7.7e-6, do_bench=52.9e-6,
@@ -422,7 +422,7 @@ def test_a_paired_host_pair_is_judged_by_the_median_of_its_pairs_ratios():
 
 
 def test_cold_mode_and_do_bench_take_their_rounds_in_turns(monkeypatch):
-    # H100 at f50f9f1: one block of 30 cold samples read square-triton-flat1024 4096x4096 2.4% over do_bench,
+    # H100: one block of 30 cold samples read square-triton-flat1024 4096x4096 2.4% over do_bench,
     # and 1.5-1.8% under it in two runs alone. Rounds in turns put a slow spell into both clocks alike.
     case = _Drifting()
     order = []
@@ -607,7 +607,7 @@ def test_site_shows_the_evidence_the_gate_and_the_host_bound_rows(tmp_path, monk
 
 
 def test_one_case_in_two_dtypes_reads_apart_in_the_table_the_gate_and_the_site():
-    # crosscheck --dtype float32 bfloat16 (#15): each case twice, which every table and message must tell apart
+    # crosscheck --dtype float32 bfloat16: each case twice, which every table and message must tell apart
     from kernelscope.site import peer_pages
     from kernelscope.site.evidence import MachinePeers
 

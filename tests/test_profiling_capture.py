@@ -462,7 +462,7 @@ def test_gpu_demos_show_the_host_clock_wrong_and_events_right():
 
 
 def test_a_numba_kernel_from_the_disk_cache_is_named_from_its_mangled_entry():
-    """numba-cuda rebuilds a kernel loaded from its on-disk cache without ``py_func`` (the H100 at 97e0347:
+    """numba-cuda rebuilds a kernel loaded from its on-disk cache without ``py_func`` (on the H100:
     AttributeError); the name comes from the entry symbol numba-cuda's own mangler wrote."""
     from types import SimpleNamespace
 

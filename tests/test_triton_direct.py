@@ -1,4 +1,4 @@
-"""Triton kernels launched through their compiled kernel (backends/triton/direct.py, issue #14 item 3).
+"""Triton kernels launched through their compiled kernel (backends/triton/direct.py).
 
 Under the interpreter ``kernel[grid]`` returns no compiled kernel, so every call
 takes the standard path, and the variant's answer is checked like every

@@ -94,7 +94,7 @@ def test_a_persistent_plan_is_one_launch_of_about_a_program_an_sm():
     # what L2 must keep for the re-read: a grid's worth of rows, 26.5 MB of the H100's 50
     assert plan.programs * 50257 * 4 < 30e6 and plan.predict(512, 50257, 4)["l2_reread_bytes"] == _io(512, 50257, 4)
     # the default where "tiles" does not hold the row (tiles_max_cols=0 here): float32 rows enough for the grid
-    # (H100 a08c0b0: 62.7% of copy, split 56.3%); where L2's size is not known, 2 programs an SM
+    # (H100: 62.7% of copy, split 56.3%); where L2's size is not known, 2 programs an SM
     assert softmax_plan(512, 50257, 4, H100_SMS, tiles_max_cols=0).strategy == "persist"
     assert softmax_plan(512, 50257, 4, H100_SMS, tiles_max_cols=0).programs == 2 * H100_SMS
     # 16 KiB chunks: 8192 bfloat16 columns (51.5% against split's 45.4%)
@@ -120,7 +120,7 @@ H100_L2 = 50 << 20
 
 
 def test_the_persist_grid_keeps_its_rows_in_flight_within_half_of_l2():
-    # A grid's rows in flight are what pass 2 re-reads from L2. H100 (8ece016), 512x50257: float32 rows (201 KB)
+    # A grid's rows in flight are what pass 2 re-reads from L2. H100, 512x50257: float32 rows (201 KB)
     # at 2 programs an SM are 53 MB, the re-read missed (59.5% of copy, L2 hit 52%); at 1, 26.5 MB: 63.9%.
     # bfloat16 rows (100 KB) at 2 an SM are 26.5 MB: 61.2%.
     f32 = softmax_plan(512, 50257, 4, H100_SMS, l2_bytes=H100_L2, tiles_max_cols=0)
@@ -129,7 +129,7 @@ def test_the_persist_grid_keeps_its_rows_in_flight_within_half_of_l2():
     assert (bf16.strategy, bf16.programs) == ("persist", 2 * H100_SMS)
     for plan, itemsize in ((f32, 4), (bf16, 2)):
         assert plan.programs * 50257 * itemsize <= 0.55 * H100_L2
-    # a lone program an SM keeps 3 chunks in flight (4 stages), two keep 2 each (tune_triton.py --quick at 5c8ffd3,
+    # a lone program an SM keeps 3 chunks in flight (4 stages), two keep 2 each (tune_triton.py --quick,
     # float32 at one an SM: 4 stages 66.4% of copy on the H100 and 60.6% on the H200, 3 stages 63.5% and 55.3%;
     # bfloat16 at two an SM: 3 stages 60.3% and 51.1%, 4 stages 59.5% and 49.6%)
     assert (f32.stages, bf16.stages) == (4, 3)
@@ -162,7 +162,7 @@ def test_a_row_is_cut_into_at_most_three_power_of_two_tiles():
         tiles = tsoftmax.row_tiles(cols)
         assert sum(t for t in tiles if t > 1) >= cols and all(t & (t - 1) == 0 for t in tiles), (cols, tiles)
         assert list(tiles) == sorted(tiles, reverse=True)
-    # 512x50257's plan in both dtypes (H100 at 21b619a: float32 75.1% of copy against persist's 67.5%, bfloat16
+    # 512x50257's plan in both dtypes (H100: float32 75.1% of copy against persist's 67.5%, bfloat16
     # 63.3% against 61.3%): a program a row
     for itemsize in (4, 2):
         plan = softmax_plan(512, 50257, itemsize, H100_SMS)
