@@ -56,6 +56,46 @@ def _measured(stored: dict) -> set[tuple[str, str]]:
     return {k for k, v in stored.items() if isinstance(v, float) and not math.isnan(v)}
 
 
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (from /proc): asv puts its forkserver in a process group of its own."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def _cut(proc: subprocess.Popen) -> None:
+    """SIGKILL asv and everything it started, at once, as when a machine is taken back."""
+    pids = [proc.pid, *_descendants(proc.pid)]
+    groups = set()
+    for pid in pids:
+        try:
+            groups.add(os.getpgid(pid))
+        except ProcessLookupError:
+            pass
+    groups.discard(os.getpgrp())
+    for group in groups:  # a process group each: asv's, its forkserver's (and what that forks next)
+        try:
+            os.killpg(group, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait(timeout=60)
+
+
 @pytest.mark.parametrize("after", [1, 6, 15])  # cases finished when asv is killed
 def test_a_run_killed_at_any_moment_loses_at_most_the_case_in_flight_and_resumes_with_what_is_missing(tmp_path, after):
     log = tmp_path / "cases.log"
@@ -63,8 +103,7 @@ def test_a_run_killed_at_any_moment_loses_at_most_the_case_in_flight_and_resumes
     deadline = time.time() + 300
     while len(_finished(log)) < after and proc.poll() is None and time.time() < deadline:
         time.sleep(0.02)
-    os.killpg(proc.pid, signal.SIGKILL)  # asv, its forkserver and the benchmark process in flight, at once
-    proc.wait(timeout=60)
+    _cut(proc)  # asv, its forkserver and the benchmark process in flight
     finished = _finished(log)
     assert len(finished) >= after, "the run ended before it could be cut"
     kept = _measured(_stored(tmp_path))
@@ -87,8 +126,7 @@ def test_a_cut_benchmark_shows_its_unrun_cases_as_not_run_and_an_uncut_run_saves
     proc = _asv_run(tmp_path, log, "--record-samples")
     while len(_finished(log)) < 4 and proc.poll() is None:
         time.sleep(0.02)
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=60)
+    _cut(proc)
     stored = _stored(tmp_path)
     pending = [k for k, v in stored.items() if v is None]
     assert pending and all(k[0].startswith("Host.") for k in pending)  # the benchmark in flight and its sibling's
