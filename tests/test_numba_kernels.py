@@ -311,21 +311,38 @@ def test_the_regs_plan_on_a_gpu_keeps_32_elements_a_thread_up_to_512_threads():
         regs_plan(32769)
 
 
-def test_the_regs_plan_holds_16_elements_a_thread_where_the_dram_asks_more_of_each_sm(monkeypatch):
-    # The plan reads the GPU's DRAM bandwidth an SM (common.dram_gbps_per_sm), not its name: the H200's 36.5 GB/s
-    # gets 512 threads x 16 at 8192 columns (95.6% of copy against 256 x 32's 95.0%), the H100's 25.4
-    # keeps 256 x 32. Nothing is launched: the plan is pure Python past the simulator's switch.
+@pytest.fixture
+def fresh_gpu_facts():
+    """softmax-numba's gpu_facts read anew in the test, and forgotten after it (its readers are patched there)."""
+    from kernelscope.backends.numba import softmax as nb_softmax
+
+    nb_softmax.gpu_facts.cache_clear()
+    yield
+    nb_softmax.gpu_facts.cache_clear()
+
+
+def test_the_regs_plan_holds_16_elements_a_thread_where_the_dram_asks_more_of_each_sm(monkeypatch, fresh_gpu_facts):
+    # The plan reads the GPU's DRAM bandwidth an SM (common.dram_gbps_per_sm, in gpu_facts), not its name: the
+    # H200's 36.5 GB/s gets 512 threads x 16 at 8192 columns (95.6% of copy against 256 x 32's 95.0%), the H100's
+    # 25.4 keeps 256 x 32. Nothing is launched: the plan is pure Python past the simulator's switch.
+    from dataclasses import replace
+
+    from kernelscope.backends.device import H100
     from kernelscope.backends.numba import softmax as nb_softmax
 
     shape = lambda plan: (plan.path, plan.threads, plan.unroll)  # noqa: E731
     gpu = torch.device("cuda", 0)
     monkeypatch.setattr(nb_softmax, "SIMULATED", False)
+    monkeypatch.setattr(nb_softmax, "sm_count", lambda index: 132)
+    monkeypatch.setattr(nb_softmax, "_device_limits", lambda index: (227 * 1024 - 128, 50 * 2**20))
     monkeypatch.setattr(nb_softmax, "dram_gbps_per_sm", lambda index: 36.5)
+    assert nb_softmax.gpu_facts(0) == replace(H100, name="cuda:0", dram_gbps_per_sm=36.5)
     assert shape(plan_softmax(8192, 8192, gpu)) == ("regs", 512, 16)
     assert shape(plan_softmax(64, 4096, gpu)) == ("regs", 256, 16)
     assert shape(plan_softmax(16384, 16384, gpu)) == ("regs", 512, 32)  # the threads run out first
     assert shape(plan_softmax(8192, 8192, gpu, cols_per_thread=32)) == ("regs", 256, 32)  # asked for
     monkeypatch.setattr(nb_softmax, "dram_gbps_per_sm", lambda index: 25.4)
+    nb_softmax.gpu_facts.cache_clear()
     assert shape(plan_softmax(8192, 8192, gpu)) == ("regs", 256, 32)
     assert shape(plan_softmax(16384, 16384, gpu)) == ("regs", 512, 32)
 

@@ -13,6 +13,7 @@ import torch
 
 from kernelscope.backends import WIDE_DRAM_GBPS_PER_SM
 from kernelscope.backends.cuda.build import extension
+from kernelscope.backends.device import DeviceFacts
 
 # square_vec4, gelu_vec4: tiles of threads x unroll 16-byte vectors, a block a tile, one lap of blocks
 # (blocks_per_sm 0; -k: k blocks an SM striding over the tiles; k > 0: the grid-stride loop, one
@@ -215,9 +216,20 @@ def loop_resident_clusters(device_index: int, itemsize: int, threads: int, clust
     return extension().softmax_loop_resident_clusters_on(device_index, itemsize == 2, threads, cluster)
 
 
+def gpu_facts(device_index: int) -> DeviceFacts:
+    """What softmax's launch reads of the GPU at ``device_index``: its SMs and its DRAM's bandwidth an SM."""
+    return DeviceFacts(f"cuda:{device_index}", _sm_count(device_index),
+                       dram_gbps_per_sm=dram_gbps_per_sm(device_index))
+
+
+def softmax_launch(rows: int, cols: int, itemsize: int, facts: DeviceFacts) -> SoftmaxPlan:
+    """softmax_plan on the GPU of ``facts``: what a call launches there (and what `kernelscope plan` shows)."""
+    return softmax_plan(rows, cols, facts.sm_count, itemsize, facts.dram_gbps_per_sm)
+
+
 def device_softmax_plan(rows: int, cols: int, itemsize: int, device_index: int = 0) -> SoftmaxPlan:
     """softmax_plan for the GPU at ``device_index``: its SMs and its DRAM's bandwidth an SM."""
-    return softmax_plan(rows, cols, _sm_count(device_index), itemsize, dram_gbps_per_sm(device_index))
+    return softmax_launch(rows, cols, itemsize, gpu_facts(device_index))
 
 
 @lru_cache(maxsize=1024)
@@ -252,9 +264,14 @@ def elementwise_shape(n: int, itemsize: int, sm_count: int) -> tuple[int, int]:
     return threads, unroll
 
 
+def elementwise_launch(n: int, itemsize: int, facts: DeviceFacts) -> tuple[int, int]:
+    """elementwise_shape on the GPU of ``facts`` (its SMs)."""
+    return elementwise_shape(n, itemsize, facts.sm_count)
+
+
 @lru_cache(maxsize=1024)
 def _elementwise_launch(n: int, itemsize: int, device_index: int) -> tuple[int, int]:
-    return elementwise_shape(n, itemsize, _sm_count(device_index))
+    return elementwise_launch(n, itemsize, DeviceFacts(f"cuda:{device_index}", _sm_count(device_index)))
 
 
 def _tiles(x, threads: int | None, unroll: int | None) -> tuple[int, int]:
@@ -295,3 +312,145 @@ def softmax(x, out=None, plan: SoftmaxPlan | None = None, module=None):
 def mean(x, out=None, streaming=MEAN_STREAMING, blocks_per_sm=MEAN_BLOCKS_PER_SM, unroll=MEAN_UNROLL):
     y = torch.empty((), device=x.device, dtype=x.dtype) if out is None else out
     return extension().mean(x, y, streaming, blocks_per_sm, unroll)
+
+
+# --- kernelscope plan: what a call launches -------------------------------------------------------
+# The launch shape comes from the functions the calls above use (softmax_launch, elementwise_launch, the mean
+# constants); the grids are what the C++ launchers work out from it, which choose nothing: softmax.cu's
+# launch_softmax_t (the warp kernel's rows a block, rows x cluster, the register sizes), mean.cu's
+# mean_partial_count, pack16.cuh's tiled_grid. tests/test_plan.py holds each line below to its line there.
+
+_CU = "src/kernelscope/backends/cuda/"
+MEAN_THREADS = 512  # mean.cu: MEAN_THREADS
+_MEAN_ONE_BLOCK = 16 * MEAN_THREADS  # mean.cu: MEAN_ONE_BLOCK
+_WARP_EPTS = (8, 16, 32)  # softmax.cu: softmax_warp_kernel<T, 8 | 16 | 32>
+_BLOCK_EPTS = (8, 16, 32, 64)  # softmax.cu: launch_block_rows<T, 8 | 16 | 32 | 64> (64: threads <= 512)
+_PIPE_EPTS = (16, 32, 64)  # softmax.cu: softmax_pipe_kernel<T, 16 | 32 | 64>
+
+
+def _itemsize(dtype: str) -> int:
+    from kernelscope.ops import itemsize
+
+    return itemsize(dtype)
+
+
+def _template(sizes: tuple[int, ...], need: int) -> int:
+    """The smallest register size the launcher instantiates that holds ``need`` elements a thread."""
+    return next(size for size in sizes if need <= size)
+
+
+def mean_partial_count(n: int, sm_count: int, blocks_per_sm: int) -> int:
+    """mean.cu's mean_partial_count: one block up to MEAN_ONE_BLOCK elements, else a block for every 4 x 512
+    elements, at most SMs x blocks_per_sm."""
+    if n <= _MEAN_ONE_BLOCK:
+        return 1
+    return max(1, min(-(-n // (4 * MEAN_THREADS)), sm_count * blocks_per_sm))
+
+
+def tiled_grid(n: int, per_pack: int, threads: int, unroll: int, blocks_per_sm: int, sm_count: int) -> int:
+    """pack16.cuh's tiled_grid: a block a tile of threads x unroll vectors (blocks_per_sm 0: one lap), or at most
+    SMs x blocks_per_sm blocks striding over the tiles."""
+    tiles = -(-(-(-n // per_pack)) // (threads * unroll))
+    if blocks_per_sm > 0:
+        tiles = min(tiles, sm_count * blocks_per_sm)
+    return max(1, tiles)
+
+
+def resident_grid(items: int, threads: int, blocks_per_sm: int, sm_count: int) -> int:
+    """pack16.cuh's resident_grid: the grid-stride kernels' blocks, enough for the items, one resident wave at most."""
+    return max(1, min(-(-items // threads), sm_count * blocks_per_sm))
+
+
+def softmax_plan_of(shape: tuple[int, int], dtype: str, facts: DeviceFacts):
+    """softmax-cuda's launch at ``shape`` on the GPU of ``facts``: softmax_launch's plan, as launch_softmax runs it."""
+    from kernelscope.plan import Launch, LaunchPlan
+
+    rows, cols = shape
+    itemsize = _itemsize(dtype)
+    plan = softmax_launch(rows, cols, itemsize, facts)
+    strategy, threads, cluster = plan
+    source = _CU + "softmax.cu"
+    lanes = 32 if strategy == "warp" else threads
+    need = floats_per_thread(cols, itemsize, lanes, cluster)
+    fields = {"elements a thread": need}
+    if strategy == "warp":
+        ept = _template(_WARP_EPTS, need)
+        launch = Launch("softmax_warp_kernel", source, (-(-rows // (threads // 32)),), threads,
+                        note=f"{threads // 32} rows a block, a warp a row")
+        fields.update({"registers a thread (EPT)": ept, "persistent": False})
+    elif strategy in ("block", "cluster"):
+        ept = _template(_BLOCK_EPTS, need)
+        exact = cluster == 1 and cols == ept * threads  # and x, y 16-byte aligned, as torch allocates them
+        launch = Launch("softmax_exact_kernel" if exact else "softmax_block_kernel", source, (rows * cluster,),
+                        threads, cluster, note=f"{rows} rows x {cluster} block{'s' if cluster > 1 else ''} a row")
+        fields.update({"registers a thread (EPT)": ept, "persistent": False})
+    elif strategy == "loop":
+        launch = Launch("softmax_loop_kernel", source, (rows * cluster,), threads, cluster,
+                        note=f"{rows} rows x {cluster} blocks a row")
+        fields = {"persistent": False}
+    else:  # the persistent kernels: as many clusters as fit at once (the driver's occupancy query), one a row at most
+        stages = SOFTMAX_RING_STAGES.get(strategy, 0)
+        if strategy == "loopp":
+            kernel, fields = "softmax_loop_kernel", {}
+        elif strategy == "pipe":
+            kernel = "softmax_pipe_kernel"
+            fields.update({"registers a thread (EPT)": _template(_PIPE_EPTS, need),
+                           "shared memory a block": f"{need // (16 // itemsize) * threads * 16} B (the next row)"})
+        else:
+            kernel = "softmax_ring_kernel"
+            fields.update({"stages": stages, "exps stored": strategy == "ring1e",
+                           "shared memory a block": f"{ring_bytes(cols, itemsize, threads, cluster, stages)} B"})
+        launch = Launch(kernel, source, None, threads, cluster, most=rows * cluster,
+                        note=f"min({rows} rows, clusters resident at once) x {cluster} blocks: persistent, "
+                             "the clusters that fit from the driver's occupancy query")
+        fields["persistent"] = True
+    return LaunchPlan(strategy, (launch,), fields)
+
+
+def mean_plan_of(shape: tuple[int, ...], dtype: str, facts: DeviceFacts):
+    """mean-cuda's launch: MEAN_BLOCKS_PER_SM, MEAN_UNROLL and MEAN_STREAMING, as launch_mean runs them."""
+    from kernelscope.plan import Launch, LaunchPlan
+
+    n = 1
+    for s in shape:
+        n *= s
+    blocks = mean_partial_count(n, facts.sm_count, MEAN_BLOCKS_PER_SM)
+    launch = Launch("mean_kernel", _CU + "mean.cu", (blocks,), MEAN_THREADS,
+                    note="one block: its sum is the mean" if blocks == 1 else
+                    f"at most {MEAN_BLOCKS_PER_SM} blocks an SM; the last block to finish adds the partials")
+    return LaunchPlan(None, (launch,), {"16-byte loads a lap": MEAN_UNROLL, "streaming loads (__ldcs)": MEAN_STREAMING,
+                                        "grid-stride loop": True})
+
+
+def _elementwise_plan_of(op: str, shape: tuple[int, ...], dtype: str, facts: DeviceFacts):
+    """square_vec4's and gelu_vec4's launch (their launch_*_vec4_t): elementwise_launch's tiles, a block a tile
+    (ELEMENTWISE_BLOCKS_PER_SM 0: one lap; -k: k blocks an SM over the tiles), or the grid-stride kernel (k > 0)."""
+    from kernelscope.plan import Launch, LaunchPlan
+
+    n = 1
+    for s in shape:
+        n *= s
+    itemsize = _itemsize(dtype)
+    threads, unroll = elementwise_launch(n, itemsize, facts)
+    per_pack, k = 16 // itemsize, ELEMENTWISE_BLOCKS_PER_SM
+    if k > 0:
+        launch = Launch(f"{op}_vec4_kernel", f"{_CU}{op}.cu", (resident_grid(-(-n // per_pack), threads, k,
+                                                                            facts.sm_count),),
+                        threads, note=f"grid-stride, at most {k} blocks an SM")
+    else:
+        launch = Launch(f"{op}_tiled_kernel", f"{_CU}{op}.cu",
+                        (tiled_grid(n, per_pack, threads, unroll, -k, facts.sm_count),), threads,
+                        note=f"a block a tile of {threads} x {unroll} 16-byte vectors"
+                             + (", one lap" if k == 0 else f", {-k} blocks an SM striding over them"))
+    return LaunchPlan(None, (launch,), {"16-byte loads a thread": unroll, "elements a thread": unroll * per_pack,
+                                        "persistent": k > 0})
+
+
+def square_vec4_plan_of(shape: tuple[int, ...], dtype: str, facts: DeviceFacts):
+    """square-cuda-vec4's launch at ``shape`` on the GPU of ``facts``."""
+    return _elementwise_plan_of("square", shape, dtype, facts)
+
+
+def gelu_vec4_plan_of(shape: tuple[int, ...], dtype: str, facts: DeviceFacts):
+    """gelu-cuda-vec4's launch at ``shape`` on the GPU of ``facts``."""
+    return _elementwise_plan_of("gelu", shape, dtype, facts)

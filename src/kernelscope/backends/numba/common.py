@@ -22,6 +22,7 @@ import torch
 from numba import cuda, float32
 
 from kernelscope.backends import numba_simulated
+from kernelscope.backends.device import DeviceFacts
 
 SIMULATED = numba_simulated()
 SIM_THREADS = 32  # one warp a block under the simulator: ~1 ms a simulated thread
@@ -51,16 +52,30 @@ def dram_gbps_per_sm(device_index: int) -> float:
     return gbps / sm_count(device_index)
 
 
+@cache
+def gpu_facts(device_index: int) -> DeviceFacts:
+    """What the grid-stride launches read of the GPU at ``device_index``: its SMs."""
+    return DeviceFacts(f"cuda:{device_index}", sm_count(device_index))
+
+
 def grid_stride_blocks(device: torch.device, work_items: int, per_block: int, blocks_per_sm: int,
                        balanced: bool = False) -> int:
-    """Blocks for a grid-stride loop: enough to cover ``work_items`` once, at most a resident grid.
+    """launch_blocks on ``device``'s GPU (under the simulator: its SIM_BLOCKS)."""
+    facts = None if SIMULATED else gpu_facts(device.index or 0)
+    return launch_blocks(facts, work_items, per_block, blocks_per_sm, balanced)
+
+
+def launch_blocks(facts: DeviceFacts | None, work_items: int, per_block: int, blocks_per_sm: int,
+                  balanced: bool = False) -> int:
+    """Blocks for a grid-stride loop on the GPU of ``facts``: enough to cover ``work_items`` once, at most a resident
+    grid (None: the simulator's SIM_BLOCKS).
 
     ``balanced``: of those, the fewest that still take the same number of laps (``per_block`` items a block a lap),
     so that every block's laps are whole: at 2^24 elements and 528 resident blocks of 4096 a lap, 512 blocks of 8
     laps each, not 528 of 7.76 (whose last 0.76 lap a thread reads an element at a time, a DRAM latency each).
     """
     needed = max(1, -(-work_items // per_block))
-    cap = SIM_BLOCKS if SIMULATED else sm_count(device.index or 0) * blocks_per_sm
+    cap = SIM_BLOCKS if facts is None else facts.sm_count * blocks_per_sm
     return balanced_blocks(needed, cap) if balanced else min(needed, cap)
 
 

@@ -21,8 +21,9 @@ from numba import cuda, float32
 
 from kernelscope.backends.numba import as_array, stream
 from kernelscope.backends.numba import direct as numba_direct
-from kernelscope.backends.numba.common import (SIM_THREADS, SIMULATED, check_threads, grid_stride_blocks, jit_bounded,
-                                                resident_blocks_per_sm)
+from kernelscope.backends.device import DeviceFacts
+from kernelscope.backends.numba.common import (SIM_THREADS, SIMULATED, check_threads, gpu_facts, jit_bounded,
+                                                launch_blocks, resident_blocks_per_sm)
 
 
 @dataclass(frozen=True)
@@ -98,19 +99,33 @@ class Shape:
     blocks_per_sm: int
 
     def blocks(self, device: torch.device, n: int) -> int:
-        if self.tiled:
-            return -(-n // self.per_block)  # one lap: a block a tile
-        return grid_stride_blocks(device, n, self.per_block, self.blocks_per_sm)
+        facts = None if SIMULATED or self.tiled else gpu_facts(device.index or 0)
+        return map_blocks(n, self.per_block, self.tiled, self.blocks_per_sm, facts)
+
+
+def map_launch(defaults: Defaults, simulated: bool, threads: int | None = None, blocks_per_sm: int | None = None,
+               unroll: int | None = None, tiled: bool | None = None) -> tuple[int, int, int, bool]:
+    """(threads, blocks_per_sm, unroll, tiled) of a launch of a map: each argument given, else ``defaults``' (the
+    simulator's own sizes there)."""
+    threads = threads or (SIM_THREADS if simulated else defaults.threads)
+    blocks_per_sm = resident_blocks_per_sm(threads, blocks_per_sm or defaults.blocks_per_sm)
+    unroll = unroll or (2 if simulated else defaults.unroll)
+    return threads, blocks_per_sm, unroll, defaults.tiled if tiled is None else tiled
+
+
+def map_blocks(n: int, per_block: int, tiled: bool, blocks_per_sm: int, facts: DeviceFacts | None) -> int:
+    """The grid of a map over n elements: one lap of tiles (a block a tile), or launch_blocks' grid-stride grid on
+    the GPU of ``facts`` (None: the simulator's)."""
+    if tiled:
+        return -(-n // per_block)  # one lap: a block a tile
+    return launch_blocks(facts, n, per_block, blocks_per_sm)
 
 
 def launch_shape(f, name: str, defaults: Defaults, threads: int | None = None, blocks_per_sm: int | None = None,
                  unroll: int | None = None, tiled: bool | None = None) -> Shape:
-    """The shape of a launch of ``f``'s map: each argument given, else ``defaults``' (the simulator's own sizes there)."""
-    threads = threads or (SIM_THREADS if SIMULATED else defaults.threads)
-    blocks_per_sm = resident_blocks_per_sm(threads, blocks_per_sm or defaults.blocks_per_sm)
-    unroll = unroll or (2 if SIMULATED else defaults.unroll)
+    """The shape of a launch of ``f``'s map: map_launch's, with its kernel."""
+    threads, blocks_per_sm, unroll, tiled = map_launch(defaults, SIMULATED, threads, blocks_per_sm, unroll, tiled)
     check_threads(threads)
-    tiled = defaults.tiled if tiled is None else tiled
     make = tiled_kernel if tiled else grid_stride_kernel
     return Shape(make(f, name, threads, blocks_per_sm, unroll), threads, threads * unroll, tiled, blocks_per_sm)
 
@@ -147,3 +162,21 @@ def _map(shape: Shape, x: torch.Tensor, out: torch.Tensor | None, direct: bool) 
     else:
         shape.kernel[shape.blocks(x.device, n), shape.threads, stream()](as_array(x.view(-1)), as_array(y.view(-1)))
     return y
+
+
+def map_plan_of(name: str, defaults: Defaults, shape: tuple[int, ...], facts: DeviceFacts, note: str = ""):
+    """A map's launch at ``shape`` on the GPU of ``facts`` (`kernelscope plan`): map_launch's defaults, map_blocks'
+    grid; the kernel named as launch_shape names it."""
+    from kernelscope.plan import Launch, LaunchPlan
+
+    n = 1
+    for s in shape:
+        n *= s
+    threads, blocks_per_sm, unroll, tiled = map_launch(defaults, False)
+    grid = map_blocks(n, threads * unroll, tiled, blocks_per_sm, facts)
+    how = f"a block a tile of {threads} x {unroll} elements, one lap" if tiled else \
+        f"grid-stride, at most {blocks_per_sm} blocks an SM"
+    launch = Launch(f"{name}_tiled" if tiled else f"{name}_flat", "src/kernelscope/backends/numba/elementwise.py",
+                    (grid,), threads, note=how + (f"; {note}" if note else ""))
+    return LaunchPlan(None, (launch,), {"elements a thread": unroll, "launch bound (blocks an SM)": blocks_per_sm,
+                                        "persistent": not tiled})

@@ -69,11 +69,23 @@ def launch_gelu(x: torch.Tensor, out: torch.Tensor | None = None, threads: int |
                 blocks_per_sm: int | None = None, unroll: int | None = None,
                 tiled: bool | None = None, fast: bool | None = None) -> torch.Tensor:
     """gelu with an explicit launch shape, mode and form (None: the module defaults)."""
-    defaults = elementwise.Defaults(THREADS, BLOCKS_PER_SM, UNROLL, TILED)
-    if FAST if fast is None else fast:
-        return elementwise.launch(gelu_fast_f32, "gelu_fast", defaults, x, out, threads, blocks_per_sm, unroll, tiled)
-    return elementwise.launch(gelu_f32, "gelu", defaults, x, out, threads, blocks_per_sm, unroll, tiled)
+    f, name = _form(fast)
+    return elementwise.launch(f, name, _defaults(), x, out, threads, blocks_per_sm, unroll, tiled)
+
+
+def _defaults() -> elementwise.Defaults:
+    return elementwise.Defaults(THREADS, BLOCKS_PER_SM, UNROLL, TILED)
+
+
+def _form(fast: bool | None):
+    """(the elementwise function, the kernels' name) of the fast form or of tanhf's (None: FAST)."""
+    return (gelu_fast_f32, "gelu_fast") if (FAST if fast is None else fast) else (gelu_f32, "gelu")
 
 
 def gelu(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     return launch_gelu(x, out)
+
+
+def gelu_plan_of(shape: tuple[int, ...], dtype: str, facts):
+    """gelu-numba's launch at ``shape`` on the GPU of ``facts`` (`kernelscope plan`): the default form's map."""
+    return elementwise.map_plan_of(_form(None)[1], _defaults(), shape, facts)

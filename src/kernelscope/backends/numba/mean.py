@@ -35,9 +35,9 @@ import torch
 from numba import cuda, float32, float64, int32, uint64
 
 from kernelscope.backends.numba import as_array, stream
-from kernelscope.backends.numba.common import (SIM_THREADS, SIMULATED, ZERO, block_sum, check_threads,
-                                                grid_stride_blocks, jit_bounded, quick_barriers,
-                                                resident_blocks_per_sm)
+from kernelscope.backends.device import DeviceFacts
+from kernelscope.backends.numba.common import (SIM_THREADS, SIMULATED, ZERO, block_sum, check_threads, gpu_facts,
+                                                jit_bounded, launch_blocks, quick_barriers, resident_blocks_per_sm)
 from kernelscope.backends.numba.vector import load_f32x4, load_f32x4_streaming
 
 # Launch defaults: 4 blocks of 512 threads fill an SM's 2048 thread slots; 8
@@ -192,6 +192,23 @@ def finish_mean(partials, out, n):
         out[0] = float32(float64(acc) / float64(n))
 
 
+def mean_launch(n: int, facts: DeviceFacts | None, aligned: bool = True, threads: int | None = None,
+                blocks_per_sm: int | None = None, unroll: int | None = None, vector_loads: bool | None = None,
+                balanced_grid: bool | None = None, streaming_loads: bool | None = None) -> tuple:
+    """(threads, blocks_per_sm, unroll, vector, streaming, blocks) of the partial sums' launch over n elements on
+    the GPU of ``facts`` (None: the simulator's sizes), x's data 16-byte ``aligned`` or not: each argument given,
+    else the module defaults; the grid from launch_blocks."""
+    simulated = facts is None
+    threads = threads or (SIM_THREADS if simulated else THREADS)
+    blocks_per_sm = resident_blocks_per_sm(threads, blocks_per_sm or BLOCKS_PER_SM)
+    vector = (VECTOR_LOADS if vector_loads is None else vector_loads) and aligned
+    unroll = unroll or (2 if simulated else VECTOR_UNROLL if vector else UNROLL)
+    balanced = BALANCED_GRID if balanced_grid is None else balanced_grid
+    streaming = vector and (STREAMING_LOADS if streaming_loads is None else streaming_loads)
+    blocks = launch_blocks(facts, n, threads * unroll * (4 if vector else 1), blocks_per_sm, balanced)
+    return threads, blocks_per_sm, unroll, vector, streaming, blocks
+
+
 def launch_mean(x: torch.Tensor, out: torch.Tensor | None = None, threads: int | None = None,
                 blocks_per_sm: int | None = None, unroll: int | None = None,
                 one_launch: bool | None = None, vector_loads: bool | None = None,
@@ -199,16 +216,12 @@ def launch_mean(x: torch.Tensor, out: torch.Tensor | None = None, threads: int |
     """mean with an explicit launch shape for the partial sums, one launch or two, 16-byte loads or 4-byte ones,
     the grid balanced to whole laps or full, the 16-byte loads evict-first or not (None: the module defaults).
     16-byte loads only where x's data is 16-byte aligned (a sliced view may not be)."""
-    threads = threads or (SIM_THREADS if SIMULATED else THREADS)
-    blocks_per_sm = resident_blocks_per_sm(threads, blocks_per_sm or BLOCKS_PER_SM)
-    check_threads(threads)
-    vector = (VECTOR_LOADS if vector_loads is None else vector_loads) and x.data_ptr() % 16 == 0
-    unroll = unroll or (2 if SIMULATED else VECTOR_UNROLL if vector else UNROLL)
-    y = torch.empty((), device=x.device, dtype=x.dtype) if out is None else out
     n = x.numel()
-    balanced = BALANCED_GRID if balanced_grid is None else balanced_grid
-    streaming = vector and (STREAMING_LOADS if streaming_loads is None else streaming_loads)
-    blocks = grid_stride_blocks(x.device, n, threads * unroll * (4 if vector else 1), blocks_per_sm, balanced)
+    threads, blocks_per_sm, unroll, vector, streaming, blocks = mean_launch(
+        n, None if SIMULATED else gpu_facts(x.device.index or 0), x.data_ptr() % 16 == 0, threads, blocks_per_sm,
+        unroll, vector_loads, balanced_grid, streaming_loads)
+    check_threads(threads)
+    y = torch.empty((), device=x.device, dtype=x.dtype) if out is None else out
     partials = torch.empty(blocks, device=x.device, dtype=torch.float32)
     s = stream()
     finish = SIM_THREADS if SIMULATED else FINISH_THREADS
@@ -226,3 +239,23 @@ def launch_mean(x: torch.Tensor, out: torch.Tensor | None = None, threads: int |
 
 def mean(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     return launch_mean(x, out)
+
+
+def mean_plan_of(shape: tuple[int, ...], dtype: str, facts: DeviceFacts):
+    """mean-numba's launch at ``shape`` on the GPU of ``facts`` (`kernelscope plan`): mean_launch's defaults, x
+    16-byte aligned (as torch allocates it)."""
+    from kernelscope.plan import Launch, LaunchPlan
+
+    n = 1
+    for s in shape:
+        n *= s
+    threads, blocks_per_sm, unroll, vector, streaming, blocks = mean_launch(n, facts)
+    src = "src/kernelscope/backends/numba/mean.py"
+    fields = {"loads a lap": f"{unroll} x {'16' if vector else '4'} bytes", "streaming loads": streaming,
+              "launch bound (blocks an SM)": blocks_per_sm, "balanced grid": BALANCED_GRID}
+    if ONE_LAUNCH:
+        note = ("one block: its sum is the mean" if blocks == 1 else
+                "grid-stride; the last block to take a ticket sums the partials")
+        return LaunchPlan(None, (Launch("mean_one_launch", src, (blocks,), threads, note=note),), fields)
+    return LaunchPlan(None, (Launch("partial_sums", src, (blocks,), threads, note="grid-stride"),
+                             Launch("finish_mean", src, (1,), FINISH_THREADS)), fields)

@@ -51,6 +51,7 @@ from numba import cuda, float32, uint64
 from numba.cuda import libdevice
 
 from kernelscope.backends import WIDE_DRAM_GBPS_PER_SM
+from kernelscope.backends.device import DeviceFacts
 from kernelscope.backends.numba import as_array, stream
 from kernelscope.backends.numba.common import (NEG_INF, SIM_THREADS, SIMULATED, ZERO, block_max, block_sum,
                                                 check_threads, dram_gbps_per_sm, jit_bounded, quick_barriers,
@@ -426,33 +427,55 @@ def regs_plan(cols: int, max_threads: int | None = None, fast_exp: bool | None =
                 vector=vector)
 
 
+@cache
+def gpu_facts(device_index: int) -> DeviceFacts:
+    """What plan_softmax reads of the GPU at ``device_index``: its SMs, L2, the dynamic shared memory a block may opt
+    in to, and its DRAM's bandwidth an SM."""
+    shared, l2 = _device_limits(device_index)
+    return DeviceFacts(f"cuda:{device_index}", sm_count(device_index), l2, dram_gbps_per_sm(device_index),
+                       shared + SCRATCH_BYTES)
+
+
 def plan_softmax(rows: int, cols: int, device: torch.device, max_threads: int | None = None,
                  cols_per_thread: int | None = None, unroll: int | None = None, chunk: int | None = None,
                  split_threads: int | None = None, max_cached_cols: int | None = None,
                  l2_share: float | None = None, path: str | None = None, recompute: bool | None = None,
                  fast_exp: bool | None = None, min_blocks: int = 1, vector: bool | None = None) -> Plan:
-    """The launch plan for a (rows, cols) input; None: the module defaults; path forces a plan.
+    """softmax_launch on ``device``'s GPU (gpu_facts), or under the simulator its own sizes."""
+    return softmax_launch(rows, cols, None if SIMULATED else gpu_facts(device.index or 0), max_threads,
+                          cols_per_thread, unroll, chunk, split_threads, max_cached_cols, l2_share, path, recompute,
+                          fast_exp, min_blocks, vector)
+
+
+def softmax_launch(rows: int, cols: int, facts: DeviceFacts | None, max_threads: int | None = None,
+                   cols_per_thread: int | None = None, unroll: int | None = None, chunk: int | None = None,
+                   split_threads: int | None = None, max_cached_cols: int | None = None,
+                   l2_share: float | None = None, path: str | None = None, recompute: bool | None = None,
+                   fast_exp: bool | None = None, min_blocks: int = 1, vector: bool | None = None) -> Plan:
+    """The launch plan for a (rows, cols) input on the GPU of ``facts`` (None: the simulator's sizes); None
+    arguments: the module defaults; path forces a plan.
 
     The default: the regs plan for rows up to REGS_DEFAULT_MAX_COLS that it holds (under the simulator, rows
     that its 32 threads hold), else the row plan while shared memory caches the row, else the split plan.
     """
-    regs_threads = max_threads or (SIM_THREADS if SIMULATED else None)
+    simulated = facts is None
+    regs_threads = max_threads or (SIM_THREADS if simulated else None)
     if path is None and cols <= REGS_DEFAULT_MAX_COLS and cols <= (regs_threads or REGS_MAX_THREADS) * REGS_MAX_EPT:
         path = "regs"
     if path == "regs":  # cols_per_thread: the elements a thread holds
-        wide_dram = dram_gbps_per_sm(device.index or 0) >= WIDE_DRAM_GBPS_PER_SM  # 0 under the simulator
+        wide_dram = not simulated and facts.dram_gbps_per_sm >= WIDE_DRAM_GBPS_PER_SM
         if cols_per_thread is None and wide_dram:
             cols_per_thread = REGS_EPT_WIDE_DRAM
         return regs_plan(cols, regs_threads, fast_exp, min_blocks, cols_per_thread, vector)
-    row_unroll = unroll or (SIM_UNROLL if SIMULATED else ROW_UNROLL)
-    unroll = unroll or (SIM_UNROLL if SIMULATED else UNROLL)
-    if SIMULATED:
+    row_unroll = unroll or (SIM_UNROLL if simulated else ROW_UNROLL)
+    unroll = unroll or (SIM_UNROLL if simulated else UNROLL)
+    if simulated:
         max_threads, split_threads = max_threads or SIM_THREADS, split_threads or SIM_THREADS
         cached, chunk, sms, l2 = max_cached_cols or SIM_MAX_CACHED_COLS, chunk or SIM_CHUNK, 1, 2**20
     else:
-        shared, l2 = _device_limits(device.index or 0)
+        shared, l2 = facts.shared_bytes_per_block - SCRATCH_BYTES, facts.l2_bytes
         cached = min(shared // 4, max_cached_cols or MAX_CACHED_COLS or shared // 4)
-        chunk, sms = chunk or CHUNK, sm_count(device.index or 0)
+        chunk, sms = chunk or CHUNK, facts.sm_count
         lone = cols * 4 > shared // 2  # one block a row fills an SM's shared memory
         max_threads = max_threads or (LONE_BLOCK_THREADS if lone else MAX_THREADS)
     if path is None:
@@ -460,7 +483,7 @@ def plan_softmax(rows: int, cols: int, device: torch.device, max_threads: int | 
         few_wide = rows < sms and cols >= 2 * chunk
         path = "split" if cols > cached or few_wide else "row"
     if path == "row":
-        if not SIMULATED and cols > shared // 4:
+        if not simulated and cols > shared // 4:
             raise ValueError(f"softmax-numba: a row of {cols} columns does not fit in shared memory "
                              f"(at most {shared // 4}); take the split plan")
         per_thread = cols_per_thread or COLS_PER_THREAD
@@ -520,3 +543,35 @@ def _launch(x: torch.Tensor, y: torch.Tensor, plan: Plan, overrides: dict) -> to
 
 def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     return launch_softmax(x, out)
+
+
+def softmax_plan_of(shape: tuple[int, int], dtype: str, facts: DeviceFacts):
+    """softmax-numba's launches at ``shape`` on the GPU of ``facts`` (`kernelscope plan`): softmax_launch's default
+    plan, as _launch runs it (x and y 16-byte aligned, as torch allocates them)."""
+    from kernelscope.plan import Launch, LaunchPlan
+
+    rows, cols = shape
+    plan = softmax_launch(rows, cols, facts)
+    src = "src/kernelscope/backends/numba/softmax.py"
+    if plan.path == "regs":
+        vector = plan.vector and cols % 4 == 0
+        launches = (Launch("softmax_regs_vector" if vector else "softmax_regs", src, (rows,), plan.threads,
+                           note="a block a row, the row in registers"),)
+        fields = {"elements a thread": plan.unroll, "16-byte loads": vector, "fast exp": plan.fast_exp,
+                  "exact rows (no column checks)": plan.threads * plan.unroll == cols,
+                  "launch bound (blocks an SM)": plan.min_blocks}
+    elif plan.path == "row":
+        launches = (Launch("softmax_row", src, (rows,), plan.threads,
+                           note=f"a block a row, the row in {cols * 4} B of dynamic shared memory"),)
+        fields = {"loads in flight a thread": plan.unroll, "recompute exps": plan.recompute}
+    else:
+        groups = -(-rows // plan.group_rows)
+        chunks = -(-cols // plan.chunk)
+        last = rows - (groups - 1) * plan.group_rows
+        note = f"a group of {plan.group_rows} rows x {chunks} chunks" + (
+            f"; the last group's {last} rows" if last != plan.group_rows else "")
+        launches = tuple(Launch(name, src, (plan.group_rows, chunks), plan.threads, count=groups, note=note)
+                         for name in ("chunk_stats", "chunk_write"))
+        fields = {"chunk (columns a block)": plan.chunk, "rows a group": plan.group_rows,
+                  "loads in flight a thread": plan.unroll}
+    return LaunchPlan(plan.path, launches, {**fields, "persistent": False})

@@ -90,3 +90,14 @@ _square_flat_direct = elementwise.direct_map(square_f32, "square", FLAT_DEFAULTS
 def square_flat_direct(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """square_flat's kernel, launched through the driver after its first call (direct.py): a cheaper call."""
     return _square_flat_direct(x, out)
+
+
+def square_flat_plan_of(shape: tuple[int, ...], dtype: str, facts):
+    """square-numba-flat's launch at ``shape`` on the GPU of ``facts`` (`kernelscope plan`)."""
+    return elementwise.map_plan_of("square", FLAT_DEFAULTS, shape, facts)
+
+
+def square_flat_direct_plan_of(shape: tuple[int, ...], dtype: str, facts):
+    """square-numba-direct's launch: square_flat's kernel and grid, through the driver after the first call."""
+    return elementwise.map_plan_of("square", FLAT_DEFAULTS, shape, facts,
+                                   "launched through the driver after the first call")

@@ -5,8 +5,29 @@ dtype: float16/bfloat16 arithmetic would lose accuracy (and the Triton
 interpreter does not multiply bfloat16 at all).
 """
 
+from functools import cache
+
 import torch
 import triton
+
+from kernelscope.backends.device import DeviceFacts
+
+DEFAULT_WARPS = 4  # Triton's num_warps where a launch gives none: a program of 128 threads
+
+
+@cache
+def gpu_facts(device: torch.device) -> DeviceFacts | None:
+    """What the tuned kernels' launches read of ``device``'s GPU (its SMs and L2); None on the CPU (the interpreter,
+    whose stand-ins each launch-shape function keeps)."""
+    if device.type != "cuda":
+        return None
+    props = torch.cuda.get_device_properties(device)
+    return DeviceFacts(props.name, props.multi_processor_count, props.L2_cache_size)
+
+
+def gpu_facts_of(index: int) -> DeviceFacts:
+    """gpu_facts of the CUDA device at ``index``."""
+    return gpu_facts(torch.device("cuda", index))
 
 
 def row_num_warps(block_size: int) -> int:

@@ -28,3 +28,17 @@ def gelu(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     n = x.numel()
     gelu_kernel[(triton.cdiv(n, BLOCK_SIZE),)](x, y, n, BLOCK_SIZE=BLOCK_SIZE)
     return y
+
+
+def gelu_plan_of(shape: tuple[int, ...], dtype: str, facts):
+    """gelu-triton's launch (`kernelscope plan`): a program a BLOCK_SIZE of the flat array, Triton's default warps."""
+    from kernelscope.backends.triton import DEFAULT_WARPS
+    from kernelscope.plan import Launch, LaunchPlan
+
+    n = 1
+    for s in shape:
+        n *= s
+    launch = Launch("gelu_kernel", "src/kernelscope/backends/triton/gelu.py", (triton.cdiv(n, BLOCK_SIZE),),
+                    DEFAULT_WARPS * 32, note=f"a program a block of {BLOCK_SIZE}")
+    return LaunchPlan(None, (launch,), {"BLOCK_SIZE": BLOCK_SIZE, "num_warps": DEFAULT_WARPS,
+                                        "elements a thread": BLOCK_SIZE // (DEFAULT_WARPS * 32)})

@@ -6,6 +6,9 @@ import torch
 import triton
 import triton.language as tl
 
+from kernelscope.backends.device import DeviceFacts
+from kernelscope.backends.triton import gpu_facts
+
 LECTURE_CHUNK = 256  # elements summed by one program, one at a time
 
 
@@ -99,11 +102,7 @@ def arrival_counter(device: torch.device) -> torch.Tensor:
     return torch.zeros(1, device=device, dtype=torch.int32)
 
 
-@cache
-def _max_programs(device: torch.device, programs_per_sm: int) -> int:
-    if device.type != "cuda":
-        return 2  # the interpreter: few programs, so the grid-stride loop really loops
-    return programs_per_sm * torch.cuda.get_device_properties(device).multi_processor_count
+INTERPRETER_PROGRAMS = 2  # the interpreter: few programs, so the grid-stride loop really loops
 
 
 def mean_programs(n: int, block: int, max_programs: int) -> int:
@@ -116,14 +115,23 @@ def mean_programs(n: int, block: int, max_programs: int) -> int:
     return triton.cdiv(n, block * steps)
 
 
+def mean_launch(n: int, facts: DeviceFacts | None, block: int = TUNED_BLOCK,
+                programs_per_sm: int = PROGRAMS_PER_SM) -> tuple[int, int]:
+    """(programs, loop steps a program) of mean_one_pass for n elements on the GPU of ``facts`` (its SMs): at most
+    programs_per_sm programs an SM (None: the interpreter's INTERPRETER_PROGRAMS), each making the same number of
+    steps, programs x steps x block covering n."""
+    max_programs = INTERPRETER_PROGRAMS if facts is None else programs_per_sm * facts.sm_count
+    programs = mean_programs(n, block, max_programs)
+    return programs, triton.cdiv(n, block * programs)
+
+
 def mean_one_pass(x: torch.Tensor, out: torch.Tensor | None = None, block: int = TUNED_BLOCK,
                   programs_per_sm: int = PROGRAMS_PER_SM, num_warps: int = TUNED_WARPS,
                   num_stages: int | None = TUNED_STAGES, evict: str = EVICT,
                   contiguous: bool = CONTIGUOUS) -> torch.Tensor:
     """mean(x) in one launch, with the launch shape as parameters (the tuning script sweeps them)."""
     n = x.numel()
-    programs = mean_programs(n, block, _max_programs(x.device, programs_per_sm))
-    steps = triton.cdiv(n, block * programs)  # loop steps per program: programs * steps * block covers n
+    programs, steps = mean_launch(n, gpu_facts(x.device), block, programs_per_sm)
     stages = {} if num_stages is None else {"num_stages": num_stages}
     # Fresh partials each call: the caching allocator makes this cheap, and graph capture safe.
     partials = torch.empty(programs, device=x.device, dtype=torch.float32)
@@ -136,3 +144,21 @@ def mean_one_pass(x: torch.Tensor, out: torch.Tensor | None = None, block: int =
 
 def mean_tuned(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     return mean_one_pass(x, out)
+
+
+def mean_plan_of(shape: tuple[int, ...], dtype: str, facts: DeviceFacts):
+    """mean-triton-tuned's launch at ``shape`` on the GPU of ``facts`` (`kernelscope plan`): mean_launch's grid,
+    mean_one_pass's defaults."""
+    from kernelscope.plan import Launch, LaunchPlan
+
+    n = 1
+    for s in shape:
+        n *= s
+    programs, steps = mean_launch(n, facts)
+    note = ("one program: its sum is the mean" if programs == 1 else
+            f"at most {PROGRAMS_PER_SM} programs an SM; the last program to arrive adds the partials")
+    launch = Launch("mean_one_pass_kernel", "src/kernelscope/backends/triton/mean.py", (programs,), TUNED_WARPS * 32,
+                    note=note)
+    return LaunchPlan(None, (launch,), {"num_warps": TUNED_WARPS, "BLOCK (elements a step)": TUNED_BLOCK,
+                                        "steps a program": steps, "EVICT": EVICT, "CONTIGUOUS": CONTIGUOUS,
+                                        "grid-stride loop": not CONTIGUOUS})

@@ -7,7 +7,8 @@ import torch
 import triton
 import triton.language as tl
 
-from kernelscope.backends.triton import launch_per_row, next_power_of_2
+from kernelscope.backends.device import DeviceFacts
+from kernelscope.backends.triton import gpu_facts, launch_per_row, next_power_of_2
 
 
 @triton.jit
@@ -179,6 +180,18 @@ class SoftmaxPlan:
     vectorize: bool = True  # persist: cut each row where it is 16-byte aligned (see softmax_persistent_kernel)
     tiles: tuple[int, int, int] = (0, 0, 0)  # tiles: the row's tiles, largest first (1: an unused tile)
 
+    def grid(self, rows: int) -> int:
+        """Programs of a launch over ``rows`` rows: a program per rows_per_program rows (row, narrow), a program a
+        row (tiles), the persistent grid (persist); split and pipe: a program a chunk of each of the rows (a
+        group's, or two groups' in a pipe launch)."""
+        if self.strategy in ("split", "pipe"):
+            return rows * self.chunks
+        if self.strategy == "persist":
+            return self.programs
+        if self.strategy == "tiles":
+            return rows
+        return triton.cdiv(rows, self.rows_per_program)
+
     def launches(self, rows: int) -> int:
         groups = triton.cdiv(rows, self.group_rows) if self.group_rows else 1
         return {"split": 2 * groups, "pipe": groups + 1}.get(self.strategy, 1)
@@ -295,10 +308,13 @@ def l2_bytes(device: torch.device) -> int:
     return torch.cuda.get_device_properties(device).L2_cache_size
 
 
+INTERPRETER_SMS = 4  # the interpreter: a small stand-in, so that short check shapes pack rows
+
+
 @cache
 def sm_count(device: torch.device) -> int:
     if device.type != "cuda":
-        return 4  # the interpreter: a small stand-in, so that short check shapes pack rows
+        return INTERPRETER_SMS
     return torch.cuda.get_device_properties(device).multi_processor_count
 
 
@@ -454,7 +470,7 @@ def _softmax_piped(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan, free_exp
     for k in range(groups + 1):
         (write_row0, n_write), (stats_row0, n_stats) = group(k - 1), group(k)  # pass 2 of k - 1, pass 1 of k
         w, st = slots[(k - 1) % 2], slots[k % 2]
-        softmax_pipe_kernel[((n_write + n_stats) * plan.chunks,)](
+        softmax_pipe_kernel[(plan.grid(n_write + n_stats),)](
             x, y, w[0], w[1], st[0], st[1], write_row0, n_write, stats_row0, n_stats, cols, x.stride(0),
             y.stride(0), plan.chunks, CHUNK=plan.block, CHUNKS_BLOCK=next_power_of_2(plan.chunks), KEEP=keep,
             LAST_USE=last_use, FREE_EXPS=free_exps, num_warps=plan.num_warps)
@@ -585,17 +601,17 @@ def softmax_planned(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan, free_ex
         return _softmax_piped(x, y, plan, free_exps)
     if plan.strategy == "persist":
         keep, last_use = _l2_hints(plan)
-        softmax_persistent_kernel[(plan.programs,)](x, y, rows, cols, x.stride(0), y.stride(0), CHUNK=plan.block,
-                                                     GROUP=plan.group, VEC=persist_vec(plan, x, y),
-                                                     STAGES=plan.stages, KEEP=keep, LAST_USE=last_use,
-                                                     FREE_EXPS=free_exps, num_warps=plan.num_warps)
+        softmax_persistent_kernel[(plan.grid(rows),)](x, y, rows, cols, x.stride(0), y.stride(0), CHUNK=plan.block,
+                                                      GROUP=plan.group, VEC=persist_vec(plan, x, y),
+                                                      STAGES=plan.stages, KEEP=keep, LAST_USE=last_use,
+                                                      FREE_EXPS=free_exps, num_warps=plan.num_warps)
         return y
     if plan.strategy == "tiles":
-        softmax_tiles_kernel[(rows,)](x, y, cols, x.stride(0), y.stride(0), *plan.tiles, VEC=cut_vec(x, y),
-                                      FREE_EXPS=free_exps, num_warps=plan.num_warps)
+        softmax_tiles_kernel[(plan.grid(rows),)](x, y, cols, x.stride(0), y.stride(0), *plan.tiles,
+                                                 VEC=cut_vec(x, y), FREE_EXPS=free_exps, num_warps=plan.num_warps)
         return y
     if plan.strategy != "split":
-        grid = (triton.cdiv(rows, plan.rows_per_program),)
+        grid = (plan.grid(rows),)
         softmax_rows_tuned_kernel[grid](x, y, rows, cols, x.stride(0), y.stride(0), ROWS=plan.rows_per_program,
                                         BLOCK=plan.block, num_warps=plan.num_warps)
         return y
@@ -605,7 +621,7 @@ def softmax_planned(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan, free_ex
     keep, last_use = _l2_hints(plan)
     for row0 in range(0, rows, plan.group_rows):
         group_rows = min(plan.group_rows, rows - row0)
-        grid = (group_rows * plan.chunks,)
+        grid = (plan.grid(group_rows),)
         softmax_chunk_stats_kernel[grid](x, chunk_max, chunk_sum, row0, cols, x.stride(0), plan.chunks,
                                          CHUNK=plan.block, KEEP=keep, FREE_EXPS=free_exps,
                                          num_warps=plan.num_warps)
@@ -616,9 +632,17 @@ def softmax_planned(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan, free_ex
     return y
 
 
+def softmax_launch(rows: int, cols: int, itemsize: int, facts: DeviceFacts | None) -> SoftmaxPlan:
+    """softmax_plan on the GPU of ``facts`` (its SMs and L2): what a call launches there, and what `kernelscope
+    plan` shows; None: the interpreter's stand-ins (INTERPRETER_SMS, no L2 to fit)."""
+    if facts is None:
+        return softmax_plan(rows, cols, itemsize, INTERPRETER_SMS, l2_bytes=0)
+    return softmax_plan(rows, cols, itemsize, facts.sm_count, l2_bytes=facts.l2_bytes)
+
+
 @cache
 def default_plan(rows: int, cols: int, itemsize: int, device: torch.device) -> SoftmaxPlan:
-    return softmax_plan(rows, cols, itemsize, sm_count(device), l2_bytes=l2_bytes(device))
+    return softmax_launch(rows, cols, itemsize, gpu_facts(device))
 
 
 def softmax_tuned(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -626,3 +650,44 @@ def softmax_tuned(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Ten
     y = torch.empty_like(x) if out is None else out
     rows, cols = x.shape
     return softmax_planned(x, y, default_plan(rows, cols, x.element_size(), x.device))
+
+
+def softmax_plan_of(shape: tuple[int, int], dtype: str, facts: DeviceFacts):
+    """softmax-triton-tuned's launches at ``shape`` on the GPU of ``facts`` (`kernelscope plan`): softmax_launch's
+    plan, with the grids softmax_planned launches (SoftmaxPlan.grid)."""
+    from kernelscope.ops import itemsize
+    from kernelscope.plan import Launch, LaunchPlan
+
+    rows, cols = shape
+    plan = softmax_launch(rows, cols, itemsize(dtype), facts)
+    src, threads = "src/kernelscope/backends/triton/softmax.py", plan.num_warps * 32
+    fields = {"num_warps": plan.num_warps}
+    if plan.strategy in ("row", "narrow"):
+        launches = (Launch("softmax_rows_tuned_kernel", src, (plan.grid(rows),), threads,
+                           note=f"{plan.rows_per_program} row{'s' if plan.rows_per_program > 1 else ''} a program"),)
+        fields.update({"BLOCK (columns a row loads)": plan.block, "rows a program": plan.rows_per_program,
+                       "elements a thread": plan.rows_per_program * plan.block // threads, "persistent": False})
+    elif plan.strategy == "tiles":
+        launches = (Launch("softmax_tiles_kernel", src, (plan.grid(rows),), threads, note="a program a row"),)
+        fields.update({"tiles": tuple(t for t in plan.tiles if t > 1), "slots a row": plan.block,
+                       "persistent": False})
+    elif plan.strategy == "persist":
+        launches = (Launch("softmax_persistent_kernel", src, (plan.grid(rows),), threads,
+                           note=f"{plan.grid(rows) / facts.sm_count:g} programs an SM taking the rows in turn"),)
+        fields.update({"CHUNK (columns a step)": plan.block, "stages": plan.stages, "GROUP": plan.group,
+                       "16-byte cut": plan.vectorize, "L2 hints": plan.l2_hints, "persistent": True})
+    else:  # split, pipe: the rows in groups, a program a chunk of a row
+        groups = triton.cdiv(rows, plan.group_rows)
+        last = rows - (groups - 1) * plan.group_rows
+        rest = f"; the last group's {last} rows x {plan.chunks}" if last != plan.group_rows else ""
+        if plan.strategy == "split":
+            note = f"a group of {plan.group_rows} rows x {plan.chunks} chunks{rest}"
+            launches = tuple(Launch(name, src, (plan.grid(plan.group_rows),), threads, count=groups, note=note)
+                             for name in ("softmax_chunk_stats_kernel", "softmax_chunk_write_kernel"))
+        else:
+            launches = (Launch("softmax_pipe_kernel", src, (plan.grid(2 * plan.group_rows),), threads,
+                               count=groups + 1, note=f"at most two groups of {plan.group_rows} rows x "
+                                                      f"{plan.chunks} chunks, one group's first and last"),)
+        fields.update({"CHUNK (columns a program)": plan.block, "chunks a row": plan.chunks,
+                       "rows a group": plan.group_rows, "L2 hints": plan.l2_hints, "persistent": False})
+    return LaunchPlan(plan.strategy, launches, fields)

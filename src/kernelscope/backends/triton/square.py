@@ -53,9 +53,47 @@ def square_flat_direct(x: torch.Tensor, out: torch.Tensor | None = None) -> torc
 # The same kernel with other block sizes (num_warps stays at Triton's default of 4):
 # a smaller block means more, lighter programs; a larger one fewer, each thread
 # handling more elements. The asv suite measures what the choice costs.
+FLAT256_BLOCK_SIZE = 256
+FLAT4096_BLOCK_SIZE = 4096
+
+
 def square_flat256(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    return square_flat(x, out, 256)
+    return square_flat(x, out, FLAT256_BLOCK_SIZE)
 
 
 def square_flat4096(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    return square_flat(x, out, 4096)
+    return square_flat(x, out, FLAT4096_BLOCK_SIZE)
+
+
+# --- kernelscope plan: what a call launches: a program a BLOCK_SIZE of the flat array, Triton's default warps ---
+
+def _flat_plan_of(shape: tuple[int, ...], block_size: int, note: str = ""):
+    from kernelscope.backends.triton import DEFAULT_WARPS
+    from kernelscope.plan import Launch, LaunchPlan
+
+    n = 1
+    for s in shape:
+        n *= s
+    launch = Launch("square_flat_kernel", "src/kernelscope/backends/triton/square.py",
+                    (triton.cdiv(n, block_size),), DEFAULT_WARPS * 32, note=note or f"a program a block of {block_size}")
+    return LaunchPlan(None, (launch,), {"BLOCK_SIZE": block_size, "num_warps": DEFAULT_WARPS,
+                                        "elements a thread": block_size // (DEFAULT_WARPS * 32)})
+
+
+def square_flat_plan_of(shape: tuple[int, ...], dtype: str, facts):
+    """square-triton-flat1024's launch (and square-triton-direct's: the same kernel and grid)."""
+    return _flat_plan_of(shape, FLAT_BLOCK_SIZE)
+
+
+def square_flat256_plan_of(shape: tuple[int, ...], dtype: str, facts):
+    return _flat_plan_of(shape, FLAT256_BLOCK_SIZE)
+
+
+def square_flat4096_plan_of(shape: tuple[int, ...], dtype: str, facts):
+    return _flat_plan_of(shape, FLAT4096_BLOCK_SIZE)
+
+
+def square_flat_direct_plan_of(shape: tuple[int, ...], dtype: str, facts):
+    """square-triton-direct's launch: square_flat's, through the compiled kernel's launcher after the first call."""
+    return _flat_plan_of(shape, FLAT_BLOCK_SIZE, f"a program a block of {FLAT_BLOCK_SIZE}; launched through the "
+                                                 "compiled kernel after the first call")
