@@ -63,6 +63,9 @@ class Variant:
     # "module:function" taking (x, out, fraction): the same kernel doing that fraction more work, for
     # KERNELSCOPE_INJECT_SLOWDOWN=name:fraction (kernelscope.canary); the regression gate's canary
     canary: str | None = None
+    # "module:function" taking (shape, dtype, facts): the launch a call takes on the GPU of facts
+    # (backends.device.DeviceFacts), from the function the launch itself picks it with (`kernelscope plan`)
+    plan: str | None = None
     notes: str = ""
 
     def limit_for(self, stress: str, dtype: str) -> Limit | None:
@@ -172,21 +175,26 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
     Variant("square-triton-flat1024", "square", "triton",
             "flat Triton kernel with a fixed BLOCK_SIZE of 1024: correct at every width, unlike a per-row fixed block",
             f"{_B}.triton.square:square_flat", takes_out=True, max_numel=INT32, tuned=True, bench_dtypes=F32_BF16,
-            canary=f"{_B}.triton.canary:square_flat"),
+            canary=f"{_B}.triton.canary:square_flat",
+            plan=f"{_B}.triton.square:square_flat_plan_of"),
     Variant("square-triton-flat256", "square", "triton",
             "the flat kernel with BLOCK_SIZE 256: four times the programs, a quarter of the work each",
-            f"{_B}.triton.square:square_flat256", takes_out=True, max_numel=INT32),
+            f"{_B}.triton.square:square_flat256", takes_out=True, max_numel=INT32,
+            plan=f"{_B}.triton.square:square_flat256_plan_of"),
     Variant("square-triton-flat4096", "square", "triton",
             "the flat kernel with BLOCK_SIZE 4096: a quarter of the programs, 32 elements a thread at 4 warps",
-            f"{_B}.triton.square:square_flat4096", takes_out=True, max_numel=INT32),
+            f"{_B}.triton.square:square_flat4096", takes_out=True, max_numel=INT32,
+            plan=f"{_B}.triton.square:square_flat4096_plan_of"),
     Variant("square-triton-direct", "square", "triton",
             "square-triton-flat1024's kernel, launched through its compiled kernel after the first call: a cheaper call",
-            f"{_B}.triton.square:square_flat_direct", takes_out=True, max_numel=INT32, tuned=True),
+            f"{_B}.triton.square:square_flat_direct", takes_out=True, max_numel=INT32, tuned=True,
+            plan=f"{_B}.triton.square:square_flat_direct_plan_of"),
     Variant("square-cuda-lecture", "square", "cuda", "lecture CUDA C++ kernel: 2-D grid of 16x16 blocks, one element a thread",
             f"{_B}.cuda.kernels:square_lecture", dtypes=F32, lecture=True, takes_out=True, max_numel=INT32),
     Variant("square-cuda-vec4", "square", "cuda", "tuned CUDA C++: 16-byte vector loads, one contiguous tile a block, one lap over the array",
             f"{_B}.cuda.kernels:square_vec4", dtypes=F32_BF16, takes_out=True, max_numel=INT32, tuned=True,
-            bench_dtypes=F32_BF16),
+            bench_dtypes=F32_BF16,
+            plan=f"{_B}.cuda.kernels:square_vec4_plan_of"),
     Variant("square-numba-lecture", "square", "numba",
             "lecture Numba kernel: row, col = cuda.grid(2) puts threadIdx.x on rows, so a warp strides through memory",
             f"{_B}.numba.square:square_lecture", dtypes=F32, lecture=True, takes_out=True, max_numel=INT32),
@@ -195,10 +203,12 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
             f"{_B}.numba.square:square_coalesced", dtypes=F32, takes_out=True, max_numel=INT32),
     Variant("square-numba-flat", "square", "numba",
             "tuned Numba: one contiguous tile of threads x unroll elements a block, one lap over the flat array",
-            f"{_B}.numba.square:square_flat", dtypes=F32, takes_out=True, max_numel=INT32, tuned=True),
+            f"{_B}.numba.square:square_flat", dtypes=F32, takes_out=True, max_numel=INT32, tuned=True,
+            plan=f"{_B}.numba.square:square_flat_plan_of"),
     Variant("square-numba-direct", "square", "numba",
             "square-numba-flat's kernel, launched straight through the driver after its first call: a cheaper call",
-            f"{_B}.numba.square:square_flat_direct", dtypes=F32, takes_out=True, max_numel=INT32, tuned=True),
+            f"{_B}.numba.square:square_flat_direct", dtypes=F32, takes_out=True, max_numel=INT32, tuned=True,
+            plan=f"{_B}.numba.square:square_flat_direct_plan_of"),
     # --- mean -------------------------------------------------------------------
     Variant("mean-torch", "mean", "torch", "torch.mean(x): ATen's reduction kernel",
             f"{_B}.torch_ops:mean", lecture=True),
@@ -217,13 +227,16 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
             f"{_B}.triton.mean:mean_lecture", lecture=True, takes_out=True, max_numel=INT32),
     Variant("mean-triton-tuned", "mean", "triton",
             "tuned Triton reduction in one launch: vector loads into per-program partial sums; the last program to arrive adds them up",
-            f"{_B}.triton.mean:mean_tuned", takes_out=True, max_numel=INT32, tuned=True),
+            f"{_B}.triton.mean:mean_tuned", takes_out=True, max_numel=INT32, tuned=True,
+            plan=f"{_B}.triton.mean:mean_plan_of"),
     Variant("mean-cuda", "mean", "cuda", "CUDA C++ reduction in one launch: 16-byte loads, warp shuffles; the last block to finish adds the partials",
-            f"{_B}.cuda.kernels:mean", dtypes=F32, takes_out=True, max_numel=INT32, tuned=True),
+            f"{_B}.cuda.kernels:mean", dtypes=F32, takes_out=True, max_numel=INT32, tuned=True,
+            plan=f"{_B}.cuda.kernels:mean_plan_of"),
     Variant("mean-numba", "mean", "numba",
             "Numba reduction in one launch: grid-stride partial sums; the last block to take an atomic ticket "
             "(after a threadfence) sums the partials",
-            f"{_B}.numba.mean:mean", dtypes=F32, takes_out=True, max_numel=INT32, tuned=True),
+            f"{_B}.numba.mean:mean", dtypes=F32, takes_out=True, max_numel=INT32, tuned=True,
+            plan=f"{_B}.numba.mean:mean_plan_of"),
     # --- softmax ----------------------------------------------------------------
     Variant("softmax-manual", "softmax", "torch", "the lecture's softmax in five torch ops: max, sub, exp, sum, div",
             f"{_B}.torch_ops:softmax_manual", lecture=True,
@@ -245,15 +258,18 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
             "tuned Triton softmax: rows held in registers with launch shapes per width; "
             "few wide rows split across programs and combined",
             f"{_B}.triton.softmax:softmax_tuned", takes_out=True, max_numel=INT32, tuned=True,
-            bench_dtypes=F32_BF16),
+            bench_dtypes=F32_BF16,
+            plan=f"{_B}.triton.softmax:softmax_plan_of"),
     Variant("softmax-cuda", "softmax", "cuda",
             "CUDA C++ softmax: a row per block (or warp) in registers; few wide rows split across "
             "a thread-block cluster, combined through distributed shared memory",
             f"{_B}.cuda.kernels:softmax", dtypes=F32_BF16, takes_out=True, max_numel=INT32, min_cc=(9, 0),
-            tuned=True, bench_dtypes=F32_BF16),
+            tuned=True, bench_dtypes=F32_BF16,
+            plan=f"{_B}.cuda.kernels:softmax_plan_of"),
     Variant("softmax-numba", "softmax", "numba",
             "Numba softmax: a block per row cached in shared memory; rows too wide for it split into chunks combined by a second launch",
-            f"{_B}.numba.softmax:softmax", dtypes=F32, takes_out=True, max_numel=INT32, tuned=True),
+            f"{_B}.numba.softmax:softmax", dtypes=F32, takes_out=True, max_numel=INT32, tuned=True,
+            plan=f"{_B}.numba.softmax:softmax_plan_of"),
     # --- gelu -------------------------------------------------------------------
     Variant("gelu-cuda-lecture", "gelu", "cuda", "lecture CUDA C++ kernel: 1-D grid, 1024 threads a block",
             f"{_B}.cuda.kernels:gelu_lecture", dtypes=F32, lecture=True, takes_out=True, max_numel=INT32),
@@ -264,12 +280,15 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
     Variant("gelu-compile", "gelu", "torch-compile", "torch.compile of the formula: Inductor fuses it into one kernel",
             f"{_B}.compiled:gelu", lecture=True),
     Variant("gelu-triton", "gelu", "triton", "Triton kernel: the formula fused, computed in float32",
-            f"{_B}.triton.gelu:gelu", takes_out=True, max_numel=INT32, tuned=True, bench_dtypes=F32_BF16),
+            f"{_B}.triton.gelu:gelu", takes_out=True, max_numel=INT32, tuned=True, bench_dtypes=F32_BF16,
+            plan=f"{_B}.triton.gelu:gelu_plan_of"),
     Variant("gelu-cuda-vec4", "gelu", "cuda", "tuned CUDA C++: 16-byte vector loads, one contiguous tile a block, one lap over the array",
             f"{_B}.cuda.kernels:gelu_vec4", dtypes=F32_BF16, takes_out=True, max_numel=INT32, tuned=True,
-            bench_dtypes=F32_BF16),
+            bench_dtypes=F32_BF16,
+            plan=f"{_B}.cuda.kernels:gelu_vec4_plan_of"),
     Variant("gelu-numba", "gelu", "numba", "Numba gelu as x / (1 + exp(-2u)) through libdevice's fast exp and divide: one contiguous tile of threads x unroll elements a block, one lap over the flat array",
-            f"{_B}.numba.gelu:gelu", dtypes=F32, takes_out=True, max_numel=INT32, tuned=True),
+            f"{_B}.numba.gelu:gelu", dtypes=F32, takes_out=True, max_numel=INT32, tuned=True,
+            plan=f"{_B}.numba.gelu:gelu_plan_of"),
 ]}
 
 

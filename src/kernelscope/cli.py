@@ -29,6 +29,8 @@ examples:
   kernelscope profile --ncu --demos     also Nsight Compute metrics and the lecture's demos (GPU box)
   kernelscope profile --cross-check     ncu's kernel time against the suite's warm time, per variant
   kernelscope crosscheck --gate        the suite's clocks beside Timer, do_bench, do_bench_cudagraph, ncu
+  kernelscope plan softmax-cuda 64x262144 --gpu h100
+                                        the kernel and launch shape a call of a tuned variant takes
 
 Without a GPU, Triton runs under TRITON_INTERPRET=1 and Numba under
 NUMBA_ENABLE_CUDASIM=1 (set automatically); CUDA C++ variants are skipped with
@@ -323,6 +325,74 @@ def cmd_crosscheck(args) -> int:
                                        json=args.json, gate=args.gate, command=" ".join(["kernelscope", *args.argv])))
 
 
+def cmd_plan(args) -> int:
+    from kernelscope import plan as plans
+    from kernelscope.backends.device import GPU_CHOICES
+    from kernelscope.catalog import get
+    from kernelscope.ops import parse_shape
+
+    if args.all == bool(args.variant):
+        print("kernelscope plan: give VARIANT SHAPE [DTYPE], or --all", file=sys.stderr)
+        return 2
+    if args.all and (args.shape or args.dtype):
+        print("kernelscope plan: --all takes no SHAPE or DTYPE (--dtype picks one dtype)", file=sys.stderr)
+        return 2
+    gpu = args.gpu or plans.default_gpu()
+    if args.gpu is None and gpu != plans.THIS:
+        print(f"kernelscope plan: no GPU here: the {gpu} preset (--gpu {' or '.join(GPU_CHOICES[1:])})",
+              file=sys.stderr)
+    try:
+        if args.all:
+            found, left_out = plans.all_plans(gpu, (args.all_dtype,) if args.all_dtype else None)
+            for name, why in left_out:
+                print(f"kernelscope plan: {name} left out: {why}", file=sys.stderr)
+            if args.json:
+                print(json.dumps([p.as_dict() for p in found], indent=1))
+            else:
+                print(_table(plans.table_rows(found), plans.TABLE_HEADER))
+                print(f"\n{len({p.variant for p in found})} variants at their op's benchmark sizes on "
+                      f"{plans.gpu_line(found[0]) if found else gpu}")
+            return 0
+        variant = get(args.variant)
+        if args.shape is None:
+            raise ValueError(f"{variant.name}: give a SHAPE, e.g. "
+                             f"{'x'.join(map(str, variant.op_spec.bench_shapes[-1]))}")
+        try:
+            shape = parse_shape(args.shape)
+        except ValueError as exc:
+            raise ValueError(f"{variant.name}: {exc}") from None
+        if variant.plan is None:
+            why = plans.no_plan(variant)
+            print(json.dumps({"variant": variant.name, "plan": None, "why": why}) if args.json
+                  else f"{variant.name}: {why}")
+            return 0
+        found = plans.plan_of(variant, shape, args.dtype or "float32", gpu)
+    except ValueError as exc:
+        print(f"kernelscope plan: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(found.as_dict(), indent=1) if args.json else plans.describe(found))
+    return 0
+
+
+PLAN_EPILOG = """\
+The plan is the tuned variant's own: the function its launch calls to pick a launch shape, given the GPU's
+facts (SMs, L2, the DRAM's peak bandwidth an SM, shared memory a block). --gpu h100 and h200 are presets of
+those facts; this (the default where a GPU is present) reads them from this machine's GPU as the variant's
+backend reads them at launch. Without a GPU, the default is the h100 preset (said on stderr). Variants
+without a plan (torch ops, torch.compile, launches fixed in their launcher) say so in one line.
+
+Grids: blocks (Triton: programs) of a launch; a persistent launch of softmax-cuda takes as many clusters as
+fit on the GPU at once (the driver's occupancy query at the first launch), so its grid is given as a rule.
+
+examples:
+  kernelscope plan softmax-cuda 64x262144 --gpu h100        the loop kernel, 512 threads, clusters of 16
+  kernelscope plan softmax-cuda 64x262144 --gpu h200        ... clusters of 8 on the H200's wider DRAM
+  kernelscope plan softmax-triton-tuned 512x50257 bfloat16  the tiles kernel, a program a row
+  kernelscope plan mean-numba 268435456 --json              one record as JSON
+  kernelscope plan --all --gpu h200                         every planned variant at its op's benchmark sizes
+"""
+
+
 CROSSCHECK_EPILOG = """\
 clocks, per case (median seconds per call; the same callable, one process):
   suite warm  ~ torch.utils.benchmark.Timer     back-to-back calls (Timer: a host clock, then a synchronize)
@@ -464,10 +534,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("compare-runs", help="compare two asv runs of one commit with asv's statistics",
                        description="Like `asv compare`, but for two results folders holding runs of the same commit "
                                    "(a noise check, or a switch flipped between runs). + worse, - better. Ends with "
-                                   "the rerun criteria: nothing flagged; 95%% of the warm, cold and graph "
-                                   "benchmarks of 20 us or more, and of the graph ones, within 2%%; 95%% of those "
+                                   "the rerun criteria: nothing flagged; 95% of the warm, cold and graph "
+                                   "benchmarks of 20 us or more, and of the graph ones, within 2%; 95% of those "
                                    "sampled one value per process (launch-bound, first calls) with B's median inside "
-                                   "A's 99%% interval.")
+                                   "A's 99% interval.")
     p.add_argument("a", help="results folder of the first run")
     p.add_argument("b", help="results folder of the second run")
     p.add_argument("--factor", type=float, default=1.1, help="ratio a change must pass (default 1.1, as asv)")
@@ -533,6 +603,26 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="stamp, summary, gate and every record as JSON on stdout")
     p.add_argument("--gate", action="store_true", help="exit 1 unless the gate passes, printing what failed")
     p.set_defaults(func=cmd_crosscheck)
+
+    p = sub.add_parser("plan", help="the kernel and launch shape a call of a tuned variant takes, on a GPU or a preset",
+                       usage="kernelscope plan VARIANT SHAPE [DTYPE] [--gpu this|h100|h200] [--json]\n"
+                             "       kernelscope plan --all [--gpu this|h100|h200] [--dtype DTYPE] [--json]",
+                       description="Print which kernel a call of VARIANT at SHAPE takes and how it is launched: "
+                                   "strategy, kernel (its name in the source), grid, block, cluster and the plan's "
+                                   "other fields (elements a thread, stages, persistent or not). --all: every "
+                                   "variant with a plan at each of its op's benchmark sizes, in its benchmarked "
+                                   "dtypes.",
+                       epilog=PLAN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("variant", nargs="?", metavar="VARIANT", help="a variant (see `kernelscope list`)")
+    p.add_argument("shape", nargs="?", metavar="SHAPE", help="input shape, e.g. 4096x4096 or 268435456")
+    p.add_argument("dtype", nargs="?", metavar="DTYPE", help="float32 (default), float16 or bfloat16")
+    p.add_argument("--gpu", choices=("this", "h100", "h200"),
+                   help="this machine's GPU (default where there is one), or a preset's facts")
+    p.add_argument("--all", action="store_true", help="every variant with a plan, at its op's benchmark sizes")
+    p.add_argument("--dtype", dest="all_dtype", choices=DTYPE_CHOICES, metavar="DTYPE",
+                   help="--all: only this dtype (default: each variant's benchmarked dtypes)")
+    p.add_argument("--json", action="store_true", help="the plan as JSON (--all: a list)")
+    p.set_defaults(func=cmd_plan)
     return parser
 
 
