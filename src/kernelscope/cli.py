@@ -385,10 +385,11 @@ Grids: blocks (Triton: programs) of a launch; a persistent launch of softmax-cud
 fit on the GPU at once (the driver's occupancy query at the first launch), so its grid is given as a rule.
 
 examples:
-  kernelscope plan softmax-cuda 64x262144 --gpu h100        the loop kernel, 512 threads, clusters of 16
-  kernelscope plan softmax-cuda 64x262144 --gpu h200        ... clusters of 8 on the H200's wider DRAM
-  kernelscope plan softmax-triton-tuned 512x50257 bfloat16  the tiles kernel, a program a row
+  kernelscope plan softmax-cuda 64x262144 --gpu h100        wide rows on an H100: kernel, threads, cluster
+  kernelscope plan softmax-cuda 64x262144 --gpu h200        ... on an H200, whose DRAM asks more of each SM
+  kernelscope plan softmax-triton-tuned 512x50257 bfloat16  a GPT-2 vocabulary row in bfloat16, Triton's plan
   kernelscope plan mean-numba 268435456 --json              one record as JSON
+  kernelscope plan softmax-torch 4096x4096                  a variant without a plan says what launches
   kernelscope plan --all --gpu h200                         every planned variant at its op's benchmark sizes
 """
 
@@ -607,11 +608,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("plan", help="the kernel and launch shape a call of a tuned variant takes, on a GPU or a preset",
                        usage="kernelscope plan VARIANT SHAPE [DTYPE] [--gpu this|h100|h200] [--json]\n"
                              "       kernelscope plan --all [--gpu this|h100|h200] [--dtype DTYPE] [--json]",
-                       description="Print which kernel a call of VARIANT at SHAPE takes and how it is launched: "
-                                   "strategy, kernel (its name in the source), grid, block, cluster and the plan's "
-                                   "other fields (elements a thread, stages, persistent or not). --all: every "
-                                   "variant with a plan at each of its op's benchmark sizes, in its benchmarked "
-                                   "dtypes.",
+                       description="Print which kernel a call of VARIANT at SHAPE takes and how it is launched:\n"
+                                   "strategy, kernel (its name in the source), grid, block, cluster and the plan's\n"
+                                   "other fields (elements a thread, stages, persistent or not). --all: every\n"
+                                   "variant with a plan at each of its op's benchmark sizes, in its benchmarked\n"
+                                   "dtypes, as a table.",
                        epilog=PLAN_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("variant", nargs="?", metavar="VARIANT", help="a variant (see `kernelscope list`)")
     p.add_argument("shape", nargs="?", metavar="SHAPE", help="input shape, e.g. 4096x4096 or 268435456")
