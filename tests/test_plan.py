@@ -187,6 +187,21 @@ def test_without_a_gpu_this_is_refused_and_the_default_is_the_h100_preset(capsys
     assert rc == 0 and json.loads(out)["gpu"] == "h100" and "no GPU here: the h100 preset" in err
 
 
+@pytest.mark.gpu
+def test_on_an_h100_or_h200_this_gpu_plans_as_its_preset():
+    # Each backend reads this GPU as its launch does (SMs, L2, the DRAM's attributes, shared memory a block): on
+    # the GPUs the presets describe, every plan must come out as the preset's
+    from kernelscope.plan import this_gpu
+
+    name = this_gpu()[1]
+    preset = next((g for g, facts in PRESETS.items() if facts.name == name), None)
+    if preset is None:
+        pytest.skip(f"{name} is neither preset's GPU")
+    for v in planned_variants():
+        for shape, dtype in cases(v):
+            assert plan_of(v, shape, dtype, "this").plan == plan_of(v, shape, dtype, preset).plan, (v.name, shape)
+
+
 def test_help_shows_the_usage_and_examples(capsys):
     with pytest.raises(SystemExit) as exit_:
         cli.main(["plan", "--help"])
@@ -431,3 +446,27 @@ def test_this_reads_each_backend_s_gpu_as_its_launch_does(monkeypatch):
     assert plans.facts_for("cuda", "this").name == plans.THIS_READERS["cuda"]
     assert plans.facts_for("numba", "this").name == plans.THIS_READERS["numba"]
     assert plans.facts_for("triton", "h200") is H200
+
+
+# --- the site's macros: the plans, generated at build time -----------------------------------------
+
+def test_the_site_macros_render_the_command_s_plans_and_refuse_wrong_names(capsys, tmp_path):
+    from kernelscope.site.data import SiteData
+    from kernelscope.site.macros import Macros
+
+    m = Macros(SiteData(tmp_path, ROOT))  # no results needed: the plans come from the code
+    rc, out, _ = run(capsys, "softmax-cuda", "64x262144", "--gpu", "h200")
+    assert m.plan_text("softmax-cuda", "64x262144", "h200") == (
+        f"```text\n$ kernelscope plan softmax-cuda 64x262144 --gpu h200\n{out}```")
+    table = m.launch_plans(["softmax-cuda", "mean-numba"])
+    for v in ("softmax-cuda", "mean-numba"):
+        for shape in VARIANTS[v].op_spec.bench_shapes:
+            assert f"| `{v}` | {'x'.join(map(str, shape))} |" in table
+    assert "loop: `softmax_loop_kernel` 1024 × 512, clusters of 16 | loop: `softmax_loop_kernel` 512 × 512, " \
+           "clusters of 8 |" in table
+    with pytest.raises(KeyError, match="softmax-torch has no launch plan"):
+        m.launch_plans(["softmax-torch"])
+    with pytest.raises(KeyError, match="not a benchmark size of softmax"):
+        m.plan_text("softmax-cuda", "3x3")
+    with pytest.raises(KeyError, match="unknown GPU preset 'a100'"):
+        m.launch_plans(["softmax-cuda"], gpus=["a100"])

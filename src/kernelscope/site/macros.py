@@ -24,6 +24,9 @@ yet" instead of a number.
     {{ interval_replay("results/m/c-env.json", "results-proofs/.../c-env.json") }}   two runs of one commit:
                                how often the rerun lands inside the first's per-process intervals, asv's and widened
     {{ dispatch_floor() }}     each backend's cheapest call from Python, and where each variant's GPU time overtakes it
+    {{ plan_text("softmax-cuda", "64x262144", "h100") }}   `kernelscope plan`'s output for one call, on a preset GPU
+    {{ launch_plans(["softmax-cuda", "softmax-numba"]) }}  each variant's launch at its op's benchmark sizes on
+                               the H100 and H200 presets (kernelscope.plan: the launches' own functions)
 
 The demo macros read the machine the concept pages quote (``machine:`` in
 mkdocs.yml's kernelscope entry, else the one with most results) when it has
@@ -260,6 +263,61 @@ class Macros:
         return table(["mode", "cases sampled per process", "rerun inside asv's interval",
                       "rerun inside the widened interval"], rows)
 
+    # -- launch plans: computed from the variants' own plan functions, on the presets (no GPU, no results) --
+
+    def _planned(self, name: str):
+        v = self._variant(name)
+        if v.plan is None:
+            from kernelscope.plan import no_plan
+
+            raise KeyError(f"{name} has no launch plan ({no_plan(v)})")
+        return v
+
+    def plan_text(self, variant: str, size: str, gpu: str = "h100", dtype: str = "float32") -> str:
+        """`kernelscope plan VARIANT SIZE DTYPE --gpu GPU`'s output, as a code block."""
+        from kernelscope.plan import PRESETS, describe, plan_of
+
+        v = self._planned(variant)
+        if gpu not in PRESETS:
+            raise KeyError(f"unknown GPU preset {gpu!r} (presets: {', '.join(PRESETS)})")
+        p = plan_of(v, parse_shape(self._size(v.op, size)), dtype, gpu)
+        dtype_arg = "" if dtype == "float32" else f" {dtype}"
+        return f"```text\n$ kernelscope plan {variant} {size}{dtype_arg} --gpu {gpu}\n{describe(p)}\n```"
+
+    def launch_plans(self, variants: list[str], gpus: list[str] = ("h100", "h200"), dtype: str = "float32") -> str:
+        """A row a variant and benchmark size, a column a preset GPU: the strategy, kernel, grid x block and cluster
+        of the call's launches there."""
+        from kernelscope.plan import PRESETS, plan_of
+
+        for gpu in gpus:
+            if gpu not in PRESETS:
+                raise KeyError(f"unknown GPU preset {gpu!r} (presets: {', '.join(PRESETS)})")
+
+        def cell(p) -> str:
+            parts = []
+            for launch in p.plan.launches:
+                if launch.grid is None:
+                    grid = f"≤ {launch.most}"
+                else:
+                    grid = " × ".join(map(str, launch.grid))
+                    grid = f"({grid})" if len(launch.grid) > 1 else grid
+                cluster = f", clusters of {launch.cluster}" if launch.cluster > 1 else ""
+                count = f", {launch.count} launches" if launch.count > 1 else ""
+                persistent = " (persistent)" if launch.grid is None else ""
+                parts.append(f"`{launch.kernel}` {grid} × {launch.block}{persistent}{cluster}{count}")
+            return (f"{p.plan.strategy}: " if p.plan.strategy else "") + "; ".join(parts)
+
+        rows = []
+        for name in variants:
+            v = self._planned(name)
+            for shape in v.op_spec.bench_shapes:
+                found = [plan_of(v, shape, dtype, gpu) for gpu in gpus]
+                rows.append([f"`{name}`", "x".join(map(str, shape)), *map(cell, found)])
+        header = ["variant", "size", *[f"{PRESETS[g].name} ({g})" for g in gpus]]
+        return (table(header, rows, ["l", "l", *["l"] * len(gpus)])
+                + f"\n\n<p class=\"ks-stamp\">From <code>kernelscope plan --gpu {' / '.join(gpus)}</code>, {dtype}: "
+                  "grid × threads a block; a persistent grid as the most blocks it takes.</p>")
+
     def namespace(self) -> dict:
         return {"stamp": self.stamp, "value": self.value, "ratio": self.ratio, "results_table": self.results_table,
                 "source": self.source, "sweep_chart": self.sweep_chart, "bytes_moved": self.bytes_moved,
@@ -269,6 +327,7 @@ class Macros:
                 "peer_agreement": self.peer_agreement, "launch_bound_intervals": self.launch_bound_intervals,
                 "interval_replay": self.interval_replay,
                 "canary_detection": self.canary_detection, "dispatch_floor": self.dispatch_floor,
+                "plan_text": self.plan_text, "launch_plans": self.launch_plans,
                 "launch_bound_s_us": f"{LAUNCH_BOUND_S * 1e6:g}", "launch_bound_processes": LAUNCH_BOUND_PROCESSES,
                 "host_bound_share_pct": f"{HOST_BOUND_SHARE * 100:g}",
                 "has_results": not self.data.empty, "ops": list(OPS), "variants": VARIANTS}
