@@ -26,8 +26,15 @@ def suite_times(results_dir: str | Path, repo: str | Path = ".") -> dict[tuple, 
     results_dir = Path(results_dir)
     if not (results_dir / "benchmarks.json").exists():
         return {}
-    rows = export.rows(results_dir)
-    order = history.commit_order(export.runs(results_dir), history.git_positions(repo))
+    return warm_times(export.rows(results_dir), history.commit_order(export.runs(results_dir),
+                                                                       history.git_positions(repo)))
+
+
+def warm_times(rows: list[dict], order: list[str]) -> dict[tuple, float]:
+    """:func:`suite_times` of rows already read (:func:`kernelscope.results.export.rows`, measured ones) and their
+    commits' order: the site has both at hand and need not read every result file again."""
+    from kernelscope.results import history
+
     return {(r["machine"], r["variant"], r["size"], r["dtype"]): r["time_s"]
             for r in history.current(rows, order) if r["mode"] == "warm" and r["status"] == "measured"}
 
@@ -49,8 +56,9 @@ def machine_dirs(profiles_dir: str | Path) -> list[Path]:
 
 
 def rows(profiles_dir: str | Path = artifacts.PROFILES_DIR, results_dir: str | Path = "results",
-         repo: str | Path = ".") -> list[dict]:
-    times = suite_times(results_dir, repo)
+         repo: str | Path = ".", times: dict[tuple, float] | None = None) -> list[dict]:
+    """One row per profiled variant; ``times``: :func:`suite_times` when the caller has them already."""
+    times = suite_times(results_dir, repo) if times is None else times
     found = []
     for mdir in machine_dirs(profiles_dir):
         manifest = artifacts.read_manifest(mdir)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import functools
 import io
 import itertools
 import json
@@ -45,6 +46,7 @@ PARAM_NAMES = {"first_call": ["variant"]}
 MODES = modes.BY_METHOD  # a stored benchmark's method -> its timing mode
 
 
+@functools.lru_cache(maxsize=4096)  # a few hundred distinct parameter values, each read thousands of times
 def _unquote(value: str):
     try:
         return ast.literal_eval(value)

@@ -88,6 +88,7 @@ class SiteData:
         self.rows: list[dict] = export.rows(self.results_dir, include_failed=True) if found else []
         self._runs = export.runs(self.results_dir) if found else []
         self.order: list[str] = history.commit_order(self._runs, history.git_positions(self.repo))
+        self._snapshots: dict[tuple, Snapshot] = {}
 
     @property
     def empty(self) -> bool:
@@ -122,10 +123,25 @@ class SiteData:
         runs = self.runs(machine)
         return runs[-1] if runs else None
 
+    @cached_property
+    def _rows_on(self) -> dict[str, list[dict]]:
+        """Machine -> its rows, in the order of ``rows``."""
+        found: dict[str, list[dict]] = {}
+        for r in self.rows:
+            found.setdefault(r["machine"], []).append(r)
+        return found
+
     def snapshot(self, machine: str, **match) -> Snapshot:
-        """The newest commit on ``machine`` with rows matching ``match`` (op=, mode=, ...)."""
-        commit, rows = history.snapshot(self.rows, self.order, machine=machine, **match)
-        return Snapshot(self.run(machine, commit) if commit else None, rows)
+        """The newest commit on ``machine`` with rows matching ``match`` (op=, mode=, ...).
+
+        Worked out once per question: a build asks the same ones hundreds of times (every table row, chart and stamp),
+        and each answer is a pass over every stored row.
+        """
+        key = (machine, tuple(sorted(match.items())))
+        if key not in self._snapshots:
+            commit, rows = history.snapshot(self._rows_on.get(machine, []), self.order, machine=machine, **match)
+            self._snapshots[key] = Snapshot(self.run(machine, commit) if commit else None, rows)
+        return self._snapshots[key]
 
     def modes(self, machine: str, op: str | None = None) -> list[str]:
         present = {r["mode"] for r in self.rows if r["machine"] == machine and (op is None or r["op"] == op)}

@@ -158,7 +158,9 @@ def crosscheck_rows(data: SiteData) -> list[dict]:
     """:func:`kernelscope.profiling.crosscheck.rows` over this build's folders: what `kernelscope` prints."""
     if data.profiles.empty:
         return []
-    return crosscheck.rows(data.profiles.root, data.results_dir, data.repo)
+    measured = [r for r in data.rows if r["status"] == "measured"]  # export.rows without include_failed
+    return crosscheck.rows(data.profiles.root, data.results_dir, data.repo,
+                           times=crosscheck.warm_times(measured, data.order))
 
 
 def _crosscheck_for(data: SiteData, m: MachineProfiles) -> str:
