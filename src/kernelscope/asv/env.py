@@ -83,6 +83,13 @@ class SystemSitePackages(environment.Environment):
     def _setup(self):
         log.info(f"Creating venv on top of the packages of {self._executable} for {self.name}")
         util.check_call([self._executable, "-m", "venv", "--without-pip", self._path])
+        # A pip command of its own, which runs the parent's pip (as `python -m pip` does): asv keeps an environment
+        # only where it finds one, and without it every asv command made this one anew, building and installing
+        # the project again before its first benchmark.
+        pip = os.path.join(self._path, "bin", "pip")
+        with open(pip, "w") as f:
+            f.write('#!/bin/sh\nexec "$(dirname "$0")/python" -m pip "$@"\n')
+        os.chmod(pip, 0o755)
         # The chosen Python is often itself a venv (the GPU box's torch lives in
         # one), and `venv --system-site-packages` would see only its base
         # interpreter. Add its site directories from a .pth file instead; they come
