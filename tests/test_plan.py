@@ -462,8 +462,9 @@ def test_the_site_macros_render_the_command_s_plans_and_refuse_wrong_names(capsy
     for v in ("softmax-cuda", "mean-numba"):
         for shape in VARIANTS[v].op_spec.bench_shapes:
             assert f"| `{v}` | {'x'.join(map(str, shape))} |" in table
-    assert "loop: `softmax_loop_kernel` 1024 × 512, clusters of 16 | loop: `softmax_loop_kernel` 512 × 512, " \
-           "clusters of 8 |" in table
+    assert "**H100** loop: `softmax_loop_kernel` 1024 × 512, clusters of 16<br>**H200** loop: `softmax_loop_kernel` " \
+           "512 × 512, clusters of 8 |" in table  # a plan that differs between the GPUs shows both
+    assert "| `softmax-cuda` | 4096x4096 | block: `softmax_exact_kernel` 4096 × 256 |" in table  # the same: once
     with pytest.raises(KeyError, match="softmax-torch has no launch plan"):
         m.launch_plans(["softmax-torch"])
     with pytest.raises(KeyError, match="not a benchmark size of softmax"):

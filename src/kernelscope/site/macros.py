@@ -311,12 +311,16 @@ class Macros:
         for name in variants:
             v = self._planned(name)
             for shape in v.op_spec.bench_shapes:
-                found = [plan_of(v, shape, dtype, gpu) for gpu in gpus]
-                rows.append([f"`{name}`", "x".join(map(str, shape)), *map(cell, found)])
-        header = ["variant", "size", *[f"{PRESETS[g].name} ({g})" for g in gpus]]
-        return (table(header, rows, ["l", "l", *["l"] * len(gpus)])
+                cells = [cell(plan_of(v, shape, dtype, gpu)) for gpu in gpus]
+                # one plan column, narrow enough to read: a line a GPU only where the GPUs' plans differ
+                plan = cells[0] if len(set(cells)) == 1 else "<br>".join(
+                    f"**{g.upper()}** {c}" for g, c in zip(gpus, cells))
+                rows.append([f"`{name}`", "x".join(map(str, shape)), plan])
+        names = "; ".join(f"{g.upper()}: {PRESETS[g].name}, {PRESETS[g].summary()}" for g in gpus)
+        return (table(["variant", "size", f"plan on {' and '.join(g.upper() for g in gpus)}"], rows, ["l", "l", "l"])
                 + f"\n\n<p class=\"ks-stamp\">From <code>kernelscope plan --gpu {' / '.join(gpus)}</code>, {dtype}: "
-                  "grid × threads a block; a persistent grid as the most blocks it takes.</p>")
+                  "grid × threads a block; a persistent grid as the most blocks it takes; a line a GPU where their "
+                  f"plans differ. {names}.</p>")
 
     def namespace(self) -> dict:
         return {"stamp": self.stamp, "value": self.value, "ratio": self.ratio, "results_table": self.results_table,
