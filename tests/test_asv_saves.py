@@ -131,3 +131,20 @@ def test_a_cut_benchmark_shows_its_unrun_cases_as_not_run_and_an_uncut_run_saves
     pending = [k for k, v in stored.items() if v is None]
     assert pending and all(k[0].startswith("Host.") for k in pending)  # the benchmark in flight and its sibling's
     assert not any(k[0] == "Plain.track_c" for k in stored)  # never started: not in the file at all
+
+
+def test_a_save_removes_what_a_writer_killed_midway_left_and_not_a_live_writers_file(tmp_path):
+    # a SIGKILL while asv writes the result file aside leaves PATH.PID.partial; the resumed run's next save takes it
+    from kernelscope.asv.saves import remove_stale_partials
+
+    path = tmp_path / "abcd1234-env.json"
+    path.write_text("{}")
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    killed = tmp_path / f"{path.name}.{gone.pid}.partial"
+    live = tmp_path / f"{path.name}.{os.getppid()}.partial"  # another asv process's save in progress
+    other = tmp_path / f"other.json.{gone.pid}.partial"
+    for p in (killed, live, other):
+        p.write_text("{")
+    assert remove_stale_partials(str(path)) == [killed.name]
+    assert not killed.exists() and live.exists() and other.exists()

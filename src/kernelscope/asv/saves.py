@@ -173,6 +173,31 @@ def missing_cases(benchmarks, results) -> dict[str, list[int]]:
     return keep
 
 
+def remove_stale_partials(path: str) -> list[str]:
+    """Remove the files a writer killed midway left beside ``path`` (``path.PID.partial``, its process gone); their
+    names. Another process's write in progress (one asv process per GPU) is left alone."""
+    removed = []
+    folder, name = os.path.split(path)
+    for entry in os.listdir(folder or "."):
+        pid = entry[len(name) + 1:-len(".partial")] if entry.startswith(name + ".") and entry.endswith(".partial") \
+            else ""
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid), 0)
+            continue  # alive (or another user's): its write may be in progress
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        try:
+            os.remove(os.path.join(folder, entry))
+            removed.append(entry)
+        except FileNotFoundError:
+            pass
+    return removed
+
+
 def save_every_case() -> None:
     """Install the saves (idempotent): after every case, merged under a lock, resumed case by case."""
 
@@ -183,6 +208,7 @@ def save_every_case() -> None:
             partial = f"{path}.{os.getpid()}.partial"  # not *.json: no reader takes it for a result file
             write_json(partial, data, api_version=api_version, compact=compact)
             os.replace(partial, path)
+            remove_stale_partials(path)
 
         return write_json_atomically
 
