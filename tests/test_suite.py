@@ -202,6 +202,40 @@ def test_the_forkserver_preload_starts_the_frameworks_and_has_children_run_their
     assert server._run.__name__ == "run_with_siblings"
 
 
+def test_a_run_names_its_variants_and_the_forkserver_starts_their_frameworks_alone(monkeypatch):
+    # asv's process names the variants of the cases it selected (kernelscope.asv.runs); the forkserver it starts
+    # then preloads their backends alone, and every backend where a name is not one of the catalog's
+    from asv_runner import server
+
+    from kernelscope import backends
+    from kernelscope.asv import runs
+
+    class Selection(dict):  # what asv's Benchmarks offers: the benchmarks, and the cases selected of each
+        benchmark_selection = {"benchmarks.Square.time_warm": [2, 3]}  # square-triton-flat1024 at both sizes
+
+    square = {"param_names": ["variant", "size", "dtype"],
+              "params": [["'square-mul'", "'square-triton-flat1024'"], ["'64x64'", "'256x256'"], ["'float32'"]]}
+    first = {"param_names": ["variant", "host"], "params": [["'gelu-compile'"], ["'box-1'"]]}
+    selection = Selection({"benchmarks.Square.time_warm": square, "benchmarks.FirstCall.time_first_call": first})
+    assert runs.selected_variants(selection) == ["gelu-compile", "square-triton-flat1024"]
+    assert runs.selected_variants(Selection({"benchmarks.Other.track": {"param_names": [], "params": []}})) is None
+
+    started = []
+    for name, backend in backends.BACKENDS.items():
+        monkeypatch.setitem(backends.BACKENDS, name, dataclasses.replace(backend, preload=lambda n=name: started.append(n)))
+    monkeypatch.setattr(sys, "argv", ["benchmark.py", "run_server"])
+    monkeypatch.setattr(server, "_run", server._run)  # restored after the test
+    device = backends.default_device()
+    available = [n for n, b in backends.BACKENDS.items() if b.why_unavailable(device) is None]
+    monkeypatch.setenv(runs.PRELOAD_ENV, "square-mul,square-triton-flat1024")
+    asv_suite.preload()
+    assert started == [n for n in available if n in ("torch", "triton")]
+    started.clear()
+    monkeypatch.setenv(runs.PRELOAD_ENV, "square-mul,empty-kernel")  # Launch's case: not a variant of the catalog
+    asv_suite.preload()
+    assert started == available
+
+
 def test_host_mode_is_a_class_of_its_own_per_op_and_dtype_with_the_host_among_its_parameters():
     classes = asv_suite.build()
     for name, cls in classes.items():

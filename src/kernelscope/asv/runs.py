@@ -10,7 +10,9 @@ once, so that:
 * :func:`current_run` answers for the run in progress;
 * the selection can be narrowed before asv starts (:data:`SELECTION_FILTERS`):
   to one GPU's share of the cases (:mod:`kernelscope.asv.parallel`), or to the
-  cases a resumed run still lacks (:mod:`kernelscope.asv.saves`).
+  cases a resumed run still lacks (:mod:`kernelscope.asv.saves`);
+* the benchmark processes learn the variants selected (:data:`PRELOAD_ENV`), and
+  the forkserver starts their frameworks alone.
 
 `asv run` runs all rounds of a commit in one call of run_benchmarks, but `asv
 continuous` (and `asv run --interleave-rounds`) calls it once per round and
@@ -20,7 +22,9 @@ by what those calls share.
 
 from __future__ import annotations
 
+import ast
 import itertools
+import os
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -89,6 +93,27 @@ def selected(benchmarks, name: str) -> list[int]:
     return list(range(n_cases(benchmarks[name]["params"]))) if chosen is None else list(chosen)
 
 
+# The variants of the cases a run selected, for its benchmark processes (kernelscope.asv.suite.preload starts
+# their frameworks alone); unset where a selected benchmark has no variant parameter.
+PRELOAD_ENV = "KERNELSCOPE_PRELOAD_VARIANTS"
+
+
+def selected_variants(benchmarks) -> list[str] | None:
+    """The variants of the cases ``benchmarks`` (asv's selection) runs; None if a benchmark has no variant parameter."""
+    found = set()
+    for name in benchmarks:
+        benchmark = benchmarks[name]
+        if (benchmark.get("param_names") or [None])[0] != "variant":
+            return None
+        combos = list(itertools.product(*benchmark["params"]))
+        for j in selected(benchmarks, name):
+            try:
+                found.add(str(ast.literal_eval(combos[j][0])))  # asv keeps a parameter as its repr
+            except (ValueError, SyntaxError):
+                return None
+    return sorted(found)
+
+
 _RUNS: dict[tuple, RunState] = {}
 _current: list[tuple] = []  # the (commit, environment) run_benchmarks is running now
 
@@ -129,10 +154,16 @@ def track_runs() -> None:
             run.record_samples = bool(kwargs.get("record_samples"))
             run.append_samples = bool(kwargs.get("append_samples"))
             run.added, run.pending = set(), {}  # a new call: asv adds this call's benchmarks anew
+            variants, before = selected_variants(benchmarks), os.environ.pop(PRELOAD_ENV, None)
+            if variants:  # the forkserver asv starts now inherits it
+                os.environ[PRELOAD_ENV] = ",".join(variants)
             try:
                 return run_all(benchmarks, env, results, *args, **kwargs)
             finally:
                 _current.pop()
+                os.environ.pop(PRELOAD_ENV, None)
+                if before is not None:
+                    os.environ[PRELOAD_ENV] = before
 
         return run_benchmarks
 

@@ -39,10 +39,12 @@ not orphan history. Bump a mode's version only when what it measures changes.
 from __future__ import annotations
 
 import math
+import os
 import statistics
 
 from kernelscope import backends, modes
 from kernelscope.asv import hooks, sibling_process
+from kernelscope.asv.runs import PRELOAD_ENV
 from kernelscope.catalog import OPS, VARIANTS, variants_of
 from kernelscope.ops import shape_str
 from kernelscope.results.machine import host_id
@@ -370,8 +372,12 @@ def preload() -> None:
     if sys.argv[1:2] in (["discover"], ["check"]):  # asv_runner's command: asv/benchmark.py COMMAND ...
         return
     backends.configure_interpreters()
-    backends.preload()
-    for variant in VARIANTS.values():
+    # The run's own variants, when asv's process named them (kernelscope.asv.runs): a run of Square's torch variants
+    # does not wait for Inductor's imports (seconds) in each of its forkservers.
+    named = [n for n in os.environ.get(PRELOAD_ENV, "").split(",") if n]
+    chosen = [VARIANTS[n] for n in named] if named and all(n in VARIANTS for n in named) else list(VARIANTS.values())
+    backends.preload(only={v.backend for v in chosen})
+    for variant in chosen:
         if variant.backend in ("triton", "torch-compile", "numba"):
             try:
                 variant.function()  # the kernel modules: their imports, and Triton's and Numba's decorators

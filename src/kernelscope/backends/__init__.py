@@ -176,14 +176,15 @@ def _numba_preload() -> None:
         raise CudaStartedInParent("numba: preloading initialized the CUDA driver")
 
 
-def preload() -> None:
-    """Every available backend's one-time start (imports, caches of the host side), for a parent that forks.
+def preload(only: set[str] | None = None) -> None:
+    """Every available backend's one-time start (imports, caches of the host side), for a parent that forks;
+    ``only``: of these backends alone (those of the variants its children will run).
 
     A backend whose start fails here is left to start in each process, as
     without a preload (said on stderr); one that started CUDA is an error.
     """
     for backend in BACKENDS.values():
-        if backend.why_unavailable(default_device()) is not None:
+        if backend.why_unavailable(default_device()) is not None or (only is not None and backend.name not in only):
             continue
         try:
             backend.preload()
