@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import atexit
-import functools
 import itertools
 import json
 import math
@@ -11,7 +9,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -39,18 +36,19 @@ def build(dest: Path, results_dir: Path | None = None, profiles_dir: Path | None
     return dest
 
 
-@functools.cache
-def profiled_site() -> tuple[Path, Path]:
-    """(site, profiles folder): the committed results with the test fixture's profiles, built once per session.
+def profiled_site(tmp_path_factory) -> tuple[Path, Path]:
+    """(site, profiles folder): the committed results with the test fixture's profiles, built once per test run.
 
-    Shared by the build tests and the browser tests (one build for both); removed when the session ends.
+    Shared by the build tests and the browser tests (one build for both, whichever test process they run in).
     """
     from profile_fixture import write
+    from shared import once
 
-    work = Path(tempfile.mkdtemp(prefix="kernelscope-profiled-"))
-    atexit.register(shutil.rmtree, work, ignore_errors=True)
-    profiles = write(work / "profiles")
-    return build(work / "site", RESULTS, profiles), profiles
+    def make(work: Path):
+        build(work / "site", RESULTS, write(work / "profiles"))
+
+    work = once(tmp_path_factory, "profiled-site", make)
+    return work / "site", work / "profiles"
 
 
 def newest_result_file(results_dir: Path, machine: str = "nvidia-h100-80gb-hbm3") -> Path:
@@ -146,3 +144,14 @@ def with_bfloat16(dest: Path, speedup: float = 1.9) -> Path:
         data["results"][name] = [record.get(c) for c in columns]
     source.write_text(json.dumps(data))
     return dest
+
+
+def bfloat16_site(tmp_path_factory) -> Path:
+    """A site of :func:`with_bfloat16`'s results with the H200 timed in float32 alone (:func:`float32_only`), no
+    profiles; built once per test run, for the build test of a second dtype and the browser test of its switch."""
+    from shared import once
+
+    def make(work: Path):
+        build(work / "site", float32_only(with_bfloat16(work / "results"), "nvidia-h200"), work / "no-profiles")
+
+    return once(tmp_path_factory, "bfloat16-site", make) / "site"

@@ -6,6 +6,7 @@ barrier and distributed shared memory in softmax, no register spills, and the
 register counts the launch shapes in kernels.py assume.
 """
 
+import hashlib
 import re
 import shutil
 import subprocess
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from kernelscope.backends.cuda import build
+from shared import once
 
 NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if shutil.os.path.exists("/usr/local/cuda/bin/nvcc") else None)
 needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc not found (install the CUDA toolkit to compile-check .cu files)")
@@ -31,19 +33,35 @@ def nvcc(*args, arch: str = "sm_90") -> subprocess.CompletedProcess:
     return proc
 
 
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory):
-    """source -> (PTX text, {kernel: (registers, spill bytes)} from ptxas -v), each built once."""
-    cache = {}
+class Compiled:
+    """source -> (PTX text, {kernel: (registers, spill bytes)} from ptxas -v), each compiled once per test run.
 
-    def get(source: str):
-        if source not in cache:
-            tmp = tmp_path_factory.mktemp(source.replace(".", "_"))
-            path = build.HERE / source
-            nvcc("-ptx", path, "-o", tmp / "k.ptx")
-            report = nvcc("-c", path, "-o", tmp / "k.o", "-Xptxas", "-v").stderr
+    One nvcc call a source: the object, with ptxas's report, and the PTX nvcc compiled it from, kept (-keep: the
+    text `nvcc -ptx` writes). In a folder named by the source's and its headers' hash that every test process of
+    the run reads (tests/shared.py): softmax.cu alone is half a minute of nvcc.
+    """
+
+    def __init__(self, tmp_path_factory):
+        self.tmp_path_factory, self.cache = tmp_path_factory, {}
+
+    def folder(self, source: str) -> Path:
+        path = build.HERE / source
+        digest = hashlib.sha256(b"".join((build.HERE / name).read_bytes() for name in (source, *build.HEADERS)))
+
+        def make(folder: Path):
+            report = nvcc("-c", path, "-o", folder / "k.o", "-Xptxas", "-v", "-keep", "-keep-dir", folder).stderr
+            (folder / "ptxas.txt").write_text(report)
+
+        return once(self.tmp_path_factory, f"nvcc-{path.stem}-{digest.hexdigest()[:16]}", make)
+
+    def object(self, source: str) -> Path:
+        return self.folder(source) / "k.o"
+
+    def __call__(self, source: str) -> tuple[str, dict[str, tuple[int, int]]]:
+        if source not in self.cache:
+            folder = self.folder(source)
             kernels, current = {}, None
-            for line in report.splitlines():
+            for line in (folder / "ptxas.txt").read_text().splitlines():
                 if m := re.search(r"Compiling entry function '(\w+)'", line):
                     current = m.group(1)
                 elif m := re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line):
@@ -51,10 +69,13 @@ def compiled(tmp_path_factory):
                 elif (m := re.search(r"Used (\d+) registers", line)) and current:
                     kernels[current] = (int(m.group(1)), spill)
                     current = None
-            cache[source] = ((tmp / "k.ptx").read_text(), kernels)
-        return cache[source]
+            self.cache[source] = ((folder / f"{Path(source).stem}.ptx").read_text(), kernels)
+        return self.cache[source]
 
-    return get
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory):
+    return Compiled(tmp_path_factory)
 
 
 def entries(ptx: str) -> dict[str, str]:
@@ -65,13 +86,9 @@ def entries(ptx: str) -> dict[str, str]:
 
 @needs_nvcc
 @pytest.mark.parametrize("source", build.CU_SOURCES)
-def test_cu_file_compiles_to_object_and_ptx(source, tmp_path):
-    path = build.HERE / source
-    for flag, suffix in (("-c", ".o"), ("-ptx", ".ptx")):
-        out = tmp_path / (path.stem + suffix)
-        nvcc(flag, path, "-o", out)
-        assert out.stat().st_size > 0
-    ptx = (tmp_path / (path.stem + ".ptx")).read_text()
+def test_cu_file_compiles_to_object_and_ptx(source, compiled):
+    ptx, _ = compiled(source)
+    assert compiled.object(source).stat().st_size > 0
     assert ".visible .entry" in ptx
 
 

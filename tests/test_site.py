@@ -22,8 +22,7 @@ from kernelscope.site.macros import Macros
 from kernelscope.site.sources import SourceNotFound, source, variant_sources
 
 from profile_fixture import POW_KERNEL
-from sitebuild import (RESULTS, ROOT, SYNTHETIC, build, float32_only, profiled_site, run_build, with_bfloat16,
-                       with_second_machine)
+from sitebuild import RESULTS, ROOT, SYNTHETIC, bfloat16_site, build, profiled_site, run_build, with_second_machine
 
 pytestmark = pytest.mark.skipif(not (RESULTS / "benchmarks.json").exists(), reason="no committed results")
 
@@ -256,9 +255,9 @@ def test_two_machines_get_a_switch_and_a_comparison(tmp_path):
 # --- profiles: the artifacts of `kernelscope profile`, from the test fixture -----------------------------------------
 
 @pytest.fixture(scope="module")
-def profiled():
+def profiled(tmp_path_factory):
     """(site, profiles folder): the committed results and the fixture's profiles (tests/profile_fixture.py)."""
-    return profiled_site()
+    return profiled_site(tmp_path_factory)
 
 
 def _html(site: Path, page: str) -> str:
@@ -432,10 +431,9 @@ def test_a_broken_profile_fails_the_build_naming_the_file(tmp_path):
 
 # --- a second dtype ------------------------------------------------------------------------------------------------
 
-def test_a_second_dtype_gets_its_own_tables_and_a_switch_only_where_it_was_timed(tmp_path):
+def test_a_second_dtype_gets_its_own_tables_and_a_switch_only_where_it_was_timed(tmp_path_factory):
     # the H200's runs without their bfloat16 classes: a machine timed in float32 alone
-    results = float32_only(with_bfloat16(tmp_path / "results"), "nvidia-h200")
-    site = build(tmp_path / "site", results, tmp_path / "no-profiles")
+    site = bfloat16_site(tmp_path_factory)
     square = _html(site, "results/square")
     text = _text(square)
     f32, bf16 = text.index("Median time [99% interval] (float32)"), text.index("Median time [99% interval] (bfloat16)")

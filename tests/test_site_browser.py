@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from sitebuild import ROOT, build, profiled_site, with_bfloat16
+from sitebuild import ROOT, bfloat16_site, profiled_site
 
 CHROMIUM = os.environ.get("KERNELSCOPE_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = Path(os.environ.get("KERNELSCOPE_ARTIFACTS", ROOT / ".artifacts")) / "screenshots"
@@ -37,6 +37,9 @@ PAGES = ["results/", "results/square/", "results/mean/", "results/softmax/", "re
          "results/profiles/square-torch/", "results/profiles/square-triton-flat1024/",
          "results/profiles/square-cuda-vec4/", "results/demos/", "concepts/timing/", "concepts/fusion/",
          "concepts/coalescing/", "concepts/profilers/"]
+
+# One Chromium and one server for the module's tests: under pytest-xdist they run in one test process.
+pytestmark = pytest.mark.xdist_group("browser")
 
 playwright = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
 if CHROMIUM is None:
@@ -63,9 +66,9 @@ def serving(directory: Path):
 
 
 @pytest.fixture(scope="module")
-def built_site():
+def built_site(tmp_path_factory):
     """The committed results with the fixture's profiles (shared with test_site.py's build)."""
-    return profiled_site()[0]
+    return profiled_site(tmp_path_factory)[0]
 
 
 @pytest.fixture(scope="module")
@@ -232,8 +235,8 @@ def test_compiled_code_is_highlighted_and_its_tabs_switch(page, server):
 
 @pytest.fixture(scope="module")
 def bf16_server(tmp_path_factory):
-    work = tmp_path_factory.mktemp("bf16")
-    site = build(work / "site", with_bfloat16(work / "results"), work / "no-profiles")
+    # test_site.py's site of a second dtype: the H100's charts, which the switch test reads, as with_bfloat16 made them
+    site = bfloat16_site(tmp_path_factory)
     with serving(site) as url:
         yield url, site
 
