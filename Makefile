@@ -4,6 +4,7 @@
 PYTHON ?= python3
 NPM ?= npm
 VENV ?= .venv
+TEST_WORKERS ?= 2
 BIN := $(VENV)/bin
 HAS_GPU := $(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo yes)
 export NO_MKDOCS_2_WARNING := 1
@@ -31,9 +32,10 @@ install: $(BIN)/kernelscope node_modules/.package-lock.json
 run: install
 	PATH=$(abspath $(BIN)):$$PATH bash scripts/run
 
-## test: the test suite (CPU path without a GPU; add -m gpu on a GPU box)
+## test: the test suite (CPU path without a GPU; add -m gpu on a GPU box), in TEST_WORKERS processes
+## (pytest-xdist; tests that share a fixture made once per module, such as one asv run, stay in one process)
 test: install
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 ## site: build the results site into site/ (strict: a broken link or a missing file fails)
 site: install

@@ -18,7 +18,8 @@ import pytest
 
 from test_asv_pipeline import ASV, ROOT, write_config
 
-pytestmark = pytest.mark.skipif(ASV is None or shutil.which("git") is None, reason="needs asv and git")
+pytestmark = [pytest.mark.skipif(ASV is None or shutil.which("git") is None, reason="needs asv and git"),
+              pytest.mark.xdist_group("asv-history")]  # one test process makes `history` once; its runs one at a time
 
 BASE_MS = {"a": 20, "b": 40, "c": 60, "d": 80}
 EXTRA_MS = {"16x16": 0, "32x32": 4, "64x64": 8}

@@ -23,8 +23,9 @@ BENCH = f"Square.time_warm.*'square-mul'.*'{SIDE}x{SIDE}'.*float32"
 CPU_CAP = {"KERNELSCOPE_CPU_MAX_NUMEL": str(256 * 256), "OMP_NUM_THREADS": "1"}
 TURNS = 3  # asv runs each of the two same-code results take, in turns
 
-pytestmark = pytest.mark.skipif(ASV is None or not (ROOT / ".git").exists(),
-                                reason="needs asv (pip install -e '.[bench]') and a git checkout")
+pytestmark = [pytest.mark.skipif(ASV is None or not (ROOT / ".git").exists(),
+                                 reason="needs asv (pip install -e '.[bench]') and a git checkout"),
+              pytest.mark.xdist_group("asv-pipeline")]  # one test process makes `runs` once for all its tests
 
 
 def asv(tmp_path, *args, env=None):
@@ -72,7 +73,7 @@ def runs(tmp_path_factory):
     subprocess.run([ASV, "machine", "--machine", "ci-cpu", "--yes"], cwd=ROOT, env={**os.environ, "HOME": str(tmp)},
                    check=True, capture_output=True)
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    base = ["run", "--record-samples", "--machine", "ci-cpu", "-b", BENCH, "HEAD^!"]
+    base = ["run", "--record-samples", "--machine", "ci-cpu", "-b", BENCH, f"{head}^!"]  # not HEAD, which may move
     cap = {"KERNELSCOPE_CPU_MAX_NUMEL": str(SIDE * SIDE)}
     # The two runs of the same code take turns, each adding its samples to its own results
     # (--append-samples): a slow spell of the shared 2-core box (one run given half a core
@@ -84,7 +85,7 @@ def runs(tmp_path_factory):
     for turn in range(TURNS):
         for results, extra in (("results", {}), ("results-again", {}), ("results-slow", slow)):
             asv(tmp, *base, *(["--append-samples"] if turn else []), env={**cap, "RESULTS": results, **extra})
-    asv(tmp, "run", "--record-samples", "--machine", "ci-cpu", "-b", "FirstCall.*'square-mul'", "HEAD^!",
+    asv(tmp, "run", "--record-samples", "--machine", "ci-cpu", "-b", "FirstCall.*'square-mul'", f"{head}^!",
         env={"RESULTS": "results-first"})
     return tmp, head
 
@@ -137,7 +138,9 @@ def test_a_run_cut_off_keeps_what_it_finished_and_goes_on_from_there(tmp_path):
     subprocess.run([ASV, "machine", "--machine", "ci-cpu", "--yes"], cwd=ROOT, env={**os.environ, "HOME": str(tmp_path)},
                    check=True, capture_output=True)
     bench = "(Square|Mean|Softmax|Gelu)\\.time_warm.*'(square-mul|mean-torch|softmax-torch|gelu-torch)'"
-    args = [ASV, "run", "--machine", "ci-cpu", "--config", str(write_config(tmp_path, "results")), "-b", bench, "HEAD^!"]
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    args = [ASV, "run", "--machine", "ci-cpu", "--config", str(write_config(tmp_path, "results")), "-b", bench,
+            f"{head}^!"]  # not HEAD: the resumed run must run the same commit
     env = {**os.environ, "HOME": str(tmp_path), **CPU_CAP}
     proc = subprocess.Popen(args, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
@@ -158,7 +161,7 @@ def test_a_run_cut_off_keeps_what_it_finished_and_goes_on_from_there(tmp_path):
     assert finished and len(finished) < 4, finished
     started = {k: dict(zip(saved["result_columns"], v))["started_at"] for k, v in saved["results"].items()}
 
-    asv(tmp_path, "run", "--machine", "ci-cpu", "--skip-existing-successful", "-b", bench, "HEAD^!")
+    asv(tmp_path, "run", "--machine", "ci-cpu", "--skip-existing-successful", "-b", bench, f"{head}^!")
     resumed = json_.loads(files[0].read_text())
     assert len(resumed["results"]) == 4
     for name in finished:  # what the cut-off run finished is kept, not measured again

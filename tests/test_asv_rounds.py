@@ -9,8 +9,9 @@ import pytest
 
 from test_asv_pipeline import ASV, ROOT, existing_env_config, write_config
 
-pytestmark = pytest.mark.skipif(ASV is None or not (ROOT / ".git").exists(),
-                                reason="needs asv (pip install -e '.[bench]') and a git checkout")
+pytestmark = [pytest.mark.skipif(ASV is None or not (ROOT / ".git").exists(),
+                                 reason="needs asv (pip install -e '.[bench]') and a git checkout"),
+              pytest.mark.xdist_group("asv-rounds")]  # one test process makes `stored`'s two runs once
 SUITE = ROOT / "tests" / "fixtures" / "asv_rounds" / "benchmarks"
 
 

@@ -12,8 +12,9 @@ import pytest
 
 from test_asv_pipeline import ASV, ROOT
 
-pytestmark = pytest.mark.skipif(ASV is None or not (ROOT / ".git").exists() or not (ROOT / "results").is_dir(),
-                                reason="needs asv, the git history and the committed results")
+pytestmark = [pytest.mark.skipif(ASV is None or not (ROOT / ".git").exists() or not (ROOT / "results").is_dir(),
+                                 reason="needs asv, the git history and the committed results"),
+              pytest.mark.xdist_group("asv-publish")]  # one test process publishes `published` once
 H100 = "nvidia-h100-80gb-hbm3"
 CODE = ["src/kernelscope/backends", "src/kernelscope/ops", "src/kernelscope/catalog.py", "src/kernelscope/timing",
         "src/kernelscope/asv"]
