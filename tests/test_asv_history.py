@@ -4,7 +4,7 @@ A small git history is built in a temporary folder from this working tree: its
 second commit inserts, removes and reorders square's variants and sizes. Each
 variant sleeps a time that names its case (its own base, plus one for the size),
 so a stored value says which case ran: a value filed under another case's name
-is off by 4 ms or more.
+is off by 10 ms or more.
 """
 
 import json
@@ -21,16 +21,19 @@ from test_asv_pipeline import ASV, ROOT, write_config
 pytestmark = [pytest.mark.skipif(ASV is None or shutil.which("git") is None, reason="needs asv and git"),
               pytest.mark.xdist_group("asv-history")]  # one test process makes `history` once; its runs one at a time
 
-BASE_MS = {"a": 20, "b": 40, "c": 60, "d": 80}
-EXTRA_MS = {"16x16": 0, "32x32": 4, "64x64": 8}
-SLACK_MS = 3.5  # a sleep overruns, never underruns; the nearest other case is 4 ms away
+BASE_MS = {"a": 20, "b": 50, "c": 80, "d": 110}
+EXTRA_MS = {"16x16": 0, "32x32": 10, "64x64": 20}
+# A sleep overruns, never underruns; the nearest other case is 10 ms away. A loaded machine (the other test
+# process building a site) can wake a sleeper late for several ms, so the bound is checked on the fastest of a
+# case's samples (all of them late is what it takes to fail) and the median only from below.
+SLACK_MS = 9.5
 
 SLEEPERS = '''"""Test-only variants whose time names their case."""
 import time
 
 import torch
 
-EXTRA_MS = {256: 0, 1024: 4, 4096: 8}
+EXTRA_MS = {256: 0, 1024: 10, 4096: 20}
 
 
 def _sleeper(base_ms):
@@ -103,27 +106,30 @@ def _asv(repo: Path, home: Path, *args: str, returncodes=(0,)):
     return proc
 
 
-# repeat=3: each stored value a median of three sleeps, so one overrun cannot pass for another case
-TIMING = ["-a", "repeat=3", "-a", "number=1", "-a", "warmup_time=0"]
+# repeat=3, with the samples kept: a case's three sleeps are checked against its own name
+TIMING = ["-a", "repeat=3", "-a", "number=1", "-a", "warmup_time=0", "--record-samples"]
 
 
-def _stored(home: Path, commit: str) -> dict[tuple[str, str], float | None]:
+def _stored(home: Path, commit: str) -> dict[tuple[str, str], tuple[float | None, list | None]]:
+    """(median, samples) by (variant, size), as stored."""
     (path,) = (home / "results" / "ci-cpu").glob(f"{commit[:8]}-*.json")
     data = json.loads(path.read_text())
     row = dict(zip(data["result_columns"], data["results"]["benchmarks.Square.time_warm"]))
     variants, sizes, _ = row["params"]
     labels = [(json.loads(v.replace("'", '"')), json.loads(s.replace("'", '"'))) for v in variants for s in sizes]
-    return dict(zip(labels, row["result"]))
+    return dict(zip(labels, zip(row["result"], row.get("samples") or [None] * len(labels))))
 
 
 def _check_labels(stored: dict, runnable: set[tuple[str, str]]):
-    for (variant, size), value in stored.items():
+    for (variant, size), (value, samples) in stored.items():
         if (variant, size) not in runnable:
             assert value is not None and math.isnan(value), (variant, size, value)  # n/a: never another case's value
+            assert not samples, (variant, size, samples)
             continue
         expected = BASE_MS[variant.rsplit("-", 1)[1]] + EXTRA_MS[size]
-        assert value is not None, (variant, size)  # measured, not failed
-        assert expected <= value * 1e3 < expected + SLACK_MS, (variant, size, value * 1e3, expected)
+        assert value is not None and samples, (variant, size)  # measured, not failed
+        assert expected <= value * 1e3, (variant, size, value * 1e3, expected)
+        assert expected <= min(samples) * 1e3 < expected + SLACK_MS, (variant, size, samples, expected)
 
 
 def test_a_range_run_files_every_value_under_its_case_and_skips_what_a_commit_lacks(history, tmp_path):
