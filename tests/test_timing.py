@@ -15,6 +15,7 @@ import pytest
 import torch
 
 import kernelscope.timing as timing
+from kernelscope.timing import primitives
 
 
 class SimulatedStream:
@@ -62,8 +63,8 @@ def stream(monkeypatch):
     monkeypatch.setattr(torch.cuda, "Event", Event)
     monkeypatch.setattr(torch.cuda, "_sleep", lambda cycles: sim.launch(sim.enqueue_s, cycles / sim.clock_hz))
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: setattr(sim, "host", max(sim.host, sim.tail)))
-    monkeypatch.setattr(timing.time, "perf_counter", lambda: sim.host)
-    monkeypatch.setattr(timing, "_SPIN_CYCLES_PER_S", None)
+    monkeypatch.setattr(time, "perf_counter", lambda: sim.host)
+    monkeypatch.setattr(primitives, "_SPIN_CYCLES_PER_S", None)  # where spin_cycles_per_second keeps it
     return sim
 
 
@@ -391,7 +392,7 @@ def test_a_captured_graph_settles_for_its_time_and_its_least_replays_before_it_i
             clock[0] += 1e-3  # each replay takes 1 ms
 
     clock = [0.0]
-    monkeypatch.setattr(timing.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(time, "perf_counter", lambda: clock[0])
     monkeypatch.setattr(torch.cuda, "current_stream", Stream)
     graph = Graph()
     assert timing.settle_graph(graph, 25e-3, least=3) == graph.replays == 25  # 25 ms of 1 ms replays

@@ -35,8 +35,7 @@ def settle_clock(max_s: float = 0.3, chunk_s: float = 2e-3, near: float = 0.97) 
     """
     import torch
 
-    from kernelscope import timing
-    from kernelscope.timing import clocks
+    from kernelscope.timing import clocks, primitives
 
     top, readings = clocks.max_sm_mhz(), []
     deadline = time.perf_counter() + max_s
@@ -49,7 +48,7 @@ def settle_clock(max_s: float = 0.3, chunk_s: float = 2e-3, near: float = 0.97) 
         if (top and readings[-1] >= near * top) or (len(readings) >= 3 and abs(readings[-1] / readings[-2] - 1) < 0.005):
             break
     if readings:  # holds are sized in cycles: convert at the settled clock
-        timing._SPIN_CYCLES_PER_S = readings[-1] * 1e6
+        primitives._SPIN_CYCLES_PER_S = readings[-1] * 1e6
     return readings
 
 

@@ -1,8 +1,10 @@
 """Timing on the GPU, never a host clock on asynchronous work.
 
 Four modes, each in its own module, after nvbench's methodology (which keeps
-measure_hot and measure_cold apart), over the primitives here (the spin kernel
-that holds a stream, the hold's margin, the sample budget, the clock reading):
+measure_hot and measure_cold apart), over the primitives of
+:mod:`~kernelscope.timing.primitives` (the spin kernel that holds a stream, the
+hold's margin, the sample budget) and the clock reading of
+:mod:`~kernelscope.timing.clocks`:
 
 * **warm** (:mod:`~kernelscope.timing.warm`) -- back-to-back calls between two
   CUDA events, with the launch queue full. ``HeldClock`` is the zero-argument
@@ -25,7 +27,9 @@ that holds a stream, the hold's margin, the sample budget, the clock reading):
 
 Every GPU sample also reads the SM clock it ran at, from the spin kernel that
 precedes it (:mod:`kernelscope.timing.clocks`), and flags it when the GPU
-throttled. Their names are all importable from here.
+throttled. Their names are all importable from here; the modules themselves
+import each name from the module that defines it, so none of them imports this
+package back.
 
 On a machine without a GPU the same functions time with ``time.perf_counter``
 (CPU torch, the Triton interpreter and the Numba simulator are synchronous),
@@ -34,76 +38,16 @@ and graph mode is unavailable.
 
 from __future__ import annotations
 
-import time
-
-import torch
-
+# Names only: each module imports what it uses from the module that defines it, never from here.
 from kernelscope.timing import clocks
 from kernelscope.timing.clocks import ClockWatch, ProbedSpin
-
-_SPIN_CYCLES_PER_S: float | None = None
-
-
-def spin_cycles_per_second() -> float:
-    """SM clock cycles per second, as ``torch.cuda._sleep`` counts them (measured once)."""
-    global _SPIN_CYCLES_PER_S
-    if _SPIN_CYCLES_PER_S is None:
-        cycles = 2_000_000
-        torch.cuda._sleep(cycles)  # wakes the clocks up
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        torch.cuda._sleep(cycles)
-        end.record()
-        end.synchronize()
-        _SPIN_CYCLES_PER_S = cycles / (start.elapsed_time(end) / 1e3)
-    return _SPIN_CYCLES_PER_S
-
-
-def hold_stream(seconds: float) -> int:
-    """Enqueue a kernel that spins for ``seconds`` on the current stream; the cycles it spins."""
-    cycles = max(1, int(seconds * spin_cycles_per_second())) if seconds > 0 else 0
-    if cycles:
-        torch.cuda._sleep(cycles)
-    return cycles
-
-
-HOLD_MARGIN_S = 50e-6  # covers recording the start event and Python's jitter
-
-
-def grown_hold(host_s: float) -> float:
-    """A hold that outlasts an enqueue that took ``host_s``, with room for jitter."""
-    return 1.5 * host_s + HOLD_MARGIN_S
-
-
-MIN_SAMPLES = 6  # asv's Mann-Whitney test needs at least 6 samples a side
-
-
-def _budget(samples: int, max_time: float):
-    """Yield sample indices until ``samples`` are taken or ``max_time`` has passed (after MIN_SAMPLES)."""
-    deadline = time.perf_counter() + max_time
-    for i in range(samples):
-        if i >= MIN_SAMPLES and time.perf_counter() > deadline:
-            return
-        yield i
-
-
-def _read_clocks(watch: ClockWatch | None, spins: list[tuple[ProbedSpin, object]]) -> None:
-    if watch is None:
-        return
-    if watch.max_mhz is None:
-        watch.max_mhz = clocks.max_sm_mhz()
-    for spin, start in spins:
-        mhz = spin.mhz(start)
-        if mhz is not None:
-            watch.add(mhz)
-
-
-# The modes, after the primitives they import from here.
-from kernelscope.timing.warm import (  # noqa: E402
-    MAX_QUEUED_CALLS, PROBE_HOLD_S, WARM_TARGET_S, HeldClock, WarmPlan, calibrate, next_plan, plan_warm)
-from kernelscope.timing.cold import ColdHold, L2Flusher, copy_bandwidth, time_cold  # noqa: E402
-from kernelscope.timing.graph import (  # noqa: E402
+from kernelscope.timing.cold import ColdHold, L2Flusher, copy_bandwidth, time_cold
+from kernelscope.timing.graph import (
     GRAPH_SETTLE_MIN, GRAPH_SETTLE_S, GRAPH_SPIN_S, GraphUnavailable, capture_graph, settle_graph, time_graph)
+from kernelscope.timing.primitives import (
+    HOLD_MARGIN_S, MIN_SAMPLES, grown_hold, hold_stream, spin_cycles_per_second)
+from kernelscope.timing.warm import (
+    MAX_QUEUED_CALLS, PROBE_HOLD_S, WARM_TARGET_S, HeldClock, WarmPlan, calibrate, next_plan, plan_warm)
 
 __all__ = ["ClockWatch", "ColdHold", "GRAPH_SETTLE_MIN", "GRAPH_SETTLE_S", "GRAPH_SPIN_S", "GraphUnavailable",
            "HOLD_MARGIN_S", "HeldClock", "L2Flusher", "MAX_QUEUED_CALLS", "MIN_SAMPLES", "PROBE_HOLD_S", "ProbedSpin",

@@ -70,7 +70,7 @@ class ProbedSpin:
     def __init__(self, seconds: float):
         import torch
 
-        from kernelscope.timing import hold_stream
+        from kernelscope.timing.primitives import hold_stream
 
         self.marker, self.cycles = None, 0
         if seconds <= 0:  # no hold asked for: nothing to spin, no clock to read
@@ -86,6 +86,18 @@ class ProbedSpin:
             return None
         elapsed_ms = self.marker.elapsed_time(start)
         return self.cycles / (elapsed_ms * 1e3) if elapsed_ms > 0 else None
+
+
+def read_clocks(watch: ClockWatch | None, spins: list[tuple[ProbedSpin, object]]) -> None:
+    """Give ``watch`` the SM clock of each (spin, the start event recorded right after it), once they completed."""
+    if watch is None:
+        return
+    if watch.max_mhz is None:
+        watch.max_mhz = max_sm_mhz()
+    for spin, start in spins:
+        mhz = spin.mhz(start)
+        if mhz is not None:
+            watch.add(mhz)
 
 
 @cache

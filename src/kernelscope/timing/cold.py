@@ -12,8 +12,8 @@ from typing import Callable
 
 import torch
 
-from kernelscope.timing import MIN_SAMPLES, _budget, _read_clocks, grown_hold
-from kernelscope.timing.clocks import ClockWatch, ProbedSpin
+from kernelscope.timing.clocks import ClockWatch, ProbedSpin, read_clocks
+from kernelscope.timing.primitives import MIN_SAMPLES, budget, grown_hold
 
 
 class L2Flusher:
@@ -41,14 +41,14 @@ def time_cold(fn: Callable[[], object], device: str, samples: int, flusher: L2Fl
     flusher = flusher or L2Flusher(device)
     if device != "cuda":
         times = []
-        for _ in _budget(samples, max_time):
+        for _ in budget(samples, max_time):
             flusher()
             t0 = time.perf_counter()
             fn()
             times.append(time.perf_counter() - t0)
         return times
     pairs, hold = [], ColdHold(hold_s)
-    for _ in _budget(samples, max_time):
+    for _ in budget(samples, max_time):
         flusher()
         # Hold the stream with a spin kernel while the host enqueues the timed
         # call (nvbench's blocking kernel): otherwise, when the host is slower
@@ -62,7 +62,7 @@ def time_cold(fn: Callable[[], object], device: str, samples: int, flusher: L2Fl
         end.record()
         pairs.append((spin, start, end, hold.after(time.perf_counter() - t0)))
     torch.cuda.synchronize()
-    _read_clocks(watch, [(spin, start) for spin, start, _, _ in pairs])
+    read_clocks(watch, [(spin, start) for spin, start, _, _ in pairs])
     return hold.kept([s.elapsed_time(e) / 1e3 for _, s, e, _ in pairs], [starved for *_, starved in pairs])
 
 

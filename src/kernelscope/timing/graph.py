@@ -10,8 +10,9 @@ from typing import Callable
 
 import torch
 
-from kernelscope.timing import _budget, clocks
+from kernelscope.timing import clocks
 from kernelscope.timing.clocks import ClockWatch, ProbedSpin
+from kernelscope.timing.primitives import budget
 
 
 class GraphUnavailable(RuntimeError):
@@ -104,7 +105,7 @@ def time_graph(graph, calls: int, samples: int, max_time: float = 3.0, watch: Cl
 
     def take(n: int | None, spin_s: float) -> list[tuple[float, float | None]]:
         pairs = []
-        for _ in (_budget(samples, max_time) if n is None else range(n)):
+        for _ in (budget(samples, max_time) if n is None else range(n)):
             spin = ProbedSpin(spin_s)
             start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             start.record()

@@ -25,7 +25,7 @@ from typing import Callable
 
 import torch
 
-from kernelscope.timing import _budget
+from kernelscope.timing.primitives import budget
 
 # Host time per sample. A sample pays once what the loop's steady state hides: the first call's
 # launch before the GPU has work, and the last kernel after the host is done. Timer's blocks
@@ -78,4 +78,4 @@ def plan_host(fn: Callable[[], object], device: str) -> int:
 
 def time_host(fn: Callable[[], object], device: str, samples: int, number: int, max_time: float = 3.0) -> list[float]:
     """Seconds per call from ``samples`` samples of ``number`` calls (fewer once ``max_time`` has passed)."""
-    return [block_s(fn, device, number) for _ in _budget(samples, max_time)]
+    return [block_s(fn, device, number) for _ in budget(samples, max_time)]

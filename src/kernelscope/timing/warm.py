@@ -16,8 +16,9 @@ from typing import Callable
 
 import torch
 
-from kernelscope.timing import clocks, grown_hold
+from kernelscope.timing import clocks
 from kernelscope.timing.clocks import ClockWatch, ProbedSpin
+from kernelscope.timing.primitives import grown_hold
 
 
 class HeldClock:
