@@ -234,26 +234,44 @@ def test_the_ring_kernels_take_few_registers_so_several_blocks_share_an_sm(compi
     assert len(rings) == 8 and all(regs <= 64 for regs in rings.values()), rings
 
 
+SOFTMAX_LAUNCHER = "softmax.cu"  # the file of softmax's launcher: its enum of strategies and its dispatch on them
+CPP = shutil.which("cpp") or shutil.which("g++")
+
+
 def test_the_ring_limit_is_the_kernels():
     from kernelscope.backends.cuda import kernels as K
 
     text = (build.HERE / "softmax.cu").read_text()
     assert f"SOFTMAX_RING_MAX_BYTES = {K.SOFTMAX_RING_MAX_BYTES // 1024} * 1024" in text
-    names = {1: "ring1", 2: "ring", 3: "ring3"}
-    assert {f"SOFTMAX_RING{n} = {K.SOFTMAX_STRATEGIES[names[n]]}" for n in names} <= {
-        m.group(0) for m in re.finditer(r"SOFTMAX_RING\d = \d", text)}
 
 
+def softmax_enum() -> dict[str, int]:
+    """The launcher's enum SoftmaxStrategy as the compiler sees it: preprocessed (ENUM -> code)."""
+    enum = re.search(r"enum SoftmaxStrategy \{.*?\};", (build.HERE / SOFTMAX_LAUNCHER).read_text(), re.S).group(0)
+    cmd = [CPP, "-P", "-I", str(build.HERE), "-"] if CPP.endswith("cpp") else [CPP, "-E", "-P", "-x", "c++", "-I",
+                                                                                str(build.HERE), "-"]
+    proc = subprocess.run(cmd, input=enum, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return {name: int(code) for name, code in re.findall(r"SOFTMAX_(\w+) = (\d+)", proc.stdout)}
+
+
+@pytest.mark.skipif(CPP is None, reason="no C preprocessor (cpp or g++) to read the launcher's enum with")
 def test_every_launch_code_means_the_same_strategy_on_both_sides():
+    # One list, softmax_strategies.def: the C++ enum is made from it and kernels.py parses it. A strategy spelled
+    # in either place alone, or a code changed on one side, fails here (and the codes themselves are held to
+    # their recording by test_cuda_softmax_plans.py)
     from kernelscope.backends.cuda import kernels as K
 
-    text = (build.HERE / "softmax.cu").read_text()
-    enum = re.search(r"enum SoftmaxStrategy \{(.*?)\};", text, re.S).group(1)
-    codes = {name: int(code) for name, code in re.findall(r"SOFTMAX_(\w+) = (\d+)", enum)}
-    names = {"WARP": "warp", "BLOCK": "block", "LOOP": "loop", "PIPE": "pipe", "RING2": "ring", "RING3": "ring3",
-             "RING1": "ring1", "LOOP_PERSISTENT": "loopp", "RING1E": "ring1e"}
-    assert {names[n]: c for n, c in codes.items()} == {k: v for k, v in K.SOFTMAX_STRATEGIES.items() if k != "cluster"}
-    assert K.SOFTMAX_STRATEGIES["cluster"] == codes["BLOCK"]  # a block a row is a cluster of one
+    listed = (build.HERE / "softmax_strategies.def").read_text()
+    strategies = re.findall(r"^SOFTMAX_STRATEGY\((\w+), (\w+), (\d+)\)", listed, re.M)
+    aliases = re.findall(r"^SOFTMAX_ALIAS\((\w+), (\w+)\)", listed, re.M)
+    enum = softmax_enum()
+    assert enum == {e: int(code) for e, _, code in strategies} and len(set(enum.values())) == len(enum)
+    assert K.SOFTMAX_STRATEGIES == {name: int(code) for _, name, code in strategies} | {
+        name: enum[e] for name, e in aliases}
+    assert aliases == [("cluster", "BLOCK")]  # a block a row is a cluster of one
+    launcher = (build.HERE / SOFTMAX_LAUNCHER).read_text().split("enum SoftmaxStrategy", 1)[1]
+    assert all(re.search(rf"strategy == SOFTMAX_{e}\b", launcher) for e in enum), "a strategy nothing launches"
 
 
 def test_softmax_instantiates_the_register_sizes_kernels_py_plans_for():

@@ -141,7 +141,7 @@ class SystemSitePackages(environment.Environment):
 # Files the package reads at run time besides its modules. Some older commits'
 # wheels leave pack16.cuh out, so their CUDA variants would fail to build in a
 # history run; the commit's own copy is what its kernels include.
-KERNEL_SOURCES = (".cu", ".cuh", ".cpp", ".h")
+KERNEL_SOURCES = (".cu", ".cuh", ".def", ".cpp", ".h")
 
 
 def add_left_out_sources(build_dir: str, site_packages: str, package: str = "kernelscope") -> list[str]:

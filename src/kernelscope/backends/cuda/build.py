@@ -20,7 +20,7 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 CU_SOURCES = ("square.cu", "mean.cu", "gelu.cu", "softmax.cu")
-HEADERS = ("pack16.cuh",)  # included by the .cu files (found in the build folder: headers_in)
+HEADERS = ("pack16.cuh", "softmax_strategies.def")  # included by the .cu files (found in the build folder: headers_in)
 BINDINGS = "bindings.cpp"
 FUNCTIONS = ("square_lecture", "square_vec4", "gelu_lecture", "gelu_vec4", "mean", "softmax", "dram_peak_gbps",
              "softmax_loop_resident_clusters_on")

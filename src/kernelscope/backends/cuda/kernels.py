@@ -6,7 +6,9 @@ constants below, so scripts/gpu/tune_cuda.py sweeps them without rebuilding.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
+from pathlib import Path
 from typing import NamedTuple
 
 import torch
@@ -91,8 +93,21 @@ SOFTMAX_BF16_RING1_CLUSTER = 2
 # Its stage is the block's slice, not rounded to whole vectors a thread (softmax.cu, ring_bytes): the same
 # 512x50257 launches, four blocks an SM where the rounded stage fits three; ring_stage_probe.py's A/B is in softmax.cu.
 SOFTMAX_RING1_STRATEGY = "ring1e"
-SOFTMAX_STRATEGIES = {"warp": 0, "block": 1, "cluster": 1, "loop": 2, "pipe": 3, "ring": 4, "ring3": 5,
-                      "ring1": 6, "loopp": 7, "ring1e": 8}  # launch codes
+
+
+def _strategies(path: Path) -> dict[str, int]:
+    """Plan name -> launch code, from the list the C++ launcher's enum is made of (softmax_strategies.def)."""
+    codes: dict[str, int] = {}
+    enums: dict[str, int] = {}
+    for line in path.read_text().splitlines():
+        if m := re.match(r"SOFTMAX_STRATEGY\((\w+), (\w+), (\d+)\)", line):
+            enums[m.group(1)] = codes[m.group(2)] = int(m.group(3))
+        elif m := re.match(r"SOFTMAX_ALIAS\((\w+), (\w+)\)", line):
+            codes[m.group(1)] = enums[m.group(2)]
+    return codes
+
+
+SOFTMAX_STRATEGIES = _strategies(Path(__file__).with_name("softmax_strategies.def"))  # plan name -> launch code
 SOFTMAX_RING_STAGES = {"ring1": 1, "ring1e": 1, "ring": 2, "ring3": 3}
 SOFTMAX_RING_MAX_BYTES = 226 * 1024  # sm_90: 227 KiB a block, less 1 KiB static (softmax.cu: SOFTMAX_RING_MAX_BYTES)
 

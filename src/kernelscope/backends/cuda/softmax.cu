@@ -783,8 +783,14 @@ template <typename T, int S, bool ONE_EXP = false> __launch_bounds__(1024) __glo
 
 // ---- host side -------------------------------------------------------------
 
-enum SoftmaxStrategy { SOFTMAX_WARP = 0, SOFTMAX_BLOCK = 1, SOFTMAX_LOOP = 2, SOFTMAX_PIPE = 3, SOFTMAX_RING2 = 4,
-                       SOFTMAX_RING3 = 5, SOFTMAX_RING1 = 6, SOFTMAX_LOOP_PERSISTENT = 7, SOFTMAX_RING1E = 8 };
+// The strategies: launch_softmax's `strategy` codes, as kernels.py's SOFTMAX_STRATEGIES reads them from the same file.
+enum SoftmaxStrategy {
+#define SOFTMAX_STRATEGY(ENUM, name, code) SOFTMAX_##ENUM = code,
+#define SOFTMAX_ALIAS(name, target)
+#include "softmax_strategies.def"
+#undef SOFTMAX_STRATEGY
+#undef SOFTMAX_ALIAS
+};
 
 // Clusters of 9 to 16 blocks are non-portable: each kernel allows them once.
 template <auto Kernel>
