@@ -1,6 +1,6 @@
 """softmax-cuda's plans over a dense grid of inputs, held to a recording: a rewrite of the plan must not move one.
 
-tests/fixtures/softmax_plans.json.gz was written by this file (``python tests/test_cuda_softmax_plans.py``) from
+tests/fixtures/softmax_cuda_plans.json.gz was written by this file (``python tests/test_cuda_softmax_plans.py``) from
 softmax_plan as it stood before its rules became a table. It holds, for every (rows, cols, SMs, element size, DRAM
 GB/s an SM) of the grid below, the plan (strategy, threads, cluster), and for every plan the launch arguments the
 extension is given: (strategy code, threads, cluster). The grid takes every threshold the rules read, one either
@@ -23,7 +23,7 @@ from kernelscope.backends.cuda import kernels as K
 from kernelscope.backends.device import PRESETS, DeviceFacts
 from kernelscope.catalog import OPS
 
-FIXTURE = Path(__file__).parent / "fixtures" / "softmax_plans.json.gz"
+FIXTURE = Path(__file__).parent / "fixtures" / "softmax_cuda_plans.json.gz"
 CODES = string.digits + string.ascii_letters + "!#$%&()*+,-./:;<=>?@[]^_{|}~"  # a plan's index, one character
 
 
