@@ -36,7 +36,7 @@ def test_every_stored_row_has_its_bandwidth_model():
 
 
 def test_rows_carry_the_clock_of_the_samples_asv_kept(tmp_path):
-    from kernelscope.timing import clocks
+    from kernelscope.results import clock_logs
 
     copy = tmp_path / "results"
     shutil.copytree(RESULTS, copy)
@@ -49,7 +49,7 @@ def test_rows_carry_the_clock_of_the_samples_asv_kept(tmp_path):
     readings = [500.0] * 5 + [1980.0] * (n - 3) + [1000.0] * 3
     record = {"benchmark": "benchmarks.Square.time_warm", "params": ["square-torch", "64x64", "float32"],
               "mhz": readings, "max_mhz": 1980.0, "fraction": 0.75}
-    result.with_name(result.stem + clocks.SUFFIX).write_text(json.dumps(record) + "\n")
+    result.with_name(result.stem + clock_logs.SUFFIX).write_text(json.dumps(record) + "\n")
     row = next(r for r in export.rows(copy) if r["commit"].startswith("8eac40ea") and r["mode"] == "warm"
                and r["variant"] == "square-torch" and r["size"] == "64x64")
     assert row["throttled"] == 3 and row["sm_mhz"] == 1980.0
@@ -105,7 +105,7 @@ def test_launch_bound_is_a_warm_or_cold_gpu_time_under_20_us():
 
 def test_graph_samples_taken_again_are_not_counted_among_those_asv_kept(tmp_path):
     # Graph mode v8 logs every reading, the retaken (low) ones too, and how many it retook.
-    from kernelscope.timing import clocks
+    from kernelscope.results import clock_logs
 
     copy = tmp_path / "results"
     shutil.copytree(RESULTS, copy)
@@ -124,6 +124,6 @@ def test_graph_samples_taken_again_are_not_counted_among_those_asv_kept(tmp_path
     readings = first + [1970.0, 1000.0, 1970.0, 1970.0] + [900.0]
     record = {"benchmark": "benchmarks.Square.track_graph", "params": ["square-torch", "64x64", "float32"],
               "mhz": readings, "max_mhz": 1980.0, "fraction": 0.75, "retaken": 5}
-    result.with_name(result.stem + clocks.SUFFIX).write_text(json.dumps(record) + "\n")
+    result.with_name(result.stem + clock_logs.SUFFIX).write_text(json.dumps(record) + "\n")
     row = graph_row()
     assert row["throttled"] == 1 and row["sm_mhz"] == 1900.0

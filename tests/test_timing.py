@@ -204,44 +204,45 @@ def test_cold_samples_read_the_clock_too(stream, max_clock):
 
 
 def test_a_throttled_case_is_logged_beside_the_result_and_said_on_stderr(tmp_path, monkeypatch, capsys, max_clock):
-    from kernelscope.timing import clocks
+    from kernelscope.results import clock_logs, machine
+    from kernelscope.timing.clocks import ClockWatch
 
-    monkeypatch.setenv(clocks.RESULTS_DIR_ENV, str(tmp_path))
+    monkeypatch.setenv(clock_logs.RESULTS_DIR_ENV, str(tmp_path))
     monkeypatch.setenv("ASV_COMMIT", "0123456789abcdef")
     monkeypatch.setenv("ASV_ENV_NAME", "syssite-py3.12")
-    monkeypatch.setenv(clocks.MACHINE_ENV, "gpu-a")
-    monkeypatch.setattr(clocks, "_LOGGED", {})
-    monkeypatch.setattr(clocks, "_WARNED", set())
-    watch = clocks.ClockWatch(1980.0)
+    monkeypatch.setenv(machine.MACHINE_ENV, "gpu-a")
+    monkeypatch.setattr(clock_logs, "_LOGGED", {})
+    monkeypatch.setattr(clock_logs, "_WARNED", set())
+    watch = ClockWatch(1980.0)
     case = ("benchmarks.Square.time_warm", ["square-torch", "64x64", "float32"])
     for mhz in (1000.0, 1000.0, 1900.0, 1000.0, 1000.0, 1900.0, 1000.0):  # asv's teardown after every sample
         watch.add(mhz)
-        clocks.log_case(*case, watch)
+        clock_logs.log_case(*case, watch)
     err = capsys.readouterr().err
     assert err.count("ran below 75% of the max SM clock") == 1 and "4 of 6 samples" in err and "SwPowerCap" in err
-    log = tmp_path / "gpu-a" / f"01234567-syssite-py3.12{clocks.SUFFIX}"
+    log = tmp_path / "gpu-a" / f"01234567-syssite-py3.12{clock_logs.SUFFIX}"
     assert len(log.read_text().splitlines()) == 7  # one reading a line: the log grows with the samples, no more
-    (record,) = clocks.read_log(log.with_name("01234567-syssite-py3.12.json")).values()
+    (record,) = clock_logs.read_log(log.with_name("01234567-syssite-py3.12.json")).values()
     assert record["mhz"] == [1000.0, 1000.0, 1900.0, 1000.0, 1000.0, 1900.0, 1000.0] and record["max_mhz"] == 1980.0
     watch.add(1900.0)
-    clocks.log_case(*case, watch, starved=2)  # warm mode's count of starved samples: the latest one stands
-    (record,) = clocks.read_log(log.with_name("01234567-syssite-py3.12.json")).values()
+    clock_logs.log_case(*case, watch, starved=2)  # warm mode's count of starved samples: the latest one stands
+    (record,) = clock_logs.read_log(log.with_name("01234567-syssite-py3.12.json")).values()
     assert record["starved"] == 2 and len(record["mhz"]) == 8
-    monkeypatch.setattr(clocks, "_RUN", "a-later-process")  # the same case run again: its readings replace these
-    monkeypatch.setattr(clocks, "_LOGGED", {})
-    clocks.log_case(*case, clocks.ClockWatch(1980.0, readings=[1950.0]))
-    (record,) = clocks.read_log(log.with_name("01234567-syssite-py3.12.json")).values()
+    monkeypatch.setattr(clock_logs, "_RUN", "a-later-process")  # the same case run again: its readings replace these
+    monkeypatch.setattr(clock_logs, "_LOGGED", {})
+    clock_logs.log_case(*case, ClockWatch(1980.0, readings=[1950.0]))
+    (record,) = clock_logs.read_log(log.with_name("01234567-syssite-py3.12.json")).values()
     assert record["mhz"] == [1950.0]
 
 
 def test_logs_written_whole_each_time_are_read_by_their_last_record(tmp_path):
-    from kernelscope.timing import clocks
+    from kernelscope.results import clock_logs
 
     result = tmp_path / "0123abcd-env.json"
     lines = [{"benchmark": "b", "params": ["v", "s", "d"], "mhz": [1.0] * n, "max_mhz": 2.0, "fraction": 0.75}
              for n in (1, 2, 3)]
-    result.with_name(result.stem + clocks.SUFFIX).write_text("\n".join(json.dumps(r) for r in lines) + "\n")
-    (record,) = clocks.read_log(result).values()
+    result.with_name(result.stem + clock_logs.SUFFIX).write_text("\n".join(json.dumps(r) for r in lines) + "\n")
+    (record,) = clock_logs.read_log(result).values()
     assert record["mhz"] == [1.0] * 3
 
 
@@ -249,11 +250,10 @@ def test_a_committed_gzipped_log_and_a_runs_new_records_read_as_one_log(tmp_path
     # Committed, a log is gzipped; a later run that adds to the commit's results writes a plain file beside it.
     # compress() appends the plain records as a second gzip member, and readers see the same log throughout.
     from kernelscope.results import clock_logs
-    from kernelscope.timing import clocks
 
     result = tmp_path / "m" / "0123abcd-env.json"
     result.parent.mkdir()
-    plain = result.with_name(result.stem + clocks.SUFFIX)
+    plain = result.with_name(result.stem + clock_logs.SUFFIX)
 
     def record(benchmark, run, mhz):
         return json.dumps({"benchmark": benchmark, "params": ["v", "s", "d"], "run": run, "mhz": mhz,
@@ -262,10 +262,10 @@ def test_a_committed_gzipped_log_and_a_runs_new_records_read_as_one_log(tmp_path
     plain.write_text(record("a", "r1", [1900.0]) + record("a", "r1", [1800.0]))
     assert clock_logs.compress(plain) == plain.with_name(plain.name + ".gz") and not plain.exists()
     plain.write_text(record("a", "r1", [1700.0]) + record("b", "r2", [1950.0]))  # the later run's records
-    before = clocks.read_log(result)
+    before = clock_logs.read_log(result)
     assert before[("a", ("v", "s", "d"))]["mhz"] == [1900.0, 1800.0, 1700.0]  # gzipped first, then plain
     assert clock_logs.main([str(tmp_path)]) == 0 and "clock log -> " in capsys.readouterr().out
-    assert not plain.exists() and clocks.read_log(result) == before  # one file of two members, nothing lost
+    assert not plain.exists() and clock_logs.read_log(result) == before  # one file of two members, nothing lost
     assert clock_logs.compress_all([tmp_path]) == []  # nothing plain left
     assert clock_logs.main([]) == 2
 
@@ -273,9 +273,9 @@ def test_a_committed_gzipped_log_and_a_runs_new_records_read_as_one_log(tmp_path
 def test_benchmark_processes_are_told_where_asv_keeps_results():
     pytest.importorskip("asv")
     from kernelscope.asv import env as asv_env
-    from kernelscope.timing import clocks
+    from kernelscope.results import clock_logs
 
-    assert asv_env.CLOCK_LOG_RESULTS_DIR == clocks.RESULTS_DIR_ENV  # one name, written twice to keep torch out of asv
+    assert asv_env.CLOCK_LOG_RESULTS_DIR == clock_logs.RESULTS_DIR_ENV  # one name, written twice to keep torch out of asv
 
 
 def test_graph_capture_keeps_one_output_alive(monkeypatch):

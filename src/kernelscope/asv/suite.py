@@ -47,6 +47,7 @@ from kernelscope.asv import hooks, sibling_process
 from kernelscope.asv.runs import PRELOAD_ENV
 from kernelscope.catalog import OPS, VARIANTS, variants_of
 from kernelscope.ops import shape_str
+from kernelscope.results import clock_logs
 from kernelscope.results.machine import host_id
 from kernelscope.timing import GraphUnavailable, HeldClock, L2Flusher, WarmPlan, capture_graph, clocks, grown_hold, phases, plan_warm, time_cold, time_graph
 from kernelscope.timing.cases import prepare
@@ -135,8 +136,8 @@ class _OpBenchmarks:
         phases.sample_done()
         # After time_warm's samples (the other benchmarks never read the timer): log their SM clocks.
         if self.timer.watch.readings:
-            clocks.log_case(self._name("time_warm"), [variant, size, dtype], self.timer.watch,
-                            starved=self.timer.starved)
+            clock_logs.log_case(self._name("time_warm"), [variant, size, dtype], self.timer.watch,
+                                starved=self.timer.starved)
 
     def _this_process(self, samples: list[float]) -> list[float]:
         """A launch-bound case's samples as this process's one value (their median): its calls agree far
@@ -163,7 +164,7 @@ class _OpBenchmarks:
         watch = clocks.ClockWatch(None)
         samples = time_graph(graph, calls, GRAPH_SAMPLES, watch=watch)
         case.check(out)  # the replayed graph computed the right thing
-        clocks.log_case(self._name("track_graph"), [variant, size, dtype], watch)
+        clock_logs.log_case(self._name("track_graph"), [variant, size, dtype], watch)
         return {"samples": samples, "number": calls}
 
 
@@ -177,7 +178,7 @@ class _ColdMode:
         watch = clocks.ClockWatch(None)
         samples = time_cold(case.call, case.device, COLD_SAMPLES, _flusher(case.device), hold_s=hold, watch=watch)
         case.check(case.call())
-        clocks.log_case(self._name("track_cold"), [variant, size, dtype], watch)
+        clock_logs.log_case(self._name("track_cold"), [variant, size, dtype], watch)
         return {"samples": self._this_process(samples), "number": 1}
 
 
@@ -236,7 +237,7 @@ class Launch:
         graph, _ = capture_graph(lambda: torch.cuda._sleep(0), 100)
         watch = clocks.ClockWatch(None)
         samples = time_graph(graph, 100, GRAPH_SAMPLES, watch=watch)
-        clocks.log_case("benchmarks.Launch.track_graph", [variant], watch)
+        clock_logs.log_case("benchmarks.Launch.track_graph", [variant], watch)
         return {"samples": samples, "number": 100}
 
 

@@ -76,8 +76,7 @@ def default_shape(variant: Variant, dtype: str, device: str) -> Shape | None:
 
 def machine_name() -> str:
     """The asv machine name `kernelscope machine` records ($KERNELSCOPE_MACHINE or asv's machine file first)."""
-    from kernelscope.results.machine import describe
-    from kernelscope.timing.clocks import machine_name as asv_machine
+    from kernelscope.results.machine import describe, machine_name as asv_machine
 
     return asv_machine() or describe()["machine"]
 

@@ -10,7 +10,7 @@ site read the same rows.
 
 Each timed row also carries the SM clock its samples ran at and how many of
 them ran throttled (below 75% of the GPU's max SM clock), from the clock log
-the benchmark wrote beside asv's result file (:mod:`kernelscope.timing.clocks`),
+the benchmark wrote beside asv's result file (:mod:`kernelscope.results.clock_logs`),
 and whether it is a launch-bound one (:mod:`kernelscope.timing.processes`):
 under 20 us a call warm (and the same case cold), its interval spanning processes.
 
@@ -34,6 +34,7 @@ from pathlib import Path
 from kernelscope import modes
 from kernelscope.catalog import VARIANTS
 from kernelscope.ops import numel, parse_shape
+from kernelscope.results import clock_logs
 from kernelscope.results.machine import copy_gbps as machine_copy_gbps
 from kernelscope.timing import clocks, processes
 
@@ -80,7 +81,7 @@ def iter_rows(results_dir: str | Path = "results", include_failed: bool = False)
         if machine not in copy:
             copy[machine] = machine_copy_gbps(results_dir, machine)
         peak = copy[machine] or float(params.get("copy_gbps") or "nan")  # a file from before boxes.jsonl: its own
-        yield from _rows_of(data, params, benchmarks, include_failed, clocks.read_log(path), peak)
+        yield from _rows_of(data, params, benchmarks, include_failed, clock_logs.read_log(path), peak)
 
 
 def runs(results_dir: str | Path = "results") -> list[dict]:

@@ -28,6 +28,18 @@ from importlib import metadata
 from pathlib import Path
 
 ASV_MACHINE_FILE = Path(os.environ.get("ASV_MACHINE_FILE", Path.home() / ".asv-machine.json"))
+MACHINE_ENV = "KERNELSCOPE_MACHINE"  # the asv machine name, when ~/.asv-machine.json holds several
+
+
+def machine_name() -> str | None:
+    """The asv machine this run records under: $KERNELSCOPE_MACHINE, else the only one in asv's machine file."""
+    if os.environ.get(MACHINE_ENV):
+        return os.environ[MACHINE_ENV]
+    try:
+        names = [k for k in json.loads(ASV_MACHINE_FILE.read_text()) if k != "version"]
+    except (OSError, ValueError):
+        return None
+    return names[0] if len(names) == 1 else None
 
 
 def _version(dist: str) -> str:

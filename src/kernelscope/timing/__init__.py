@@ -39,7 +39,6 @@ and graph mode is unavailable.
 from __future__ import annotations
 
 # Names only: each module imports what it uses from the module that defines it, never from here.
-from kernelscope.timing import clocks
 from kernelscope.timing.clocks import ClockWatch, ProbedSpin
 from kernelscope.timing.cold import ColdHold, L2Flusher, copy_bandwidth, time_cold
 from kernelscope.timing.graph import (

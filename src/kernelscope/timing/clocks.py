@@ -9,25 +9,19 @@ stamped while the GPU is busy, not while it waits for the host's next launch.
 As in nvbench, a sample whose clock is below ``THROTTLE_FRACTION`` of the
 GPU's maximum SM clock (NVML's, else nvidia-smi's) is flagged as throttled. A
 benchmark process appends, per case, the clock of every sample it took to a
-log beside asv's result file (``<hash>-<env>.clocks.jsonl``, which asv does
-not read; committed gzipped, :mod:`kernelscope.results.clock_logs`);
-``kernelscope results`` joins it to the stored result: how many of its samples
-were flagged, and the median clock.
+log beside asv's result file (:mod:`kernelscope.results.clock_logs`: where the
+log goes, its records, how it is read and stored); ``kernelscope results``
+joins it to the stored result: how many of its samples were flagged, and the
+median clock.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import subprocess
-import sys
-import time
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
-
-from kernelscope.results import clock_logs
 
 THROTTLE_FRACTION = 0.75  # nvbench's default threshold
 LEAD_S = 30e-6  # covers the host's enqueue of the marker event and the measured spin
@@ -138,94 +132,3 @@ def throttle_reasons() -> list[str]:
     names = {name: getattr(pynvml, name) for name in dir(pynvml)
              if name.startswith(("nvmlClocksThrottleReason", "nvmlClocksEventReason")) and not name.endswith(("All", "None"))}
     return sorted({n.split("Reason", 1)[1] for n, bit in names.items() if isinstance(bit, int) and mask & bit})
-
-
-# --- the log beside asv's result file ---------------------------------------------------------------------------
-
-RESULTS_DIR_ENV = "ASV_KERNELSCOPE_RESULTS_DIR"  # set by the syssite environment plugin for benchmark processes
-MACHINE_ENV = "KERNELSCOPE_MACHINE"  # the asv machine name, when ~/.asv-machine.json holds several
-SUFFIX = clock_logs.SUFFIX  # committed gzipped (kernelscope.results.clock_logs), written plain
-
-
-def machine_name() -> str | None:
-    """The asv machine this run records under: $KERNELSCOPE_MACHINE, else the only one in asv's machine file."""
-    if os.environ.get(MACHINE_ENV):
-        return os.environ[MACHINE_ENV]
-    from kernelscope.results.machine import ASV_MACHINE_FILE
-
-    try:
-        names = [k for k in json.loads(ASV_MACHINE_FILE.read_text()) if k != "version"]
-    except (OSError, ValueError):
-        return None
-    return names[0] if len(names) == 1 else None
-
-
-def log_path() -> Path | None:
-    """``results/<machine>/<hash8>-<env>.clocks.jsonl`` for this benchmark process, or None outside asv."""
-    results, commit, env = (os.environ.get(k) for k in (RESULTS_DIR_ENV, "ASV_COMMIT", "ASV_ENV_NAME"))
-    machine = machine_name()
-    if not (results and commit and env and machine):
-        return None
-    return Path(results) / machine / f"{commit[:8]}-{env}{SUFFIX}"
-
-
-_LOGGED: dict[tuple, int] = {}  # case -> readings already written by this process
-_WARNED: set[tuple] = set()
-WARN_AFTER = 6  # samples before a case is called mostly throttled on stderr
-_RUN = f"{os.getpid()}-{int(time.time() * 1000)}"  # this benchmark process, as the log's readers tell runs apart
-
-
-def log_case(benchmark: str, params: list[str], watch: ClockWatch, starved: int | None = None) -> None:
-    """Append the readings of one case taken since the last call; warn on stderr when most were throttled.
-
-    ``starved``: warm mode's count so far of samples (asv's warm-up included)
-    whose host outlasted the hold, so that the GPU may have waited on it: a
-    launch-bound case's one sample a process is then suspect.
-
-    asv calls teardown after every sample, so this runs many times per case:
-    each record carries only the new readings and this process's run id; a
-    reader joins the records of a case's latest run.
-    """
-    summary = watch.summary()
-    key = (benchmark, tuple(params))
-    written = _LOGGED.get(key, 0)
-    if summary["mostly_throttled"] and summary["samples"] >= WARN_AFTER and key not in _WARNED:
-        _WARNED.add(key)
-        print(f"kernelscope: {benchmark}{tuple(params)}: {summary['throttled']} of {summary['samples']} samples "
-              f"ran below {THROTTLE_FRACTION:.0%} of the max SM clock ({summary['min_mhz']:.0f} MHz; "
-              f"max {watch.max_mhz:.0f} MHz); NVML reasons: {', '.join(throttle_reasons()) or 'none given'}",
-              file=sys.stderr)
-    path = log_path()
-    new = watch.readings[written:]
-    if path is None or not new:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    record = {"benchmark": benchmark, "params": list(params), "run": _RUN, "mhz": [round(m, 1) for m in new],
-              "max_mhz": watch.max_mhz, "fraction": watch.fraction}
-    if starved is not None:
-        record["starved"] = starved
-    if watch.retaken:
-        record["retaken"] = watch.retaken  # so far, as starved
-    with path.open("a") as f:
-        f.write(json.dumps(record) + "\n")
-    _LOGGED[key] = len(watch.readings)
-
-
-def read_log(result_file: Path) -> dict[tuple[str, tuple], dict]:
-    """The clock log beside an asv result file: (benchmark, params) -> its latest run's record, readings joined.
-
-    Records without a run id (written before logs were incremental) each hold
-    every reading so far: the last one stands for the case.
-    """
-    found: dict[tuple[str, tuple], dict] = {}
-    for line in clock_logs.lines(result_file.with_name(result_file.stem + SUFFIX)):
-        if not line.strip():
-            continue
-        record = json.loads(line)
-        key = (record["benchmark"], tuple(record["params"]))
-        same_run = key in found and record.get("run") is not None and found[key].get("run") == record["run"]
-        if same_run:  # readings joined; the other fields (a count so far, such as starved) the latest
-            found[key] = {**record, "mhz": found[key]["mhz"] + record["mhz"]}
-        else:
-            found[key] = record
-    return found
