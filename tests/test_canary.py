@@ -10,10 +10,10 @@ from fractions import Fraction
 import pytest
 import torch
 
-from kernelscope import backends, canary, catalog
+from kernelscope import backends, catalog, slowdown
 from kernelscope.catalog import VARIANTS
 from kernelscope.ops import normal
-from kernelscope.results import canary as evidence
+from kernelscope.evidence import canary as evidence
 
 backends.configure_interpreters()  # before the kernel modules import triton's decorators
 
@@ -39,8 +39,8 @@ class Grids:
 
 @pytest.fixture
 def no_setting(monkeypatch):
-    monkeypatch.delenv(canary.ENV, raising=False)
-    monkeypatch.setattr(canary, "INJECT", "")
+    monkeypatch.delenv(slowdown.ENV, raising=False)
+    monkeypatch.setattr(slowdown, "INJECT", "")
 
 
 # --- the canary kernel ----------------------------------------------------------
@@ -83,12 +83,12 @@ def test_every_canary_in_the_catalog_gives_its_variants_answer(no_setting, monke
     assert [v.name for v in with_canary] == [FLAT]
     for v in with_canary:
         x = v.op_spec.make_input((13, 1031), "float32", DEVICE, 5)
-        monkeypatch.setenv(canary.ENV, f"{v.name}:0.5")
+        monkeypatch.setenv(slowdown.ENV, f"{v.name}:0.5")
         slowed = v.function()
         assert isinstance(slowed, functools.partial) and slowed.keywords == {"fraction": Fraction(1, 2)}
         assert slowed.func is catalog._resolve(v.canary)
         assert torch.equal(v(x), x * x)
-        monkeypatch.delenv(canary.ENV)
+        monkeypatch.delenv(slowdown.ENV)
         assert torch.equal(v(x), x * x)
 
 
@@ -105,12 +105,12 @@ def test_every_canary_in_the_catalog_gives_its_variants_answer(no_setting, monke
     (f"{FLAT}:0.1,{FLAT}", FLAT, f"{FLAT} is named twice"),
 ])
 def test_a_bad_setting_is_an_error_naming_the_variant_and_the_problem(no_setting, monkeypatch, value, variant, problem):
-    monkeypatch.setenv(canary.ENV, value)
+    monkeypatch.setenv(slowdown.ENV, value)
     with pytest.raises(ValueError, match=f"KERNELSCOPE_INJECT_SLOWDOWN=.*{problem}"):
         VARIANTS[variant].function()
-    monkeypatch.delenv(canary.ENV)
-    monkeypatch.setattr(canary, "INJECT", value)  # the same from a commit's default, which says where it came from
-    with pytest.raises(ValueError, match=f"kernelscope.canary.INJECT = .*{problem}"):
+    monkeypatch.delenv(slowdown.ENV)
+    monkeypatch.setattr(slowdown, "INJECT", value)  # the same from a commit's default, which says where it came from
+    with pytest.raises(ValueError, match=f"kernelscope.slowdown.INJECT = .*{problem}"):
         VARIANTS[variant].function()
 
 
@@ -125,15 +125,15 @@ def test_the_environment_overrides_the_tracked_default(no_setting, monkeypatch):
         return len(calls)
 
     assert runs() == 1
-    monkeypatch.setattr(canary, "INJECT", "square-mul")  # a canary commit's default: the bare name runs twice
+    monkeypatch.setattr(slowdown, "INJECT", "square-mul")  # a canary commit's default: the bare name runs twice
     assert runs() == 2
-    monkeypatch.setenv(canary.ENV, "")  # set, even empty, the variable wins
+    monkeypatch.setenv(slowdown.ENV, "")  # set, even empty, the variable wins
     assert runs() == 1
-    monkeypatch.setenv(canary.ENV, f"{FLAT}:0.2")
+    monkeypatch.setenv(slowdown.ENV, f"{FLAT}:0.2")
     assert runs() == 1 and VARIANTS[FLAT].function().keywords == {"fraction": Fraction(1, 5)}
-    monkeypatch.setenv(canary.ENV, f" square-mul , {FLAT}:0.2 ")
-    assert runs() == 2 and canary.injected(catalog.VARIANTS) == {"square-mul": None, FLAT: Fraction(1, 5)}
-    monkeypatch.delenv(canary.ENV)
+    monkeypatch.setenv(slowdown.ENV, f" square-mul , {FLAT}:0.2 ")
+    assert runs() == 2 and slowdown.injected(catalog.VARIANTS) == {"square-mul": None, FLAT: Fraction(1, 5)}
+    monkeypatch.delenv(slowdown.ENV)
     assert runs() == 2
 
 
@@ -143,10 +143,10 @@ def test_a_fraction_runs_the_canary_kernel_in_the_variants_one_launch(no_setting
     plain_grids = Grids(tsquare.square_flat_kernel)
     monkeypatch.setattr(tcanary, "square_flat_canary_kernel", canary_grids)
     monkeypatch.setattr(tsquare, "square_flat_kernel", plain_grids)
-    monkeypatch.setattr(canary, "INJECT", f"{FLAT}:0.25")
+    monkeypatch.setattr(slowdown, "INJECT", f"{FLAT}:0.25")
     assert torch.equal(VARIANTS[FLAT](x), x * x)
     assert canary_grids.grids == [(5,)] and plain_grids.grids == []
-    monkeypatch.setattr(canary, "INJECT", "")
+    monkeypatch.setattr(slowdown, "INJECT", "")
     assert torch.equal(VARIANTS[FLAT](x), x * x)
     assert canary_grids.grids == [(5,)] and plain_grids.grids == [(4,)]
 
@@ -200,7 +200,7 @@ def test_asv_continuous_exits_1_naming_the_canary_and_the_evidence_marks_it_alon
     head = git(clone, "rev-parse", "HEAD")
     spec = f"{FLAT}:1"
     commit = evidence.make_commit(spec, repo=clone, branch="kernelscope-canary/100")
-    env = {k: v for k, v in os.environ.items() if k != canary.ENV}
+    env = {k: v for k, v in os.environ.items() if k != slowdown.ENV}
     env.update(HOME=str(tmp_path), **CPU_CAP)
     subprocess.run([ASV, "machine", "--machine", "ci-cpu", "--yes"], cwd=ROOT, env=env, check=True, capture_output=True)
     # Several rounds a commit, interleaved (asv continuous takes turns between the commits): a slow spell of

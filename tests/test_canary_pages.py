@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from kernelscope.results import canary
+from kernelscope.evidence import canary
 from kernelscope.site import canary_pages
 from kernelscope.site.evidence import EvidenceData, EvidenceError
 

@@ -1,4 +1,4 @@
-"""The floors as data (kernelscope.results.floors) and the op pages' Floors section (site.floor_pages)."""
+"""The floors as data (kernelscope.evidence.floors) and the op pages' Floors section (site.floor_pages)."""
 
 import json
 from pathlib import Path
@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from kernelscope.results import floors
+from kernelscope.evidence import floors
 from kernelscope.site import floor_pages, pages
 from kernelscope.site.data import SiteData
 from kernelscope.site.evidence import EvidenceData, EvidenceError

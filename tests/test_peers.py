@@ -14,8 +14,8 @@ import pytest
 
 from kernelscope import backends
 from kernelscope.cli import main
-from kernelscope.peers import agreement, command, data, measure, ncu_pass
-from kernelscope.peers.data import PeersFile, Record
+from kernelscope.evidence.peers import agreement, command, data, measure, ncu_pass
+from kernelscope.evidence.peers.data import PeersFile, Record
 from kernelscope.profiling import ncu
 from kernelscope.profiling.artifacts import Manifest
 from kernelscope.asv import suite as asv_suite

@@ -24,7 +24,7 @@ import statistics
 import torch
 
 from kernelscope import timing
-from kernelscope.peers import measure
+from kernelscope.evidence.peers import measure
 from kernelscope.asv import suite as asv_suite
 from kernelscope.timing import cases
 

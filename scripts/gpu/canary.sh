@@ -5,13 +5,13 @@
 #   [MACHINE=name] [BENCH=Square.time_warm] [LEVELS="0.10 0.20"] [VARIANT=square-triton-flat1024] \
 #     [FACTOR=1.05] bash scripts/gpu/canary.sh [OUTDIR]       # OUTDIR: default $OUT, else /tmp/kernelscope-canary
 #
-# Per level, a commit on top of HEAD whose only change is kernelscope.canary.INJECT
+# Per level, a commit on top of HEAD whose only change is kernelscope.slowdown.INJECT
 # = VARIANT:LEVEL (its kernel does that fraction more work), on the throwaway
 # branch kernelscope-canary/<percent>; then `asv continuous -b BENCH HEAD <that
 # commit>` (which records samples by default: asv 0.6 has only --no-record-samples)
 # into OUTDIR/results-<percent>, its output in OUTDIR/continuous-<percent>.log and
 # its exit status kept (1: something got slower). Ends with
-# evidence/<MACHINE>/canary.json (python -m kernelscope.results.canary write; a
+# evidence/<MACHINE>/canary.json (python -m kernelscope.evidence.canary write; a
 # copy in OUTDIR) and the detection table. The checkout's files, index and HEAD are
 # never touched (the commits are made with git plumbing); the branches and asv
 # configs it made are removed on exit. MACHINE defaults to the only machine in
@@ -56,7 +56,7 @@ args=()
 for level in $levels; do
   pct=$($PY -c "from fractions import Fraction; print(f'{float(Fraction(\"$level\") * 100):g}')") || exit 2
   branch=kernelscope-canary/$pct
-  commit=$($PY -m kernelscope.results.canary commit "$variant:$level" --base "$head" --branch "$branch") || exit 2
+  commit=$($PY -m kernelscope.evidence.canary commit "$variant:$level" --base "$head" --branch "$branch") || exit 2
   made+=("$branch")
   $PY scripts/asv-config-with-results "$out/results-$pct" "asv.results-canary-$pct.json" || exit 2
   cmd=("$ASV" continuous --config "asv.results-canary-$pct.json" --machine "$machine" -b "$bench"
@@ -73,7 +73,7 @@ for level in $levels; do
 done
 
 evidence=evidence/$machine/canary.json
-$PY -m kernelscope.results.canary write "$evidence" --machine "$machine" --base "$head" ${FACTOR:+--factor "$FACTOR"} \
+$PY -m kernelscope.evidence.canary write "$evidence" --machine "$machine" --base "$head" ${FACTOR:+--factor "$FACTOR"} \
   --command "$(printf '%q=%q ' MACHINE "$machine" BENCH "$bench" LEVELS "$levels" VARIANT "$variant" FACTOR "${FACTOR:-}")bash scripts/gpu/canary.sh $(printf '%q' "$out")" \
   "${args[@]}" || exit 2
 cp "$evidence" "$out/canary.json"

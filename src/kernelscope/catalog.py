@@ -18,7 +18,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Callable
 
-from kernelscope import backends, canary
+from kernelscope import backends, slowdown
 from kernelscope.ops import Op, gelu, mean, softmax, square
 from kernelscope.validation import validate_call
 
@@ -61,7 +61,7 @@ class Variant:
     bench_dtypes: tuple[str, ...] = F32  # dtypes the asv suite times (float32 for all; bfloat16 for some)
     tuned: bool = False  # written for speed: the site sets it beside the lecture variants
     # "module:function" taking (x, out, fraction): the same kernel doing that fraction more work, for
-    # KERNELSCOPE_INJECT_SLOWDOWN=name:fraction (kernelscope.canary); the regression gate's canary
+    # KERNELSCOPE_INJECT_SLOWDOWN=name:fraction (kernelscope.slowdown); the regression gate's canary
     canary: str | None = None
     # "module:function" taking (shape, dtype, facts): the launch a call takes on the GPU of facts
     # (backends.device.DeviceFacts), from the function the launch itself picks it with (`kernelscope plan`)
@@ -85,8 +85,8 @@ class Variant:
 
     def function(self) -> Callable:
         """The raw implementation (imports its framework on first use), slowed down if
-        ``kernelscope.canary`` says so: run twice, or its canary kernel doing a fraction more work."""
-        injected = canary.injected(VARIANTS)  # a bad setting raises here, naming the variant and the problem
+        ``kernelscope.slowdown`` says so: run twice, or its canary kernel doing a fraction more work."""
+        injected = slowdown.injected(VARIANTS)  # a bad setting raises here, naming the variant and the problem
         if self.name not in injected:
             return _resolve(self.impl)
         fraction = injected[self.name]
@@ -125,12 +125,12 @@ class Variant:
         return result
 
 
-# A canary for the regression gate (kernelscope.canary says how it is set):
+# A canary for the regression gate (kernelscope.slowdown says how it is set):
 # KERNELSCOPE_INJECT_SLOWDOWN=name1,name2 makes those variants compute their
 # result twice per call (redundant work, same answer); name:0.1 makes a
 # variant's kernel do 10% more work through its `canary` kernel. `asv compare`,
 # `asv continuous` and `kernelscope compare-runs` must flag them.
-INJECT_SLOWDOWN = canary.ENV
+INJECT_SLOWDOWN = slowdown.ENV
 
 
 def _run_twice(fn: Callable) -> Callable:

@@ -310,7 +310,7 @@ def cmd_profile(args) -> int:
 
 
 def cmd_crosscheck(args) -> int:
-    from kernelscope.peers import command
+    from kernelscope.evidence.peers import command
 
     if args.size:
         from kernelscope.ops import parse_shape

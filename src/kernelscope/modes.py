@@ -19,7 +19,7 @@ class Mode:
     method: str  # the asv benchmark method that stores it
     version: str  # that method's asv version: a new one starts its history afresh
     words: str  # what it measures, in a line
-    peer: str | None  # the independent clock the peer checks hold it against (kernelscope.peers)
+    peer: str | None  # the independent clock the peer checks hold it against (kernelscope.evidence.peers)
     host_dependent: bool  # the box's CPU is part of the number: compared within one box only
 
 

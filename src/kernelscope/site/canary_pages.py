@@ -4,12 +4,12 @@ Per machine: what each canary level injected, whether ``asv continuous``
 exited 1 and what it flagged, then, per slowed benchmark, each size's ratio,
 asv's mark and the base's 99% half-width beside it. A slowdown smaller than
 that half-width cannot be told from noise by any rule, and asv flags only a
-ratio past its factor; one past both should be flagged. Every number is canary.json's (:mod:`kernelscope.results.canary`).
+ratio past its factor; one past both should be flagged. Every number is canary.json's (:mod:`kernelscope.evidence.canary`).
 """
 
 from __future__ import annotations
 
-from kernelscope.results import canary
+from kernelscope.evidence import canary
 from kernelscope.site.markdown import tabs
 
 CANARY_COMMAND = "bash scripts/gpu/canary.sh"

@@ -1,13 +1,13 @@
 """What the site knows of ``evidence/``: the method's evidence as data, per machine.
 
 Three kinds of file per machine: ``evidence/<machine>/peers.json``, written by
-``kernelscope crosscheck`` (:mod:`kernelscope.peers.data` owns its format;
+``kernelscope crosscheck`` (:mod:`kernelscope.evidence.peers.data` owns its format;
 nothing here opens a path that module does not name), with the narrowed runs'
 ``peers-<what>.json`` beside it,
 ``evidence/<machine>/canary.json``, written by ``scripts/gpu/canary.sh``
-(:mod:`kernelscope.results.canary` owns that one), and
+(:mod:`kernelscope.evidence.canary` owns that one), and
 ``evidence/<machine>/floors.json``, written by ``scripts/gpu/floors.py
---kernels`` (:mod:`kernelscope.results.floors`).
+--kernels`` (:mod:`kernelscope.evidence.floors`).
 ``KERNELSCOPE_EVIDENCE_DIR`` builds the site from another folder (the tests'
 fixture). A missing folder, or one with no file in it, is not an error: the
 pages say so and give the command that writes it.
@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from kernelscope.peers import agreement, data as peers_data
-from kernelscope.peers.data import PeersFile
-from kernelscope.results import canary, floors
+from kernelscope.evidence.peers import agreement, data as peers_data
+from kernelscope.evidence.peers.data import PeersFile
+from kernelscope.evidence import canary, floors
 
 EVIDENCE_ENV = "KERNELSCOPE_EVIDENCE_DIR"
 PEERS_COMMAND = "kernelscope crosscheck --gate"

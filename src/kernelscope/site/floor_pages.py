@@ -6,7 +6,7 @@ the same plan with its exps made free. A kernel's free-exps time is how fast its
 way of moving the row's bytes goes with no math; where even that is under a
 target, no tuning of the math reaches it, and the section says so against
 the wide rows' targets (floors.WIDE_ROW_TARGETS). Every number is floors.json's
-(:mod:`kernelscope.results.floors`).
+(:mod:`kernelscope.evidence.floors`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 import re
 
-from kernelscope.results import floors
+from kernelscope.evidence import floors
 from kernelscope.site.markdown import table
 
 FLOORS_COMMAND = "python3 scripts/gpu/floors.py --kernels"

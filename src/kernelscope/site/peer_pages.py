@@ -4,15 +4,15 @@
 mode with its peer (within 1% and 2%, the worst case), the gate's verdict,
 the host-bound pairs with their reasons, and every case's clocks with the
 host-bound rows marked. Numbers come only from the file, through
-:mod:`kernelscope.peers.agreement`; without a file the page says how to make one.
+:mod:`kernelscope.evidence.peers.agreement`; without a file the page says how to make one.
 """
 
 from __future__ import annotations
 
 import html
 
-from kernelscope.peers import agreement
-from kernelscope.peers.data import FAILED, MEASURED, MODES, PEER_OF, SHORT_TITLES, Record, entry_case, size_label
+from kernelscope.evidence.peers import agreement
+from kernelscope.evidence.peers.data import FAILED, MEASURED, MODES, PEER_OF, SHORT_TITLES, Record, entry_case, size_label
 from kernelscope.site.data import fmt_time
 from kernelscope.site.evidence import NO_PEERS, PEERS_COMMAND, EvidenceData, MachinePeers
 from kernelscope.site.markdown import WIDE, indent, note, table, tabs, variant_cell

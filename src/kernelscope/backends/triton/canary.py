@@ -1,7 +1,7 @@
 """Canary kernels: a variant's kernel made to do a fraction more work, for the regression gate.
 
 ``KERNELSCOPE_INJECT_SLOWDOWN=square-triton-flat1024:0.1`` (see
-``kernelscope.canary``) swaps the variant's kernel for its canary here: the
+``kernelscope.slowdown``) swaps the variant's kernel for its canary here: the
 same body on ceil(blocks * 1.1) programs, where program ``p`` does block
 ``p % blocks``. The extra programs load and store the first blocks again, the
 same values to the same places, so the answer is the one the plain kernel gives

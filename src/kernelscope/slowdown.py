@@ -1,5 +1,10 @@
 """An injected slowdown, to show that the regression gate fires: what is injected, and where it is set.
 
+The catalog reads this setting whenever a variant's function is resolved, so it
+sits beside the catalog; the evidence that the gate catches the slowdown (the
+canary commits that set it, and what ``asv continuous`` flagged) is
+:mod:`kernelscope.evidence.canary`.
+
 The setting is a comma-separated list of variant names, each with an optional
 fraction::
 
@@ -19,7 +24,7 @@ Where it is set, last one wins:
    continuous BASE CANARY`` compares two commits run in the same environment,
    so a slowdown to be caught there has to live in a commit: a canary commit
    changes this one line (``scripts/gpu/canary.sh`` makes such commits with
-   ``python -m kernelscope.results.canary commit``).
+   ``python -m kernelscope.evidence.canary commit``).
 2. the environment variable ``KERNELSCOPE_INJECT_SLOWDOWN``: when set, even to
    the empty string, it replaces the default (one run against another run of
    the same commit, ``kernelscope compare-runs``; or switching a canary commit's
@@ -66,7 +71,7 @@ def parse(value: str, variants: Mapping) -> dict[str, Fraction | None]:
 def _parse(value: str, variants: tuple[tuple[str, bool], ...]) -> dict[str, Fraction | None]:
     """``parse`` over (name, has a canary kernel) pairs: hashable, so a setting is checked once."""
     has_canary = dict(variants)
-    where = f"{ENV}={value!r}" if os.environ.get(ENV) is not None else f"kernelscope.canary.INJECT = {value!r}"
+    where = f"{ENV}={value!r}" if os.environ.get(ENV) is not None else f"kernelscope.slowdown.INJECT = {value!r}"
     found: dict[str, Fraction | None] = {}
     for entry in value.split(","):
         entry = entry.strip()

@@ -18,8 +18,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from kernelscope import backends
-from kernelscope.peers import agreement, data, measure, ncu_pass
-from kernelscope.peers.data import (DTYPE, FAILED, MEASURED, MODES, PEER_OF, SHORT_TITLES, PeersFile, Record, case_name,
+from kernelscope.evidence.peers import agreement, data, measure, ncu_pass
+from kernelscope.evidence.peers.data import (DTYPE, FAILED, MEASURED, MODES, PEER_OF, SHORT_TITLES, PeersFile, Record, case_name,
                                     entry_case)
 
 

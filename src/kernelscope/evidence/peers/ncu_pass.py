@@ -2,7 +2,7 @@
 
 The in-process clocks must not run under ncu, so this is a second pass, as in
 ``kernelscope profile --ncu``: :func:`run` writes the cases into a spec and
-starts ``ncu ... python -m kernelscope.peers.ncu_pass --child SPEC``, built
+starts ``ncu ... python -m kernelscope.evidence.peers.ncu_pass --child SPEC``, built
 by :func:`kernelscope.profiling.ncu.command` (``--clock-control none``: the
 clocks the suite ran at; the NVTX filter: only kernels launched inside our
 ranges). The child prepares each case as the suite does (input, check, the
@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kernelscope.peers.data import MEASURED, Record
+from kernelscope.evidence.peers.data import MEASURED, Record
 from kernelscope.profiling import ncu
 
 METRICS = ("gpu__time_duration.sum",)
@@ -67,7 +67,7 @@ def run(records: list[Record], calls: int = CALLS, timeout_s: float = TIMEOUT_S,
         tmp = Path(tmp)
         spec, status, report = tmp / "spec.json", tmp / "status.json", tmp / "report.ncu-rep"
         spec.write_text(json.dumps({"jobs": jobs, "calls": calls, "status": str(status)}))
-        child_cmd = [sys.executable, "-m", "kernelscope.peers.ncu_pass", "--child", str(spec)]
+        child_cmd = [sys.executable, "-m", "kernelscope.evidence.peers.ncu_pass", "--child", str(spec)]
         cmd = ncu.command(ncu.find_ncu(), report, child_cmd, sections=(), metrics=METRICS)
         env = {**os.environ, "TORCHINDUCTOR_COMPILE_THREADS": "1", "PYTHONUNBUFFERED": "1"}
         returncode, output, timed_out = ncu._stream(cmd, env, timeout_s, log)
@@ -158,6 +158,6 @@ def child(spec_path: str) -> int:
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--child":
         sys.exit(child(sys.argv[2]))
-    print("usage: python -m kernelscope.peers.ncu_pass --child SPEC.json (started by ncu; see ncu_pass.run)",
+    print("usage: python -m kernelscope.evidence.peers.ncu_pass --child SPEC.json (started by ncu; see ncu_pass.run)",
           file=sys.stderr)
     sys.exit(2)

@@ -21,7 +21,7 @@ checked too), and every clock times ``case.call``:
   host sample, ``Timer.timeit`` of as many calls (:func:`host_and_timer`);
 * the **host's cost of one call**: N calls enqueued behind a spin kernel (so
   the GPU never pushes back), host clock, / N; and the GPU time of
-  do_bench's L2 flush. :mod:`~kernelscope.peers.agreement` tells from them
+  do_bench's L2 flush. :mod:`~kernelscope.evidence.peers.agreement` tells from them
   where a peer's clock reads the host.
 
 Pairs run next to each other (warm, then host mode and Timer in turns; cold and do_bench in turns;
@@ -43,8 +43,8 @@ import torch
 from kernelscope import timing
 from kernelscope.catalog import VARIANTS, select
 from kernelscope.ops import numel, parse_shape, shape_str
-from kernelscope.peers.agreement import diffs
-from kernelscope.peers.data import CLOCKS, DTYPE, FAILED, MEASURED, SKIPPED, Record
+from kernelscope.evidence.peers.agreement import diffs
+from kernelscope.evidence.peers.data import CLOCKS, DTYPE, FAILED, MEASURED, SKIPPED, Record
 from kernelscope.timing.host import block_s, plan_host
 from kernelscope.asv import suite as asv_suite
 from kernelscope.timing import cases

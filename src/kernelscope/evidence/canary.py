@@ -1,21 +1,24 @@
 """The canary: commits that slow one variant down, and the evidence of whether ``asv continuous`` caught them.
 
+The question it answers: does the regression gate flag a slowdown of a known
+size, and only that one?
+
 ``scripts/gpu/canary.sh`` makes, on top of HEAD, a commit per level that sets
-``kernelscope.canary.INJECT`` (``square-triton-flat1024:0.10``, ``:0.20``),
+``kernelscope.slowdown.INJECT`` (``square-triton-flat1024:0.10``, ``:0.20``),
 runs ``asv continuous HEAD CANARY`` for each (its own results folder, so each
 comparison is exactly the one asv judged), and ends with ``write``, which reads
 those results through :mod:`kernelscope.results.compare` (asv's rule: the
 ratio past ``factor`` and Mann-Whitney U on the raw samples) and writes
 ``evidence/<machine>/canary.json``::
 
-    python -m kernelscope.results.canary commit SPEC [--base HEAD] [--branch NAME] [--repo DIR]
+    python -m kernelscope.evidence.canary commit SPEC [--base HEAD] [--branch NAME] [--repo DIR]
         # prints the hash of a commit on top of BASE whose only change is INJECT = SPEC
-    python -m kernelscope.results.canary write OUT.json --machine M --base HASH [--factor 1.1] [--command CMD]
+    python -m kernelscope.evidence.canary write OUT.json --machine M --base HASH [--factor 1.1] [--command CMD]
         --level SPEC COMMIT RESULTS_DIR EXIT_CODE ASV_COMMAND [--level ...]
         # the evidence, then the detection table
-    python -m kernelscope.results.canary merge OUT.json IN.json [IN.json ...]
+    python -m kernelscope.evidence.canary merge OUT.json IN.json [IN.json ...]
         # one evidence file from levels run apart (each level a run of its own)
-    python -m kernelscope.results.canary table canary.json   # the detection table again
+    python -m kernelscope.evidence.canary table canary.json   # the detection table again
 
 The canary commit is made with git's plumbing (a temporary index), so the
 checkout, its index and HEAD are never touched; its author, committer and dates
@@ -73,7 +76,7 @@ from kernelscope.results import compare
 
 SCHEMA = 1
 FILE = "canary.json"  # evidence/<machine>/canary.json
-MODULE = "src/kernelscope/canary.py"  # the tracked default a canary commit edits
+MODULE = "src/kernelscope/slowdown.py"  # the tracked default a canary commit edits
 _INJECT_LINE = re.compile(r"^INJECT = .*$", re.MULTILINE)
 
 
@@ -85,15 +88,15 @@ def _git(repo, *args, env=None, input=None) -> str:
 
 
 def make_commit(spec: str, repo=".", base: str = "HEAD", branch: str | None = None) -> str:
-    """A commit on top of ``base`` whose only change is ``INJECT = spec`` in kernelscope/canary.py; its hash.
+    """A commit on top of ``base`` whose only change is ``INJECT = spec`` in kernelscope/slowdown.py; its hash.
 
-    ``spec`` is checked first (kernelscope.canary.parse), so a commit that would
+    ``spec`` is checked first (kernelscope.slowdown.parse), so a commit that would
     fail every benchmark is never made. With ``branch``, that branch is set to it.
     """
-    from kernelscope import canary
+    from kernelscope import slowdown
     from kernelscope.catalog import VARIANTS
 
-    canary.parse(spec, VARIANTS)
+    slowdown.parse(spec, VARIANTS)
     base_hash = _git(repo, "rev-parse", "--verify", f"{base}^{{commit}}")
     source = _git(repo, "show", f"{base_hash}:{MODULE}") + "\n"
     if len(_INJECT_LINE.findall(source)) != 1:
@@ -110,7 +113,7 @@ def make_commit(spec: str, repo=".", base: str = "HEAD", branch: str | None = No
         _git(repo, "update-index", "--cacheinfo", f"100644,{blob},{MODULE}", env=env)
         tree = _git(repo, "write-tree", env=env)
         message = (f"canary: INJECT = {spec}\n\nA throwaway commit for the regression gate's canary "
-                   f"(python -m kernelscope.results.canary commit); never to be merged.\n")
+                   f"(python -m kernelscope.evidence.canary commit); never to be merged.\n")
         commit = _git(repo, "commit-tree", tree, "-p", base_hash, "-m", message, env=env)
     if branch:
         _git(repo, "branch", "-f", branch, commit)
@@ -119,10 +122,10 @@ def make_commit(spec: str, repo=".", base: str = "HEAD", branch: str | None = No
 
 def injected_pct(spec: str) -> dict[str, float]:
     """``"a:0.1,b"`` -> ``{"a": 10.0, "b": 100.0}``: % more work per slowed variant (a bare name runs twice)."""
-    from kernelscope import canary
+    from kernelscope import slowdown
     from kernelscope.catalog import VARIANTS
 
-    return {name: 100.0 if f is None else float(f) * 100 for name, f in canary.parse(spec, VARIANTS).items()}
+    return {name: 100.0 if f is None else float(f) * 100 for name, f in slowdown.parse(spec, VARIANTS).items()}
 
 
 def _blank(mark: str) -> str:
@@ -271,7 +274,7 @@ def table(data: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kernelscope.results.canary", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m kernelscope.evidence.canary", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("commit", help="make a canary commit on top of BASE; print its hash")
     c.add_argument("spec", help="the INJECT setting, e.g. square-triton-flat1024:0.10")
@@ -311,7 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(table(json.loads(Path(args.path).read_text())))
     except (ValueError, RuntimeError, FileNotFoundError) as exc:
-        print(f"kernelscope.results.canary: {exc}", file=sys.stderr)
+        print(f"kernelscope.evidence.canary: {exc}", file=sys.stderr)
         return 2
     return 0
 

@@ -1,5 +1,8 @@
 """The floors as data: what moving a hard case's bytes costs, and each wide-row design with free exps.
 
+The question it answers: how far is each hard case from the least it must
+cost, and how much of that gap is the design's rather than the exps'?
+
 ``scripts/gpu/floors.py --kernels`` measures, on one GPU, in one process:
 the copy of the input at each case's own size (one read and one write of
 every element, the least a softmax moves), ``torch.sum`` for the mean, and
@@ -11,8 +14,8 @@ run's probe printed (``floors.txt``: every row, to 0.01 us and 0.1%) and its
 ``machine.json``, for a run whose probe wrote no evidence file (or a ``--json``
 that holds the copies alone)::
 
-    python -m kernelscope.results.floors wrap STATE_DIR OUT.json --commit HASH [--command CMD]
-    python -m kernelscope.results.floors table floors.json
+    python -m kernelscope.evidence.floors wrap STATE_DIR OUT.json --commit HASH [--command CMD]
+    python -m kernelscope.evidence.floors table floors.json
 
 floors.json, ``"schema": 1``::
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kernelscope.peers.data import MEASURED, MODES, PEER_OF, SHORT_TITLES, Record
+from kernelscope.evidence.peers.data import MEASURED, MODES, PEER_OF, SHORT_TITLES, Record
 
 JUDGED_MIN_S = 50e-6  # the gate judges a mode of a case whose suite time is at least this
 GATE_PCT = 2.0  # ... within this of its peer
@@ -56,7 +56,7 @@ def diff_pct(suite: float | None, peer: float | None) -> float | None:
 def pair_diff(rec: Record, mode: str) -> float | None:
     """The suite's difference from its peer in ``mode``, in %: of the two medians, except for host mode's
     readings taken in pairs with Timer's, where it is the median of the pairs' ratios (``host_pair_ratio``,
-    :func:`kernelscope.peers.measure.host_and_timer`): the two clocks compared on the same host, block by block."""
+    :func:`kernelscope.evidence.peers.measure.host_and_timer`): the two clocks compared on the same host, block by block."""
     if by_pair_ratios(rec, mode):
         return (rec.details["host_pair_ratio"] - 1.0) * 100.0
     return diff_pct(rec.clock(mode), rec.clock(PEER_OF[mode]))
