@@ -53,7 +53,7 @@ def test_softmax_cuda_wide_rows_take_the_loop_shape_of_each_gpu(capsys):
                                                                                         "float32", gpu)
         assert record["strategy"] == "loop"
         [launch] = record["launches"]
-        assert launch["kernel"] == "softmax_loop_kernel" and launch["source"].endswith("cuda/softmax.cu")
+        assert launch["kernel"] == "softmax_loop_kernel" and launch["source"].endswith("cuda/softmax_loop.cuh")
         shapes[gpu] = (launch["block"], launch["cluster"], launch["grid"])
     assert shapes["h100"] == (*K.SOFTMAX_F32_LOOP, [64 * K.SOFTMAX_F32_LOOP[1]])
     assert shapes["h200"] == (*K.SOFTMAX_F32_LOOP_WIDE_DRAM, [64 * K.SOFTMAX_F32_LOOP_WIDE_DRAM[1]])
@@ -67,7 +67,7 @@ def test_the_text_names_the_variant_gpu_kernel_grid_block_and_cluster(capsys):
     assert lines["variant"] == "softmax-cuda" and lines["shape"] == "64x262144 float32"
     assert lines["gpu"].startswith("h200 (preset NVIDIA H200): 132 SMs, 60 MiB L2, 36.5 GB/s of DRAM an SM")
     assert lines["strategy"] == "loop"
-    assert lines["kernel"] == "softmax_loop_kernel  [src/kernelscope/backends/cuda/softmax.cu]"
+    assert lines["kernel"] == "softmax_loop_kernel  [src/kernelscope/backends/cuda/softmax_loop.cuh]"
     assert lines["grid"] == "512 (64 rows x 8 blocks a row)"
     assert (lines["block"], lines["cluster"], lines["persistent"]) == ("512 threads", "8 blocks", "no")
 
@@ -138,7 +138,7 @@ def test_every_kernel_a_plan_names_is_defined_in_its_source():
                 for launch in _resolve(v.plan)(shape, dtype, PRESETS[gpu]).launches:
                     text = (ROOT / launch.source).read_text()
                     name = launch.kernel
-                    if launch.source.endswith(".cu"):
+                    if launch.source.endswith((".cu", ".cuh")):
                         assert re.search(rf"__global__ void {name}\(", text), (v.name, name)
                     elif launch.source.endswith("numba/elementwise.py"):  # named after the map: square_tiled
                         suffix = name.rsplit("_", 1)[1]
@@ -403,7 +403,7 @@ def test_the_numba_launches_take_the_plan(monkeypatch, facts):
 def test_the_cuda_grids_are_the_launchers_own():
     from kernelscope.backends.cuda import kernels as K
 
-    softmax, mean, pack = ((CU / name).read_text() for name in ("softmax.cu", "mean.cu", "pack16.cuh"))
+    softmax, mean, pack = ((CU / name).read_text() for name in ("softmax_launch.cuh", "mean.cu", "pack16.cuh"))
     # softmax: a warp a row, threads / 32 rows a block; otherwise rows x cluster blocks; persistent kernels
     # as many clusters as fit, one a row at most
     assert "const int64_t grid = (int64_t)rows * cluster;" in softmax

@@ -175,8 +175,8 @@ def test_cuda_variants_kernels_come_from_their_launchers():
     assert sorted(code.cuda_kernels(get("square-cuda-vec4"))) == ["square_tiled_kernel", "square_vec4_kernel"]
     for v in VARIANTS.values():
         if v.backend == "cuda":
-            kernels = code.cuda_kernels(v)  # every CUDA variant resolves to kernels of its own .cu file
-            source = code.cuda_source(v).read_text()
+            kernels = code.cuda_kernels(v)  # every CUDA variant resolves to kernels of its own .cu file (or its headers)
+            source = "\n".join(f.read_text() for f in code.cuda_files(code.cuda_source(v)))
             assert kernels and all(re.search(rf"__global__[^(]*\b{k}\s*\(", source) for k in kernels), v.name
 
 

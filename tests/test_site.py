@@ -158,11 +158,11 @@ def test_sources_find_symbols_and_refuse_missing_ones():
     ref = source("src/kernelscope/backends/cuda/square.cu", "square_vec4_kernel")
     lines = ref.path.read_text().splitlines()[ref.start - 1:ref.end]
     assert "__global__ void square_vec4_kernel" in "\n".join(lines) and lines[-1].strip() == "}"
-    ref = source("src/kernelscope/backends/cuda/softmax.cu", "softmax_exp")  # a __device__ function
+    ref = source("src/kernelscope/backends/cuda/softmax_common.cuh", "softmax_exp")  # a __device__ function, in a header
     lines = ref.path.read_text().splitlines()[ref.start - 1:ref.end]
     assert lines[0].startswith("//") and "float softmax_exp(float x, float m)" in "\n".join(lines)
     assert lines[-1] == "}" and "softmax_exp2(" in lines[-2]
-    ref = source("src/kernelscope/backends/cuda/softmax.cu", "exp_in_place")  # its template line too
+    ref = source("src/kernelscope/backends/cuda/softmax_common.cuh", "exp_in_place")  # its template line too
     assert ref.path.read_text().splitlines()[ref.start - 1].startswith("//")
     assert "template <int E>" in ref.path.read_text().splitlines()[ref.start - 1:ref.end]
     ref = source("src/kernelscope/backends/numba/vector.py", "load_f32x4_streaming")  # in an if/else: the def

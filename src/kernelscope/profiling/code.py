@@ -282,14 +282,24 @@ def cuda_source(variant) -> Path:
     return CUDA_DIR / f"{variant.op}.cu"
 
 
+def cuda_files(path: Path) -> list[Path]:
+    """``path`` and the headers of its folder it includes: the files that hold its kernels and its launcher's
+    helpers (softmax.cu's are in its headers)."""
+    from kernelscope.backends.cuda.build import included
+
+    return [path, *included(path)] if path.exists() else [path]
+
+
 def cuda_kernels(variant) -> list[str]:
-    """The ``__global__`` functions ``variant`` launches, from its launcher in ``backends/cuda/<op>.cu``."""
+    """The ``__global__`` functions ``variant`` launches, from its launcher in ``backends/cuda/<op>.cu`` (and the
+    headers it includes)."""
     if variant.name in CUDA_KERNELS:
         return list(CUDA_KERNELS[variant.name])
     path = cuda_source(variant)
     if not path.exists():
         raise FileNotFoundError(f"{variant.name}: no {path.name} in {CUDA_DIR}")
-    source = re.sub(r"//[^\n]*", "", path.read_text())  # a kernel named in a comment is not launched
+    text = "\n".join(f.read_text() for f in cuda_files(path))
+    source = re.sub(r"//[^\n]*", "", text)  # a kernel named in a comment is not launched
     kernels = set(_GLOBAL.findall(source))
     launcher = f"launch_{variant.impl.rsplit(':', 1)[1]}"
     found: list[str] = []
@@ -501,7 +511,8 @@ def split_sass(dump: str) -> dict[str, str]:
 
 @functools.lru_cache(maxsize=16)
 def _compile_cu(path: str, mtime_ns: int, arch: str) -> dict:
-    """nvcc's PTX, ptxas report and (where cuobjdump is) SASS of one .cu file; cached per file version."""
+    """nvcc's PTX, ptxas report and (where cuobjdump is) SASS of one .cu file; cached per version of it and its
+    headers (``mtime_ns``: the latest of theirs)."""
     nvcc = find_tool("nvcc")
     with tempfile.TemporaryDirectory(prefix="kernelscope-nvcc-") as tmp:
         ptx, obj = Path(tmp) / "k.ptx", Path(tmp) / "k.o"
@@ -533,7 +544,7 @@ def _cuda(variant, x, dtype: str, out_dir: Path, out: Captured, launched=None) -
         return
     path = cuda_source(variant)
     kernels = cuda_kernels(variant)
-    compiled = _compile_cu(str(path), path.stat().st_mtime_ns, ARCH)
+    compiled = _compile_cu(str(path), max(f.stat().st_mtime_ns for f in cuda_files(path)), ARCH)
     module = parse_ptx(compiled["ptx"])
     report = parse_ptxas(compiled["ptxas"])
     sass = split_sass(compiled["sass"]) if compiled["sass"] else {}

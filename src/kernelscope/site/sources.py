@@ -20,7 +20,7 @@ from kernelscope.catalog import Variant
 PACKAGE = Path(__file__).resolve().parents[1]  # src/kernelscope
 ROOT = PACKAGE.parents[1]  # the repository: snippets' base path
 CUDA_DIR = PACKAGE / "backends" / "cuda"
-LANGUAGE = {".py": "python", ".cu": "cuda", ".cpp": "cpp", ".ptx": "ptx"}
+LANGUAGE = {".py": "python", ".cu": "cuda", ".cuh": "cuda", ".def": "cpp", ".cpp": "cpp", ".ptx": "ptx"}
 
 
 class SourceNotFound(LookupError):
@@ -98,8 +98,8 @@ def _defines(node: ast.stmt, name: str) -> bool:
 
 
 def cuda_kernel(path: Path, name: str) -> SourceRef:
-    """The lines of ``__global__ void name(...) { ... }`` (or a ``__device__`` function's) in a .cu file, its
-    ``template`` line and leading comment included."""
+    """The lines of ``__global__ void name(...) { ... }`` (or a ``__device__`` function's) in a .cu or .cuh file,
+    its ``template`` line and leading comment included."""
     if not path.exists():
         raise SourceNotFound(f"{path} does not exist")
     text = path.read_text()
@@ -124,7 +124,8 @@ def cuda_kernel(path: Path, name: str) -> SourceRef:
 def variant_sources(variant: Variant) -> list[SourceRef]:
     """What a reader should see of a variant's kernel.
 
-    CUDA C++: the op's .cu file (the Python wrapper only forwards). A module
+    CUDA C++: the op's .cu file and the op's own headers it includes (``<op>_*``: softmax's kernels, one family
+    a header), each after those it includes (the Python wrapper only forwards). A module
     holding one op's kernels (Triton, Numba): the whole module, launch code
     included. A module shared by every op (torch eager, torch.compile): the
     variant's own definition, and for a compiled one the eager function it
@@ -132,7 +133,10 @@ def variant_sources(variant: Variant) -> list[SourceRef]:
     """
     module, _, attr = variant.impl.partition(":")
     if variant.backend == "cuda":
-        return [SourceRef(CUDA_DIR / f"{variant.op}.cu")]
+        from kernelscope.backends.cuda.build import included
+
+        cu = CUDA_DIR / f"{variant.op}.cu"
+        return [SourceRef(cu)] + [SourceRef(h) for h in included(cu) if h.name.startswith(f"{variant.op}_")]
     path = module_path(module)
     if path.stem == variant.op:  # and the sibling modules it takes its kernels from (numba/elementwise.py)
         return [SourceRef(path)] + [SourceRef(p) for p in _sibling_modules(path, module)]
@@ -169,12 +173,12 @@ def _imported_module(tree: ast.Module, alias: str) -> str | None:
 
 
 def source(path: str, symbol: str | None = None) -> SourceRef:
-    """A file of the repository, or one symbol in it (Python name, or CUDA kernel in a .cu file)."""
+    """A file of the repository, or one symbol in it (Python name, or CUDA kernel in a .cu or .cuh file)."""
     full = ROOT / path
     if not full.exists():
         raise SourceNotFound(f"{path} does not exist in the repository")
     if symbol is None:
         return SourceRef(full)
-    if full.suffix == ".cu":
+    if full.suffix in (".cu", ".cuh"):
         return cuda_kernel(full, symbol)
     return python_symbol(full, symbol)

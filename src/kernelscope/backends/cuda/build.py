@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import re
 import sys
 import time
 from contextlib import contextmanager
@@ -20,7 +21,10 @@ from pathlib import Path
 
 HERE = Path(__file__).parent
 CU_SOURCES = ("square.cu", "mean.cu", "gelu.cu", "softmax.cu")
-HEADERS = ("pack16.cuh", "softmax_strategies.def")  # included by the .cu files (found in the build folder: headers_in)
+# Included by the .cu files and by each other (found in the build folder: headers_in)
+HEADERS = ("pack16.cuh", "softmax_strategies.def", "softmax_common.cuh", "softmax_cluster.cuh", "softmax_warp.cuh",
+           "softmax_block.cuh", "softmax_loop.cuh", "softmax_cp_async.cuh", "softmax_pipe.cuh", "softmax_ring.cuh",
+           "softmax_launch.cuh")
 BINDINGS = "bindings.cpp"
 FUNCTIONS = ("square_lecture", "square_vec4", "gelu_lecture", "gelu_vec4", "mean", "softmax", "dram_peak_gbps",
              "softmax_loop_resident_clusters_on")
@@ -30,6 +34,24 @@ BUILD_TIMES: dict[str, float] = {}  # extension name -> seconds the build (or ca
 
 def cache_root() -> Path:
     return Path(os.environ.get("KERNELSCOPE_CACHE", Path.home() / ".cache" / "kernelscope"))
+
+
+def included(path: Path) -> list[Path]:
+    """The headers of ``path``'s folder that it includes, directly or through one another, each after the headers
+    it includes itself: the order their definitions are read in."""
+    found: list[Path] = []
+    seen = {path}
+
+    def visit(file: Path) -> None:
+        for name in re.findall(r'^#include "([\w.]+)"', file.read_text(), re.M):
+            header = file.parent / name
+            if header not in seen and header.exists():
+                seen.add(header)
+                visit(header)
+                found.append(header)
+
+    visit(path)
+    return found
 
 
 def sources() -> tuple[str, str]:

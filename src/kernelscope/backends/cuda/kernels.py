@@ -338,9 +338,17 @@ def mean(x, out=None, streaming=MEAN_STREAMING, blocks_per_sm=MEAN_BLOCKS_PER_SM
 _CU = "src/kernelscope/backends/cuda/"
 MEAN_THREADS = 512  # mean.cu: MEAN_THREADS
 _MEAN_ONE_BLOCK = 16 * MEAN_THREADS  # mean.cu: MEAN_ONE_BLOCK
-_WARP_EPTS = (8, 16, 32)  # softmax.cu: softmax_warp_kernel<T, 8 | 16 | 32>
-_BLOCK_EPTS = (8, 16, 32, 64)  # softmax.cu: launch_block_rows<T, 8 | 16 | 32 | 64> (64: threads <= 512)
-_PIPE_EPTS = (16, 32, 64)  # softmax.cu: softmax_pipe_kernel<T, 16 | 32 | 64>
+_WARP_EPTS = (8, 16, 32)  # softmax_launch.cuh: softmax_warp_kernel<T, 8 | 16 | 32>
+_BLOCK_EPTS = (8, 16, 32, 64)  # softmax_launch.cuh: launch_block_rows<T, 8 | 16 | 32 | 64> (64: threads <= 512)
+_PIPE_EPTS = (16, 32, 64)  # softmax_launch.cuh: softmax_pipe_kernel<T, 16 | 32 | 64>
+# The file that holds each softmax kernel: a Launch's source
+_SOFTMAX_FILES = {"softmax_warp_kernel": "softmax_warp.cuh", "softmax_block_kernel": "softmax_block.cuh",
+                  "softmax_exact_kernel": "softmax_block.cuh", "softmax_loop_kernel": "softmax_loop.cuh",
+                  "softmax_pipe_kernel": "softmax_pipe.cuh", "softmax_ring_kernel": "softmax_ring.cuh"}
+
+
+def _softmax_source(kernel: str) -> str:
+    return _CU + _SOFTMAX_FILES[kernel]
 
 
 def _itemsize(dtype: str) -> int:
@@ -384,24 +392,24 @@ def softmax_plan_of(shape: tuple[int, int], dtype: str, facts: DeviceFacts):
     itemsize = _itemsize(dtype)
     plan = softmax_launch(rows, cols, itemsize, facts)
     strategy, threads, cluster = plan
-    source = _CU + "softmax.cu"
     lanes = 32 if strategy == "warp" else threads
     need = floats_per_thread(cols, itemsize, lanes, cluster)
     fields = {"elements a thread": need}
     if strategy == "warp":
         ept = _template(_WARP_EPTS, need)
-        launch = Launch("softmax_warp_kernel", source, (-(-rows // (threads // 32)),), threads,
-                        note=f"{threads // 32} rows a block, a warp a row")
+        launch = Launch("softmax_warp_kernel", _softmax_source("softmax_warp_kernel"), (-(-rows // (threads // 32)),),
+                        threads, note=f"{threads // 32} rows a block, a warp a row")
         fields.update({"registers a thread (EPT)": ept, "persistent": False})
     elif strategy in ("block", "cluster"):
         ept = _template(_BLOCK_EPTS, need)
         exact = cluster == 1 and cols == ept * threads  # and x, y 16-byte aligned, as torch allocates them
-        launch = Launch("softmax_exact_kernel" if exact else "softmax_block_kernel", source, (rows * cluster,),
-                        threads, cluster, note=f"{rows} rows x {cluster} block{'s' if cluster > 1 else ''} a row")
+        kernel = "softmax_exact_kernel" if exact else "softmax_block_kernel"
+        launch = Launch(kernel, _softmax_source(kernel), (rows * cluster,), threads, cluster,
+                        note=f"{rows} rows x {cluster} block{'s' if cluster > 1 else ''} a row")
         fields.update({"registers a thread (EPT)": ept, "persistent": False})
     elif strategy == "loop":
-        launch = Launch("softmax_loop_kernel", source, (rows * cluster,), threads, cluster,
-                        note=f"{rows} rows x {cluster} blocks a row")
+        launch = Launch("softmax_loop_kernel", _softmax_source("softmax_loop_kernel"), (rows * cluster,), threads,
+                        cluster, note=f"{rows} rows x {cluster} blocks a row")
         fields = {"persistent": False}
     else:  # the persistent kernels: as many clusters as fit at once (the driver's occupancy query), one a row at most
         stages = SOFTMAX_RING_STAGES.get(strategy, 0)
@@ -415,7 +423,7 @@ def softmax_plan_of(shape: tuple[int, int], dtype: str, facts: DeviceFacts):
             kernel = "softmax_ring_kernel"
             fields.update({"stages": stages, "exps stored": strategy == "ring1e",
                            "shared memory a block": f"{ring_bytes(cols, itemsize, threads, cluster, stages)} B"})
-        launch = Launch(kernel, source, None, threads, cluster, most=rows * cluster,
+        launch = Launch(kernel, _softmax_source(kernel), None, threads, cluster, most=rows * cluster,
                         note=f"min({rows} rows, clusters resident at once) x {cluster} blocks: persistent, "
                              "the clusters that fit from the driver's occupancy query")
         fields["persistent"] = True
