@@ -65,23 +65,34 @@ def _runtime_nodes(tree: ast.AST):
         todo.extend(ast.iter_child_nodes(node))
 
 
-def imports_of(name: str, path: Path, names: dict[str, Path]) -> set[tuple[str, int]]:
-    """The kernelscope modules ``name`` imports, each with the first line that imports it."""
-    tree = ast.parse(path.read_text(), filename=str(path))
-    found: dict[str, int] = {}
+# Imports left out of the graphs until the change that removes them lands, each printed on every run:
+# (importer's prefix, module imported, the only names it may import from there, why).
+PENDING = [
+    ("kernelscope.backends.", "kernelscope.plan", {"Launch", "LaunchPlan"},
+     "Launch and LaunchPlan live in kernelscope.backends.launches; backend modules being split at the time "
+     "(cuda/kernels.py, triton/softmax/, numba/softmax.py) still import them from kernelscope.plan, "
+     "which imports the backends: import them from kernelscope.backends.launches"),
+]
 
-    def add(target: str, line: int) -> None:
+
+def imports_of(name: str, path: Path, names: dict[str, Path]) -> list[tuple[str, int, frozenset[str] | None]]:
+    """Every import of a kernelscope module in ``name``: (the module, its line, the names taken from it or None)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found: list[tuple[str, int, frozenset[str] | None]] = []
+
+    def add(target: str, line: int, taken: frozenset[str] | None) -> None:
         # the longest prefix that is a module of ours: ``import a.b.c`` of a name in a.b reaches a.b
         while target and target not in names:
             target = target.rpartition(".")[0]
+            taken = None
         if target and target != name:
-            found[target] = min(line, found.get(target, line))
+            found.append((target, line, taken))
 
     for node in _runtime_nodes(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.split(".")[0] == PACKAGE:
-                    add(alias.name, node.lineno)
+                    add(alias.name, node.lineno, None)
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 here = name if _is_package(name, names) else name.rpartition(".")[0]
@@ -92,22 +103,39 @@ def imports_of(name: str, path: Path, names: dict[str, Path]) -> set[tuple[str, 
                 base = node.module or ""
             if base.split(".")[0] != PACKAGE:
                 continue
+            taken_from_base = []
             for alias in node.names:
                 sub = f"{base}.{alias.name}"
-                add(sub if sub in names else base, node.lineno)
-    return set(found.items())
+                if sub in names:
+                    add(sub, node.lineno, None)
+                else:
+                    taken_from_base.append(alias.name)
+            if taken_from_base:
+                add(base, node.lineno, frozenset(taken_from_base))
+    return found
 
 
-def module_graph(src: Path) -> tuple[dict[str, set[str]], dict[tuple[str, str], tuple[Path, int]]]:
-    """Edges between modules, and where each edge is written (file, line)."""
+def _pending(module: str, target: str, taken: frozenset[str] | None) -> str | None:
+    for prefix, imported, allowed, why in PENDING:
+        if module.startswith(prefix) and target == imported and taken is not None and taken <= allowed:
+            return why
+    return None
+
+
+def module_graph(src: Path) -> tuple[dict[str, set[str]], dict[tuple[str, str], tuple[Path, int]], list[str]]:
+    """Edges between modules, where each edge is first written (file, line), and the pending imports left out."""
     names = module_names(src)
     graph: dict[str, set[str]] = {name: set() for name in names}
-    where = {}
+    where: dict[tuple[str, str], tuple[Path, int]] = {}
+    left_out = []
     for name, path in names.items():
-        for target, line in imports_of(name, path, names):
+        for target, line, taken in sorted(imports_of(name, path, names), key=lambda t: t[1]):
+            if _pending(name, target, taken):
+                left_out.append(f"{name} -> {target} ({', '.join(sorted(taken))})   ({_rel(path)}:{line})")
+                continue
             graph[name].add(target)
-            where[(name, target)] = (path, line)
-    return graph, where
+            where.setdefault((name, target), (path, line))
+    return graph, where, left_out
 
 
 def package_graphs(graph: dict[str, set[str]]) -> dict[str, dict[str, set[str]]]:
@@ -186,8 +214,11 @@ def _rel(path: Path) -> Path:
 
 def report(src: Path = ROOT / "src" / PACKAGE) -> tuple[list[str], int]:
     """The lines to print, and how many circles there are (modules and packages together)."""
-    graph, where = module_graph(src)
+    graph, where, left_out = module_graph(src)
     lines: list[str] = []
+    if left_out:
+        lines.append(f"left out until they move ({len(left_out)}; PENDING in scripts/import_cycles.py says why):")
+        lines += [f"  {edge}" for edge in left_out]
     found = cycles(graph)
     count = len(found)
     lines.append(f"module level: {len(found)} circle(s)")
@@ -224,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     lines, count = report(args.src.resolve())
     print("\n".join(lines))
     if args.edges:
-        graph, _ = module_graph(args.src.resolve())
+        graph, _, _ = module_graph(args.src.resolve())
         for a in sorted(graph):
             for b in sorted(graph[a]):
                 print(f"{a} -> {b}")

@@ -5,16 +5,20 @@ a function of (shape, dtype, facts) that calls the very function the variant's
 launch calls to pick its launch shape, with the GPU's facts given
 (``backends.device``: a preset, or this machine's GPU as the backend's launch
 reads it), and says what that launch is: the kernel's name in its source, the
-grid, the block, the cluster and the plan's other fields. Nothing here chooses
-a launch shape of its own.
+grid, the block, the cluster and the plan's other fields (a
+:class:`~kernelscope.backends.launches.LaunchPlan`). Nothing here chooses a
+launch shape of its own.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from kernelscope.backends.device import PRESETS, THIS, DeviceFacts
+# What a plan function returns. Launch is not used here: a backend module still importing both from here (rather
+# than from backends.launches, their home) finds them while it moves; that import closes an import circle.
+from kernelscope.backends.launches import Launch, LaunchPlan  # noqa: F401
 
 # Each backend's reader of this machine's GPU: the facts its launches read ("module:function" of a device index).
 THIS_READERS = {
@@ -28,41 +32,6 @@ NO_PLAN = {
     "torch": "ATen's kernel; no kernelscope plan",
     "torch-compile": "Inductor's generated kernel (torch.compile); no kernelscope plan",
 }
-
-
-@dataclass(frozen=True)
-class Launch:
-    """One kernel a call launches."""
-
-    kernel: str  # its name in its source file (a template's or a kernel factory's, without arguments)
-    source: str  # that file, from the repository's root
-    grid: tuple[int, ...] | None  # blocks (Triton: programs) of a launch; None: the GPU's occupancy decides (note)
-    block: int  # threads a block (Triton: num_warps x 32)
-    cluster: int = 1  # blocks a thread-block cluster
-    count: int = 1  # launches of it a call
-    note: str = ""  # how the grid follows where it is not one number, what the kernel is given
-    most: int | None = None  # where grid is None: the most blocks it takes
-
-    def grid_text(self, short: bool = False) -> str:
-        if self.grid is None:
-            return f"<= {self.most} (persistent)" if short else self.note
-        text = " x ".join(map(str, self.grid))
-        return f"{text} ({self.note})" if self.note and not short else text
-
-    def as_dict(self) -> dict:
-        return {"kernel": self.kernel, "source": self.source, "grid": None if self.grid is None else list(self.grid),
-                "most": self.most, "block": self.block, "cluster": self.cluster, "count": self.count,
-                "note": self.note}
-
-
-@dataclass(frozen=True)
-class LaunchPlan:
-    """What a plan function returns: the strategy (None where the variant has one shape of launch), the launches in
-    the order a call makes them, and the plan's other fields (elements a thread, stages, persistent or not, ...)."""
-
-    strategy: str | None
-    launches: tuple[Launch, ...]
-    fields: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -167,7 +167,7 @@ def _map(shape: Shape, x: torch.Tensor, out: torch.Tensor | None, direct: bool) 
 def map_plan_of(name: str, defaults: Defaults, shape: tuple[int, ...], facts: DeviceFacts, note: str = ""):
     """A map's launch at ``shape`` on the GPU of ``facts`` (`kernelscope plan`): map_launch's defaults, map_blocks'
     grid; the kernel named as launch_shape names it."""
-    from kernelscope.plan import Launch, LaunchPlan
+    from kernelscope.backends.launches import Launch, LaunchPlan
 
     n = 1
     for s in shape:

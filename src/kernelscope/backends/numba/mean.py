@@ -244,7 +244,7 @@ def mean(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
 def mean_plan_of(shape: tuple[int, ...], dtype: str, facts: DeviceFacts):
     """mean-numba's launch at ``shape`` on the GPU of ``facts`` (`kernelscope plan`): mean_launch's defaults, x
     16-byte aligned (as torch allocates it)."""
-    from kernelscope.plan import Launch, LaunchPlan
+    from kernelscope.backends.launches import Launch, LaunchPlan
 
     n = 1
     for s in shape:

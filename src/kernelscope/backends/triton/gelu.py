@@ -33,7 +33,7 @@ def gelu(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
 def gelu_plan_of(shape: tuple[int, ...], dtype: str, facts):
     """gelu-triton's launch (`kernelscope plan`): a program a BLOCK_SIZE of the flat array, Triton's default warps."""
     from kernelscope.backends.triton import DEFAULT_WARPS
-    from kernelscope.plan import Launch, LaunchPlan
+    from kernelscope.backends.launches import Launch, LaunchPlan
 
     n = 1
     for s in shape:

@@ -149,7 +149,7 @@ def mean_tuned(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor
 def mean_plan_of(shape: tuple[int, ...], dtype: str, facts: DeviceFacts):
     """mean-triton-tuned's launch at ``shape`` on the GPU of ``facts`` (`kernelscope plan`): mean_launch's grid,
     mean_one_pass's defaults."""
-    from kernelscope.plan import Launch, LaunchPlan
+    from kernelscope.backends.launches import Launch, LaunchPlan
 
     n = 1
     for s in shape:

@@ -69,7 +69,7 @@ def square_flat4096(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.T
 
 def _flat_plan_of(shape: tuple[int, ...], block_size: int, note: str = ""):
     from kernelscope.backends.triton import DEFAULT_WARPS
-    from kernelscope.plan import Launch, LaunchPlan
+    from kernelscope.backends.launches import Launch, LaunchPlan
 
     n = 1
     for s in shape:
