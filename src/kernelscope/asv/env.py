@@ -73,7 +73,8 @@ class SystemSitePackages(environment.Environment):
         self._requirements = requirements
         super().__init__(conf, python, requirements, tagged_env_vars)
         # Benchmark processes log each sample's SM clock beside asv's result file
-        # (kernelscope.timing.clocks.RESULTS_DIR_ENV; not imported: it would pull in torch here).
+        # (kernelscope.results.clock_logs.RESULTS_DIR_ENV; written again here: the plugin imports nothing
+        # outside kernelscope.asv).
         self._global_env_vars[CLOCK_LOG_RESULTS_DIR] = os.path.abspath(conf.results_dir)
 
     @classmethod
