@@ -278,11 +278,11 @@ def test_softmax_instantiates_the_register_sizes_kernels_py_plans_for():
     from kernelscope.backends.cuda import kernels as K
 
     text = (build.HERE / SOFTMAX_LAUNCHER).read_text()
-    pipe = {int(n) for n in re.findall(r"softmax_pipe_kernel<T, (\d+)>", text)}
+    pipe = {int(n) for n in re.findall(r"softmax_pipe_kernel<T, (\d+), Exp>", text)}
     assert max(pipe) == K.pipe_capacity(256) == 64 and K.pipe_capacity(512) == 32 in pipe
     assert K.pipe_capacity(1024) == 0 and "threads <= 256" in text and "threads <= 512" in text
-    block = {int(n) for n in re.findall(r"launch_block_rows<T, (\d+)>", text)}  # the block and exact kernels
-    warp = {int(n) for n in re.findall(r"softmax_warp_kernel<T, (\d+)>", text)}
+    block = {int(n) for n in re.findall(r"launch_block_rows<T, (\d+), Exp>", text)}  # the block and exact kernels
+    warp = {int(n) for n in re.findall(r"softmax_warp_kernel<T, (\d+), Exp>", text)}
     assert max(block) == K.register_capacity(512) and 32 in block and K.register_capacity(1024) == 32
     assert max(warp) == 32  # the warp strategy's 1024 columns: 32 lanes x 32
     assert K.SOFTMAX_WARP_MAX_COLS <= 32 * max(warp)
@@ -295,6 +295,47 @@ def test_bindings_declare_exactly_the_launchers_the_cu_files_define():
     assert declared and declared == defined
     for fn in build.FUNCTIONS:  # the kernels' entry points, and two queries of the device
         assert re.search(rf"^(?:torch::Tensor|double|int64_t) {fn}\(", cpp, re.M), fn
+
+
+# Measurement builds of softmax-cuda, each built in softmax.cu's place (build.extension(softmax=...)): softmax.cu's
+# entry points over the same launcher and kernels, with a policy of its own.
+PROBES = {"free-exps": Path(__file__).resolve().parents[1] / "scripts" / "gpu" / "softmax_free_exps.cu",
+          "rounded-stage": Path(__file__).resolve().parents[1] / "results-proofs" / "softmax-ring-stage"
+                           / "ring_stage_probe.cu"}
+
+
+def test_the_shipped_sources_carry_no_probe_switch():
+    # a probe's change is a policy in its own file, so the shipped kernels are built one way only
+    for name in (*build.CU_SOURCES, *build.HEADERS, build.BINDINGS):
+        text = (build.HERE / name).read_text()
+        assert not re.search(r"^\s*#\s*if(n?def)?\b[^\n]*\bKERNELSCOPE_", text, re.M), name
+        assert "KERNELSCOPE_FREE_EXPS" not in text and "KERNELSCOPE_RING_STAGE_ROUNDED" not in text, name
+
+
+@pytest.mark.parametrize("probe", PROBES.values(), ids=PROBES)
+def test_each_probe_defines_the_entry_points_bindings_declare(probe):
+    cpp, cuda = build.sources(probe)
+    declared = set(re.findall(r"^(?:cudaError_t|int) (\w+)\(", cpp, re.M))
+    assert declared == set(re.findall(r"^(?:cudaError_t|int) (\w+)\(", cuda, re.M))
+    assert f"// ---- {probe.name}\n" in cuda and "// ---- softmax.cu\n" not in cuda
+    assert cuda != build.sources()[1]
+
+
+@needs_nvcc
+@pytest.mark.parametrize("probe", PROBES, ids=PROBES)
+def test_each_probe_builds_every_shipped_kernel_with_its_own_policy(probe, compiled, tmp_path):
+    # The same 38 kernels as softmax.cu. The free-exps build's have no exp left (every MUFU.EX2 of softmax_exp
+    # gone; the combine's __expf stays); the rounded stage's are the shipped kernels themselves (host side only).
+    nvcc("-ptx", PROBES[probe], "-o", tmp_path / "probe.ptx", f"-I{build.HERE}")
+    built = entries((tmp_path / "probe.ptx").read_text())
+    shipped = {name: body for name, body in entries(compiled("softmax.cu")[0]).items() if "softmax_" in name}
+    assert len(built) == len(shipped) == 38
+    if probe == "free-exps":
+        assert all("ex2.approx.ftz" in body for body in shipped.values())
+        assert {n.replace("8FreeExps", "10SoftmaxExp") for n in built} == set(shipped)
+        assert not any("ex2.approx.ftz" in body for body in built.values())
+    else:
+        assert set(built) == set(shipped)
 
 
 def test_every_launch_failure_raises_through_check_launch():

@@ -410,11 +410,11 @@ def test_the_cuda_grids_are_the_launchers_own():
     assert "const int warps = threads / 32, blocks = (rows + warps - 1) / warps;" in softmax
     assert "config.gridDim = dim3((fit.clusters < rows ? fit.clusters : rows) * cluster);" in softmax
     assert "if (cluster == 1 && cols == EPT * threads && aligned16(x, y))" in softmax
-    assert tuple(int(n) for n in re.findall(r"softmax_warp_kernel<T, (\d+)>>\(blocks", softmax)) == K._WARP_EPTS
-    assert tuple(int(n) for n in re.findall(r"return launch_block_rows<T, (\d+)>", softmax)) == K._BLOCK_EPTS
-    assert tuple(sorted({int(n) for n in re.findall(r"softmax_pipe_kernel<T, (\d+)>", softmax)})) == K._PIPE_EPTS
+    assert tuple(int(n) for n in re.findall(r"softmax_warp_kernel<T, (\d+), Exp>>\(blocks", softmax)) == K._WARP_EPTS
+    assert tuple(int(n) for n in re.findall(r"return launch_block_rows<T, (\d+), Exp>", softmax)) == K._BLOCK_EPTS
+    assert tuple(sorted({int(n) for n in re.findall(r"softmax_pipe_kernel<T, (\d+), Exp>", softmax)})) == K._PIPE_EPTS
     for strategy, kernel in (("SOFTMAX_LOOP", "softmax_loop_kernel"), ("SOFTMAX_LOOP_PERSISTENT", "softmax_loop_kernel")):
-        assert re.search(rf"if \(strategy == {strategy}\)\n\s+return launch_\w+<{kernel}<T>>", softmax), strategy
+        assert re.search(rf"if \(strategy == {strategy}\)\n\s+return launch_\w+<{kernel}<T, Exp>>", softmax), strategy
     # mean: one block up to 16 x 512 elements, else a block a 4 x 512, at most SMs x blocks_per_sm
     assert f"constexpr int MEAN_THREADS = {K.MEAN_THREADS};" in mean
     assert "constexpr int64_t MEAN_ONE_BLOCK = 16 * MEAN_THREADS;" in mean and K._MEAN_ONE_BLOCK == 16 * K.MEAN_THREADS

@@ -164,7 +164,7 @@ def test_sources_find_symbols_and_refuse_missing_ones():
     assert lines[-1] == "}" and "softmax_exp2(" in lines[-2]
     ref = source("src/kernelscope/backends/cuda/softmax_common.cuh", "exp_in_place")  # its template line too
     assert ref.path.read_text().splitlines()[ref.start - 1].startswith("//")
-    assert "template <int E>" in ref.path.read_text().splitlines()[ref.start - 1:ref.end]
+    assert "template <typename Exp, int E>" in ref.path.read_text().splitlines()[ref.start - 1:ref.end]
     ref = source("src/kernelscope/backends/numba/vector.py", "load_f32x4_streaming")  # in an if/else: the def
     assert "def load_f32x4_streaming" in "\n".join(ref.path.read_text().splitlines()[ref.start - 1:ref.end])
     ref = source("src/kernelscope/timing/warm.py", "HeldClock.__call__")

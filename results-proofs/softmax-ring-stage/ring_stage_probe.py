@@ -6,9 +6,10 @@ read float32 ring1e 512 x 4 at 84.6% of copy after it and 87.2% before (two H100
 suite's own runs read 86.4% and 86.1%; bfloat16 512 x 2 read 80.9% and 80.7% in the probe, 80.9% and 79.8% in
 the suite. This probe times both layouts on one box, through K.softmax with a given output (the probes' call) and
 with an allocated one (the suite's), beside softmax-cuda's own callable, so the layout and the call are told apart.
-The rounded build is the extension with KERNELSCOPE_RING_STAGE_ROUNDED; every launch is checked before it is timed.
+The rounded build is the extension with ring_stage_probe.cu in softmax.cu's place (at 56572a0, the build switch
+KERNELSCOPE_RING_STAGE_ROUNDED); every launch is checked before it is timed.
 
-What it read (56572a0, results-proofs/softmax-ring-stage) is in softmax.cu, beside the stage's size: the rounded stage led in float32
+What it read (56572a0) is in this folder's README.md: the rounded stage led in float32
 at 512 x 4 by about 1%, the exact one in bfloat16 by a few tenths, and the suite's callable read as the exact one.
 
 Usage (GPU box): python3 results-proofs/softmax-ring-stage/ring_stage_probe.py [--rounds 3] [--json FILE]   (two builds, ~1.5 minutes)
@@ -44,7 +45,7 @@ def main() -> int:
     from kernelscope.backends.cuda import kernels as K
     from kernelscope.catalog import OPS, VARIANTS
 
-    rounded = build.extension(("KERNELSCOPE_RING_STAGE_ROUNDED",))
+    rounded = build.extension(Path(__file__).with_name("ring_stage_probe.cu"))
     op, variant = OPS["softmax"], VARIANTS["softmax-cuda"]
     table = Table("ring stage: the block's slice (exact) against whole vectors a thread (rounded)")
     for shape, dtype, plan in CASES:

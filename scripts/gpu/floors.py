@@ -16,7 +16,7 @@ above a floor's share is out of reach at that size, whatever the kernel.
 ``--kernels`` adds each wide-row design's own floor: the kernel with its exps
 made free, beside the kernel itself, in the same process. softmax-cuda's plans
 (softmax_plan's and tune_wide_rows.py's grid) run from a second build of the
-extension with KERNELSCOPE_FREE_EXPS (softmax.cu: every exp a subtract);
+extension with softmax_free_exps.cu in softmax.cu's place (every exp a subtract);
 softmax-triton-tuned's plans (its default, and its persist and split plans)
 with FREE_EXPS (every exp an identity). The bytes, loads in flight, reductions,
 barriers and cluster exchanges stay as they are; what is left of the gap to
@@ -80,7 +80,7 @@ def kernel_floors(table: Table, quick: bool) -> int:
     from kernelscope.backends.triton import softmax as tsoftmax
     from kernelscope.catalog import OPS
 
-    free = build.extension(("KERNELSCOPE_FREE_EXPS",))
+    free = build.extension(Path(__file__).with_name("softmax_free_exps.cu"))
     op = OPS["softmax"]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
 

@@ -54,8 +54,11 @@ def included(path: Path) -> list[Path]:
     return found
 
 
-def sources() -> tuple[str, str]:
-    cuda = "\n".join(f"// ---- {name}\n" + (HERE / name).read_text() for name in CU_SOURCES)
+def sources(softmax: Path | None = None) -> tuple[str, str]:
+    """bindings.cpp, and the .cu files as the one CUDA source load_inline builds; ``softmax``: a file in softmax.cu's
+    place (a measurement build's, which defines softmax.cu's entry points its own way)."""
+    files = [softmax if softmax is not None and name == "softmax.cu" else HERE / name for name in CU_SOURCES]
+    cuda = "\n".join(f"// ---- {path.name}\n" + path.read_text() for path in files)
     return (HERE / BINDINGS).read_text(), cuda
 
 
@@ -101,15 +104,16 @@ def headers_in(build_dir: Path) -> Path:
 
 
 @cache
-def extension(defines: tuple[str, ...] = ()):
-    """The extension, built once per source hash; ``defines``: macros for a measurement build beside it (the
-    probes' own: KERNELSCOPE_FREE_EXPS, softmax.cu's exps as subtracts), its own name and cache folder."""
+def extension(softmax: Path | None = None):
+    """The extension, built once per source hash. ``softmax``: a measurement build beside it, this file in
+    softmax.cu's place (a probe's own launch_softmax over the same kernels and launcher, through a policy of its
+    own: scripts/gpu/softmax_free_exps.cu), under its own name and cache folder."""
     import torch
     from torch.utils.cpp_extension import load_inline
 
-    cpp, cuda = sources()
+    cpp, cuda = sources(softmax)
     headers = [(HERE / name).read_text() for name in HEADERS]
-    key = hashlib.sha256("\0".join([cpp, cuda, *headers, *defines, torch.__version__, str(torch.version.cuda)]
+    key = hashlib.sha256("\0".join([cpp, cuda, *headers, torch.__version__, str(torch.version.cuda)]
                                     ).encode()).hexdigest()[:12]
     name = f"kernelscope_cuda_{key}"
     build_dir = cache_root() / "torch_extensions" / name
@@ -121,7 +125,7 @@ def extension(defines: tuple[str, ...] = ()):
     start = time.perf_counter()
     with building(build_dir):
         module = load_inline(name=name, cpp_sources=cpp, cuda_sources=cuda, functions=list(FUNCTIONS),
-                             extra_cuda_cflags=["-O3", *(f"-D{d}" for d in defines)],
+                             extra_cuda_cflags=["-O3"],
                              extra_include_paths=[str(headers_in(build_dir))], build_directory=str(build_dir),
                              verbose=False)
     BUILD_TIMES[name] = time.perf_counter() - start

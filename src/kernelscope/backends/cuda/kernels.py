@@ -313,7 +313,7 @@ def gelu_vec4(x, out=None, threads=None, blocks_per_sm=ELEMENTWISE_BLOCKS_PER_SM
 
 def softmax(x, out=None, plan: SoftmaxPlan | None = None, module=None):
     """Row softmax; plan (strategy, threads, cluster) overrides softmax_plan's choice; module: another build of
-    the extension (floors.py's, build.extension's defines)."""
+    the extension (a measurement build: build.extension(softmax=...), floors.py's)."""
     rows, cols = x.shape
     if plan is None:
         strategy, threads, cluster = _softmax_launch(rows, cols, x.element_size(), x.device.index)

@@ -19,23 +19,14 @@
 //   softmax_launch.cuh    the launcher: strategy, threads and cluster to a kernel, its grid and attributes
 #include "softmax_launch.cuh"
 
-// strategy: 0 warp per row, 1 block (cluster == 1) or cluster per row, 2 loop, 3 pipe, 4 and 5 ring of 2 and 3 stages,
-// 6 ring of one stage (a block's slice of one row in shared memory), 7 loop in a persistent grid (a cluster takes
-// rows in turn), 8 ring of one stage with one exp an element (its exps stored over the stage).
-// threads: a block's threads (warp: rows a block = threads / 32). All three come
-// from kernels.softmax_plan, or a tuning script.
+// strategy: a code of softmax_strategies.def; threads: a block's threads (warp: rows a block = threads / 32);
+// cluster: blocks a row. All three come from kernels.softmax_plan, or a tuning script.
 cudaError_t launch_softmax(const void* x, void* y, int rows, int cols, bool bf16, int strategy, int threads,
                            int cluster, cudaStream_t stream) {
-    if (rows == 0 || cols == 0) return cudaSuccess;
-    return bf16 ? launch_softmax_t<__nv_bfloat16>(x, y, rows, cols, strategy, threads, cluster, stream)
-                : launch_softmax_t<float>(x, y, rows, cols, strategy, threads, cluster, stream);
+    return launch_softmax_as<SoftmaxShipped>(x, y, rows, cols, bf16, strategy, threads, cluster, stream);
 }
 
-// The loop kernel's clusters that fit on this GPU at once (threads a block, blocks a cluster): how many rows a
-// round of them takes. Clusters must sit in one GPC, so this is not SMs x blocks an SM / cluster.
+// The loop kernel's clusters that fit on this GPU at once (kernels.loop_resident_clusters).
 cudaError_t softmax_loop_resident_clusters(bool bf16, int threads, int cluster, int* clusters) {
-    if (threads < 32 || threads > 1024 || threads % 32 != 0) return cudaErrorInvalidValue;
-    if (cluster < 1 || cluster > SOFTMAX_MAX_CLUSTER) return cudaErrorInvalidValue;
-    return bf16 ? resident_clusters<softmax_loop_kernel<__nv_bfloat16>>(threads, cluster, 0, clusters)
-                : resident_clusters<softmax_loop_kernel<float>>(threads, cluster, 0, clusters);
+    return softmax_loop_resident_clusters_as<SoftmaxShipped>(bf16, threads, cluster, clusters);
 }

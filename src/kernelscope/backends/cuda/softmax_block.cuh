@@ -12,7 +12,7 @@
 // ... of the slice: EPT floats in registers, at most 32 with 1024 threads (64
 // registers a thread) and 64 with 512. EXACT: softmax_exact_kernel's rows, with
 // no bounds, unaligned ends or cluster.
-template <typename T, int EPT, bool EXACT>
+template <typename T, int EPT, bool EXACT, typename Exp>
 __device__ __forceinline__ void softmax_block_row(const T* __restrict__ xr, T* __restrict__ yr, int cols, RowSplit s,
                                                   int first, int end, int csize, int rank, bool out_aligned,
                                                   float* scratch_max, float* scratch_sum,
@@ -32,11 +32,11 @@ __device__ __forceinline__ void softmax_block_row(const T* __restrict__ xr, T* _
 #pragma unroll
     for (int i = 0; i < EPT; ++i) m = fmaxf(m, v[i]);
     m = softmax_block_reduce<true>(m, scratch_max);
-    float sum = exp_in_place<EPT>(v, m);
+    float sum = exp_in_place<Exp, EPT>(v, m);
     if constexpr (!EXACT) {
         const float shift = softmax_shift(m);
-        hv = softmax_exp(hv, shift);
-        tv = softmax_exp(tv, shift);
+        hv = Exp::exp(hv, shift);
+        tv = Exp::exp(tv, shift);
         sum = sum + hv + tv;
     }
     sum = softmax_block_reduce<false>(sum, scratch_sum);
@@ -51,7 +51,8 @@ __device__ __forceinline__ void softmax_block_row(const T* __restrict__ xr, T* _
     }
 }
 
-template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 1024 : 512) __global__ void softmax_block_kernel(
+template <typename T, int EPT, typename Exp = SoftmaxExp>
+__launch_bounds__(EPT <= 32 ? 1024 : 512) __global__ void softmax_block_kernel(
     const T* __restrict__ x, T* __restrict__ y, int cols) {
     __shared__ float scratch_max[32], scratch_sum[32];
     __shared__ ClusterPartials partials;  // a row a block: one half used
@@ -64,7 +65,7 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 1024 : 512) __globa
     const RowSplit s = split_row(xr, cols);
     const bool out_aligned = (((uintptr_t)xr ^ (uintptr_t)yr) & 15) == 0;
     const int first = (int)((int64_t)s.nvec * rank / csize), end = (int)((int64_t)s.nvec * (rank + 1) / csize);
-    softmax_block_row<T, EPT, false>(xr, yr, cols, s, first, end, csize, rank, out_aligned, scratch_max, scratch_sum,
+    softmax_block_row<T, EPT, false, Exp>(xr, yr, cols, s, first, end, csize, rank, out_aligned, scratch_max, scratch_sum,
                                      &partials);
 }
 
@@ -81,11 +82,12 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 1024 : 512) __globa
 // allocation, the two paths took 36-40 registers at 16 floats a thread, so one
 // block of 1024 an SM, and the exact rows gained little. As its own kernel it
 // reads 96-98% of copy on the H200 in both dtypes (the suite's runs).
-template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 1024 : 512) __global__ void softmax_exact_kernel(
+template <typename T, int EPT, typename Exp = SoftmaxExp>
+__launch_bounds__(EPT <= 32 ? 1024 : 512) __global__ void softmax_exact_kernel(
     const T* __restrict__ x, T* __restrict__ y, int cols) {
     __shared__ float scratch_max[32], scratch_sum[32];
     const int64_t row = blockIdx.x;
     const int nvec = cols / Pack16<T>::N;
-    softmax_block_row<T, EPT, true>(x + row * cols, y + row * cols, cols, RowSplit{0, nvec, 0}, 0, nvec, 1, 0, true,
+    softmax_block_row<T, EPT, true, Exp>(x + row * cols, y + row * cols, cols, RowSplit{0, nvec, 0}, 0, nvec, 1, 0, true,
                                     scratch_max, scratch_sum, nullptr);
 }

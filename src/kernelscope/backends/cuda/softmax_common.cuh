@@ -115,7 +115,6 @@ __device__ __forceinline__ float softmax_exp2(float v) {
     return r;
 }
 
-#ifndef KERNELSCOPE_FREE_EXPS
 constexpr float SOFTMAX_LOG2E = 1.4426950408889634f;
 
 // exp(x - m) as 2^((x - m) log2(e)). x = -inf gives 0; m must be finite (the kernels shift by 0 for a row or
@@ -125,25 +124,25 @@ constexpr float SOFTMAX_LOG2E = 1.4426950408889634f;
 __device__ __forceinline__ float softmax_exp(float x, float m) {
     return softmax_exp2((x - m) * SOFTMAX_LOG2E);
 }
-#else
-// scripts/gpu/floors.py's build only (build.extension(("KERNELSCOPE_FREE_EXPS",))): every exp a subtract,
-// so each kernel moves its bytes, reduces and exchanges its pairs as it does, with no exp math. Its output is
-// not a softmax; the time says how far the kernel's memory, reductions and barriers alone go.
-__device__ __forceinline__ float softmax_exp(float x, float m) { return x - m; }
-#endif
+
+// The kernels' exp, a template argument of each kernel (Exp::exp(x, m)): softmax_exp. A measurement build names
+// another (scripts/gpu/softmax_free_exps.cu: every exp a subtract) with no switch in the kernels themselves.
+struct SoftmaxExp {
+    __device__ __forceinline__ static float exp(float x, float m) { return softmax_exp(x, m); }
+};
 
 // What a row's or slice's exps subtract: its max, or 0 where the max is -inf (empty or fully masked), so the exps
 // are 0, not NaN (-inf - -inf).
 __device__ __forceinline__ float softmax_shift(float max) { return max == -INFINITY ? 0.0f : max; }
 
 // exp(v - max) in place; returns their sum (0 for a max of -inf: softmax_shift).
-template <int E>
+template <typename Exp, int E>
 __device__ __forceinline__ float exp_in_place(float* v, float max) {
     const float shift = softmax_shift(max);
     float sum = 0.0f;
 #pragma unroll
     for (int i = 0; i < E; ++i) {
-        v[i] = softmax_exp(v[i], shift);
+        v[i] = Exp::exp(v[i], shift);
         sum += v[i];
     }
     return sum;

@@ -102,21 +102,32 @@ static cudaError_t launch_persistent(int rows, int threads, int cluster, int sta
     return cudaLaunchKernelEx(&config, Kernel, args...);
 }
 
+// What a build of the launcher runs, beside the strategy: the kernels' exp and the ring's stage size. softmax.cu's
+// entry points take SoftmaxShipped; a measurement build gives its own (scripts/gpu/softmax_free_exps.cu,
+// results-proofs/softmax-ring-stage/ring_stage_probe.cu), built in softmax.cu's place by build.extension.
+struct SoftmaxShipped {
+    using Exp = SoftmaxExp;
+    // A ring stage holds a block's slice of a row, not that rounded up to whole vectors a thread: the
+    // softmax_ring_kernel reads its vectors back at the offsets they were copied to (softmax_ring.cuh).
+    static constexpr bool ring_stage_rounded = false;
+};
+
 // softmax_exact_kernel where every row is exactly EPT x threads aligned elements (cols = EPT x threads and both
 // tensors 16-byte aligned: then so is every row), else softmax_block_kernel.
-template <typename T, int EPT>
+template <typename T, int EPT, typename Exp>
 static cudaError_t launch_block_rows(int grid, int threads, int cluster, cudaStream_t stream, const T* x, T* y,
                                      int cols) {
     if (cluster == 1 && cols == EPT * threads && aligned16(x, y))
-        return launch_clustered<softmax_exact_kernel<T, EPT>>(grid, threads, 1, stream, x, y, cols);
-    return launch_clustered<softmax_block_kernel<T, EPT>>(grid, threads, cluster, stream, x, y, cols);
+        return launch_clustered<softmax_exact_kernel<T, EPT, Exp>>(grid, threads, 1, stream, x, y, cols);
+    return launch_clustered<softmax_block_kernel<T, EPT, Exp>>(grid, threads, cluster, stream, x, y, cols);
 }
 
 // The register-held kernels come in a few sizes: the smallest EPT (floats a
 // thread holds) that covers the slice is launched.
-template <typename T>
+template <typename T, typename Policy>
 static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols, int strategy, int threads,
                                     int cluster, cudaStream_t stream) {
+    using Exp = typename Policy::Exp;
     const T* x = static_cast<const T*>(xv);
     T* y = static_cast<T*>(yv);
     constexpr int N = Pack16<T>::N;
@@ -129,60 +140,80 @@ static cudaError_t launch_softmax_t(const void* xv, void* yv, int rows, int cols
     if (strategy == SOFTMAX_WARP) {
         if (cluster != 1) return cudaErrorInvalidValue;
         const int warps = threads / 32, blocks = (rows + warps - 1) / warps;
-        if (need <= 8) return launch_clustered<softmax_warp_kernel<T, 8>>(blocks, threads, 1, stream, x, y, rows, cols);
-        if (need <= 16) return launch_clustered<softmax_warp_kernel<T, 16>>(blocks, threads, 1, stream, x, y, rows, cols);
-        if (need <= 32) return launch_clustered<softmax_warp_kernel<T, 32>>(blocks, threads, 1, stream, x, y, rows, cols);
+        if (need <= 8)
+            return launch_clustered<softmax_warp_kernel<T, 8, Exp>>(blocks, threads, 1, stream, x, y, rows, cols);
+        if (need <= 16)
+            return launch_clustered<softmax_warp_kernel<T, 16, Exp>>(blocks, threads, 1, stream, x, y, rows, cols);
+        if (need <= 32)
+            return launch_clustered<softmax_warp_kernel<T, 32, Exp>>(blocks, threads, 1, stream, x, y, rows, cols);
         return cudaErrorInvalidValue;  // row too wide for a warp
     }
     if (grid > 0x7fffffff) return cudaErrorInvalidValue;
     if (strategy == SOFTMAX_BLOCK) {
-        if (need <= 8) return launch_block_rows<T, 8>((int)grid, threads, cluster, stream, x, y, cols);
-        if (need <= 16) return launch_block_rows<T, 16>((int)grid, threads, cluster, stream, x, y, cols);
-        if (need <= 32) return launch_block_rows<T, 32>((int)grid, threads, cluster, stream, x, y, cols);
+        if (need <= 8) return launch_block_rows<T, 8, Exp>((int)grid, threads, cluster, stream, x, y, cols);
+        if (need <= 16) return launch_block_rows<T, 16, Exp>((int)grid, threads, cluster, stream, x, y, cols);
+        if (need <= 32) return launch_block_rows<T, 32, Exp>((int)grid, threads, cluster, stream, x, y, cols);
         if (need <= 64 && threads <= 512)
-            return launch_block_rows<T, 64>((int)grid, threads, cluster, stream, x, y, cols);
+            return launch_block_rows<T, 64, Exp>((int)grid, threads, cluster, stream, x, y, cols);
         return cudaErrorInvalidValue;  // slice too wide for the block's registers: more threads, a larger cluster, or LOOP
     }
     if (strategy == SOFTMAX_LOOP)
-        return launch_clustered<softmax_loop_kernel<T>>((int)grid, threads, cluster, stream, x, y, rows, cols);
+        return launch_clustered<softmax_loop_kernel<T, Exp>>((int)grid, threads, cluster, stream, x, y, rows, cols);
     if (strategy == SOFTMAX_LOOP_PERSISTENT)
-        return launch_persistent<softmax_loop_kernel<T>>(rows, threads, cluster, 0, stream, x, y, rows, cols);
+        return launch_persistent<softmax_loop_kernel<T, Exp>>(rows, threads, cluster, 0, stream, x, y, rows, cols);
     if (strategy == SOFTMAX_PIPE) {
         const int stage = (int)(need / N) * threads * 16;  // a thread's vectors of the next row, 16 bytes each
-        if (need <= 16) return launch_persistent<softmax_pipe_kernel<T, 16>>(rows, threads, cluster, stage, stream, x, y, rows, cols);
+        if (need <= 16)
+            return launch_persistent<softmax_pipe_kernel<T, 16, Exp>>(rows, threads, cluster, stage, stream, x, y,
+                                                                      rows, cols);
         if (need <= 32 && threads <= 512)
-            return launch_persistent<softmax_pipe_kernel<T, 32>>(rows, threads, cluster, stage, stream, x, y, rows, cols);
+            return launch_persistent<softmax_pipe_kernel<T, 32, Exp>>(rows, threads, cluster, stage, stream, x, y,
+                                                                      rows, cols);
         if (need <= 64 && threads <= 256)
-            return launch_persistent<softmax_pipe_kernel<T, 64>>(rows, threads, cluster, stage, stream, x, y, rows, cols);
+            return launch_persistent<softmax_pipe_kernel<T, 64, Exp>>(rows, threads, cluster, stage, stream, x, y,
+                                                                      rows, cols);
         return cudaErrorInvalidValue;  // slice too wide: more threads or a larger cluster
     }
     if (strategy == SOFTMAX_RING1 || strategy == SOFTMAX_RING1E || strategy == SOFTMAX_RING2 ||
         strategy == SOFTMAX_RING3) {
-        // A stage holds a block's slice and no more: its vectors are read back at the offsets they were copied to
-        // (a thread's every step-th one), so nothing rounds it up to whole vectors a thread. At 512x50257 that is
-        // 49.1 KiB, not 56, and four blocks of 512 share an SM, not three. Against the stage rounded up
-        // (ring_stage_probe.py, one process each, in turn) float32 ring1e 512 x 4 reads about 1% less of copy on
-        // the H100 and the H200 (the fourth block costs it) and bfloat16 512 x 2 a few tenths more. Kept, as the
-        // plainer layout: softmax-cuda's own callable reads over the wide rows' targets there (85% of copy in
-        // float32, 80% in bfloat16). Three blocks an SM for float32 (a cap on the persistent grid) would take back
-        // that 1%; not built. KERNELSCOPE_RING_STAGE_ROUNDED is the build of
-        // results-proofs/softmax-ring-stage/ring_stage_probe.py: the stage rounded up to whole vectors a thread.
-#ifdef KERNELSCOPE_RING_STAGE_ROUNDED
-        const int stage_vectors = (int)(need / N) * threads;
-#else
-        const int stage_vectors = (int)slice;
-#endif
+        const int stage_vectors = Policy::ring_stage_rounded ? (int)(need / N) * threads : (int)slice;
         const int stages = strategy == SOFTMAX_RING2 ? 2 : strategy == SOFTMAX_RING3 ? 3 : 1;
         const int64_t ring = (int64_t)stages * stage_vectors * 16;
         if (ring > SOFTMAX_RING_MAX_BYTES) return cudaErrorInvalidValue;  // a larger cluster: smaller slices
         if (strategy == SOFTMAX_RING1E)
-            return launch_persistent<softmax_ring_kernel<T, 1, true>>(rows, threads, cluster, (int)ring, stream, x, y, rows, cols, stage_vectors);
+            return launch_persistent<softmax_ring_kernel<T, 1, true, Exp>>(rows, threads, cluster, (int)ring, stream,
+                                                                           x, y, rows, cols, stage_vectors);
         switch (stages) {
-            case 1: return launch_persistent<softmax_ring_kernel<T, 1>>(rows, threads, cluster, (int)ring, stream, x, y, rows, cols, stage_vectors);
-            case 2: return launch_persistent<softmax_ring_kernel<T, 2>>(rows, threads, cluster, (int)ring, stream, x, y, rows, cols, stage_vectors);
-            default: return launch_persistent<softmax_ring_kernel<T, 3>>(rows, threads, cluster, (int)ring, stream, x, y, rows, cols, stage_vectors);
+            case 1:
+                return launch_persistent<softmax_ring_kernel<T, 1, false, Exp>>(rows, threads, cluster, (int)ring,
+                                                                                 stream, x, y, rows, cols, stage_vectors);
+            case 2:
+                return launch_persistent<softmax_ring_kernel<T, 2, false, Exp>>(rows, threads, cluster, (int)ring,
+                                                                                 stream, x, y, rows, cols, stage_vectors);
+            default:
+                return launch_persistent<softmax_ring_kernel<T, 3, false, Exp>>(rows, threads, cluster, (int)ring,
+                                                                                 stream, x, y, rows, cols, stage_vectors);
         }
     }
     return cudaErrorInvalidValue;
 }
 
+// launch_softmax (softmax.cu, bindings.cpp's call) under a Policy: x and y float32, or bfloat16 where bf16.
+template <typename Policy>
+cudaError_t launch_softmax_as(const void* x, void* y, int rows, int cols, bool bf16, int strategy, int threads,
+                              int cluster, cudaStream_t stream) {
+    if (rows == 0 || cols == 0) return cudaSuccess;
+    return bf16 ? launch_softmax_t<__nv_bfloat16, Policy>(x, y, rows, cols, strategy, threads, cluster, stream)
+                : launch_softmax_t<float, Policy>(x, y, rows, cols, strategy, threads, cluster, stream);
+}
+
+// The loop kernel's clusters that fit on this GPU at once (threads a block, blocks a cluster): how many rows a
+// round of them takes. Clusters must sit in one GPC, so this is not SMs x blocks an SM / cluster.
+template <typename Policy>
+cudaError_t softmax_loop_resident_clusters_as(bool bf16, int threads, int cluster, int* clusters) {
+    using Exp = typename Policy::Exp;
+    if (threads < 32 || threads > 1024 || threads % 32 != 0) return cudaErrorInvalidValue;
+    if (cluster < 1 || cluster > SOFTMAX_MAX_CLUSTER) return cudaErrorInvalidValue;
+    return bf16 ? resident_clusters<softmax_loop_kernel<__nv_bfloat16, Exp>>(threads, cluster, 0, clusters)
+                : resident_clusters<softmax_loop_kernel<float, Exp>>(threads, cluster, 0, clusters);
+}

@@ -26,7 +26,7 @@ constexpr int softmax_loop_loads = sizeof(T) == 4 ? 8 : 4;
 // barrier form's membar stall (64x262144 float32, H100) with no store in flight, and the mbarrier form reads 2-3
 // points more of the copy bandwidth at 64x262144 in both dtypes on the H100 (tune_wide_rows.py --sweep). It
 // costs 2 registers (float32 at 4 loads a lap: 50, not 48).
-template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kernel(
+template <typename T, typename Exp = SoftmaxExp> __launch_bounds__(1024) __global__ void softmax_loop_kernel(
     const T* __restrict__ x, T* __restrict__ y, int rows, int cols) {
     using P = Pack16<T>;
     constexpr int U = softmax_loop_loads<T>;
@@ -54,8 +54,8 @@ template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kerne
             float vm = m;
             for (int j = 0; j < n; ++j) vm = fmaxf(vm, v[j]);
             if (vm == -INFINITY) return;  // nothing finite yet
-            sum *= softmax_exp(m, vm);  // m = -inf: 0 (sum is 0 too)
-            for (int j = 0; j < n; ++j) sum += softmax_exp(v[j], vm);
+            sum *= Exp::exp(m, vm);  // m = -inf: 0 (sum is 0 too)
+            for (int j = 0; j < n; ++j) sum += Exp::exp(v[j], vm);
             m = vm;
         };
         float v[U * P::N];
@@ -78,14 +78,14 @@ template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kerne
 
         const float block_m = softmax_block_reduce<true>(m, scratch_max);
         const float shift = softmax_shift(block_m);
-        float block_sum = softmax_block_reduce<false>(sum * softmax_exp(m, shift), scratch_sum);  // m = -inf: 0
+        float block_sum = softmax_block_reduce<false>(sum * Exp::exp(m, shift), scratch_sum);  // m = -inf: 0
         float2 row_stats = make_float2(block_m, block_sum);
         if (csize > 1) row_stats = cluster_combine<true>(row_stats, &partials, nth);
         const float row_shift = softmax_shift(row_stats.x), inv = 1.0f / row_stats.y;
 
         auto write = [&](float* w, int j) {  // exp(w - max) / sum into this thread's j-th vector
 #pragma unroll
-            for (int i = 0; i < P::N; ++i) w[i] = softmax_exp(w[i], row_shift) * inv;
+            for (int i = 0; i < P::N; ++i) w[i] = Exp::exp(w[i], row_shift) * inv;
             T* p = yv + (int64_t)(first + t + j * step) * P::N;
             if (out_aligned) {
                 store16(p, P::pack(w));
@@ -120,10 +120,10 @@ template <typename T> __launch_bounds__(1024) __global__ void softmax_loop_kerne
                 write(v, j + u);
             }
         }
-        if (rank == 0 && t < s.head) yr[t] = P::from_float(softmax_exp(P::to_float(xr[t]), row_shift) * inv);
+        if (rank == 0 && t < s.head) yr[t] = P::from_float(Exp::exp(P::to_float(xr[t]), row_shift) * inv);
         if (rank == 0 && t < s.tail) {
             const int64_t i = cols - s.tail + t;
-            yr[i] = P::from_float(softmax_exp(P::to_float(xr[i]), row_shift) * inv);
+            yr[i] = P::from_float(Exp::exp(P::to_float(xr[i]), row_shift) * inv);
         }
     }
 }

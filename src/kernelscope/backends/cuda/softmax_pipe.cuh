@@ -13,7 +13,8 @@
 // plan reads 78% of the copy bandwidth at 512x50257 and 65% at 64x262144 on the
 // H100). A thread copies exactly the vectors it will read back,
 // so its own cp.async wait is all the stage needs: no block barrier.
-template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 512 : 256) __global__ void softmax_pipe_kernel(
+template <typename T, int EPT, typename Exp = SoftmaxExp>
+__launch_bounds__(EPT <= 32 ? 512 : 256) __global__ void softmax_pipe_kernel(
     const T* __restrict__ x, T* __restrict__ y, int rows, int cols) {
     using P = Pack16<T>;
     constexpr int NV = EPT / P::N;
@@ -68,10 +69,10 @@ template <typename T, int EPT> __launch_bounds__(EPT <= 32 ? 512 : 256) __global
             if (rank == 0 && t < n.s.tail) next_tv = P::to_float(xn[cols - n.s.tail + t]);
         }
 
-        float sum = exp_in_place<EPT>(v, m);
+        float sum = exp_in_place<Exp, EPT>(v, m);
         const float shift = softmax_shift(m);
-        hv = softmax_exp(hv, shift);
-        tv = softmax_exp(tv, shift);
+        hv = Exp::exp(hv, shift);
+        tv = Exp::exp(tv, shift);
         sum = softmax_block_reduce<false>(sum + hv + tv, scratch_sum);
 
         const float scale = row_scale<true>(m, sum, csize, &partials, nth);

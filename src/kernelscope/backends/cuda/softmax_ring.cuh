@@ -22,7 +22,8 @@ constexpr int SOFTMAX_RING_MAX_BYTES = 226 * 1024;  // sm_90 gives a block 227 K
 // The exps cost the one-stage ring about 2.5 points of the copy bandwidth at
 // 512x50257 bfloat16 on the H100 (floors.py --kernels, with and without
 // exps); ring1e takes back more than half of that.
-template <typename T, int S, bool ONE_EXP = false> __launch_bounds__(1024) __global__ void softmax_ring_kernel(
+template <typename T, int S, bool ONE_EXP = false, typename Exp = SoftmaxExp>
+__launch_bounds__(1024) __global__ void softmax_ring_kernel(
     const T* __restrict__ x, T* __restrict__ y, int rows, int cols, int stage_vectors) {
     using P = Pack16<T>;
     extern __shared__ uint4 ring[];  // S stages of stage_vectors vectors: the most any block's slice of a row holds
@@ -66,14 +67,14 @@ template <typename T, int S, bool ONE_EXP = false> __launch_bounds__(1024) __glo
         }
         m = softmax_block_reduce<true>(m, scratch_max);
         const float shift = softmax_shift(m);
-        hv = softmax_exp(hv, shift);
-        tv = softmax_exp(tv, shift);
+        hv = Exp::exp(hv, shift);
+        tv = Exp::exp(tv, shift);
         float sum = hv + tv;
         for (int k = c.first + t, i = 0; k < c.end; k += step, i += step) {
             P::unpack(mine[i], f);
 #pragma unroll
             for (int j = 0; j < P::N; ++j) {
-                f[j] = softmax_exp(f[j], shift);
+                f[j] = Exp::exp(f[j], shift);
                 sum += f[j];
             }
             if (ONE_EXP) mine[i] = P::pack(f);  // the stage is refilled only after the write pass
@@ -86,7 +87,7 @@ template <typename T, int S, bool ONE_EXP = false> __launch_bounds__(1024) __glo
         for (int k = c.first + t, i = 0; k < c.end; k += step, i += step) {
             P::unpack(mine[i], f);
 #pragma unroll
-            for (int j = 0; j < P::N; ++j) f[j] = (ONE_EXP ? f[j] : softmax_exp(f[j], shift)) * scale;
+            for (int j = 0; j < P::N; ++j) f[j] = (ONE_EXP ? f[j] : Exp::exp(f[j], shift)) * scale;
             T* p = out + (int64_t)k * P::N;
             if (out_aligned) {
                 store16(p, P::pack(f));

@@ -5,7 +5,7 @@
 
 // Warp per row: warp w of block b takes row b * (blockDim.x / 32) + w; lane l
 // holds vectors l, l + 32, ... (EPT floats: EPT / N vectors). Shuffles only.
-template <typename T, int EPT> __launch_bounds__(1024) __global__ void softmax_warp_kernel(
+template <typename T, int EPT, typename Exp = SoftmaxExp> __launch_bounds__(1024) __global__ void softmax_warp_kernel(
     const T* __restrict__ x, T* __restrict__ y, int rows, int cols) {
     using P = Pack16<T>;
     constexpr int NV = EPT / P::N;
@@ -26,10 +26,10 @@ template <typename T, int EPT> __launch_bounds__(1024) __global__ void softmax_w
 #pragma unroll
     for (int i = 0; i < EPT; ++i) m = fmaxf(m, v[i]);
     m = softmax_warp_max(m);
-    float sum = exp_in_place<EPT>(v, m);
+    float sum = exp_in_place<Exp, EPT>(v, m);
     const float shift = softmax_shift(m);
-    hv = softmax_exp(hv, shift);
-    tv = softmax_exp(tv, shift);
+    hv = Exp::exp(hv, shift);
+    tv = Exp::exp(tv, shift);
     sum = softmax_warp_sum(sum + hv + tv);
     const float scale = 1.0f / sum;
 
