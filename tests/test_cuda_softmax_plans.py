@@ -65,9 +65,8 @@ def inputs(axes: dict):
 
 
 def launch_args(plan) -> tuple[int, int, int]:
-    """What K.softmax passes the extension for ``plan``."""
-    return K.softmax_launch_args(plan) if hasattr(K, "softmax_launch_args") else (
-        K.SOFTMAX_STRATEGIES[plan[0]], plan[1], plan[2])
+    """What K.softmax passes the extension for ``plan`` (recorded: SOFTMAX_STRATEGIES[strategy], threads, cluster)."""
+    return K.softmax_launch_args(plan)
 
 
 def record() -> dict:

@@ -7,6 +7,7 @@ constants below, so scripts/gpu/tune_cuda.py sweeps them without rebuilding.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -36,64 +37,53 @@ MEAN_STREAMING = True
 MEAN_BLOCKS_PER_SM = 3
 MEAN_UNROLL = 4  # 16-byte loads a thread issues a lap before adding them (4 or 8: the kernels mean.cu builds)
 
-# softmax: the launch shape from the row count, width and element size (softmax_plan), from an H100 sweep.
-SOFTMAX_WARP_MAX_COLS = 1024  # rows up to this wide: one warp a row ...
-SOFTMAX_WARP_MAX_COLS_F32 = 512  # ... but float32 rows of 513-1024: a 128-thread block each (4.29 vs 4.65 us
-SOFTMAX_NARROW_BLOCK_THREADS = 128  # at 1024x1024, 47.7 vs 48.6 us at 16384x1000; bfloat16 stays on warps)
+# softmax: softmax_plan's launch shape from the row count, width, element size and GPU. The sweeps behind each
+# number are in results-proofs/: tuning-sweeps/h100-first-pass (the narrow and block rows), softmax-wide-rows (rows
+# wider than a block, the cluster, loop, pipe and ring plans), softmax-cuda-h200 and tuning-sweeps (the wide-DRAM
+# GPU's lone rows), softmax-floors (ring1e), softmax-ring-stage (the ring's stage size).
+SOFTMAX_WARP_MAX_COLS = 1024  # rows up to this wide: a warp a row ...
+SOFTMAX_WARP_MAX_COLS_F32 = 512  # ... but float32 rows of 513-1024: a block of this many threads a row, faster on
+SOFTMAX_NARROW_BLOCK_THREADS = 128  # the H100 than the warps (bfloat16 stays on warps)
 SOFTMAX_WARP_THREADS = 128  # warp strategy: 4 rows a block
 SOFTMAX_BLOCK_EPT = 32  # block strategy: elements a thread holds (threads = slice / this, 256 to 1024)
-SOFTMAX_BLOCK_MIN_THREADS = 256  # 4096 columns: 256 threads read 92.5% of copy, 128 threads 89.7%
-SOFTMAX_CLUSTER_EPT_F32 = 64  # float32 slices of a cluster: 64 elements a thread (512x50257: 256 threads
-#                               78.7% vs 512 threads 67.8%); bfloat16 keeps SOFTMAX_BLOCK_EPT
+SOFTMAX_BLOCK_MIN_THREADS = 256  # fewer threads, fewer bytes in flight: 128 read less of copy at 4096 columns
+SOFTMAX_CLUSTER_EPT_F32 = 64  # float32 slices of a cluster: 64 elements a thread (half the threads of 32, faster
+#                               at 512x50257); bfloat16 keeps SOFTMAX_BLOCK_EPT
 SOFTMAX_BLOCK_MAX_COLS = 16384  # wider rows are split across a cluster (a block: 64 KiB of float32 registers)
-SOFTMAX_BLOCK_MAX_COLS_F32_C8 = 32768  # float32 past a cluster of 8: 512 threads x 64 (64x262144: cluster 8,
-#                                        65.1% vs cluster 16, 62.3%)
+SOFTMAX_BLOCK_MAX_COLS_F32_C8 = 32768  # float32 past a cluster of 8: 512 threads x 64 (fewer, larger blocks)
 SOFTMAX_CLUSTER_FILL = 2  # few rows: split across a cluster until rows x cluster >= this x SMs ...
 SOFTMAX_MIN_SLICE = 2048  # ... as long as each block keeps this many elements
 SOFTMAX_MAX_CLUSTER = 16  # H100 allows 16 (non-portable); 8 is portable
 SOFTMAX_LOOP_THREADS = 1024  # rows wider than 16 blocks hold in registers
-# The wide rows on the H100 (tune_cuda.py --quick): float32 rows split over 8 blocks or more are faster in the loop
-# kernel (512 threads, clusters of 16) than in the register-held cluster, and slower in the pipe kernel; bfloat16
-# rows split over a cluster are fastest in the pipe kernel at 256 threads.
-SOFTMAX_F32_LOOP_FROM_CLUSTER = 8  # float32: a cluster this large or larger -> the loop kernel ...
-SOFTMAX_F32_LOOP = (512, 16)  # ... with these threads and cluster, and on a wide-DRAM GPU (below) with these:
+# float32 rows split over this many blocks or more: the loop kernel, faster there than the register-held cluster
+# and the pipe; its shape on the H100, and on a wide-DRAM GPU (below: the H200), where 8 blocks a row lead.
+SOFTMAX_F32_LOOP_FROM_CLUSTER = 8
+SOFTMAX_F32_LOOP = (512, 16)
 SOFTMAX_F32_LOOP_WIDE_DRAM = (512, 8)
-# 64x262144 float32 (tune_wide_rows.py): 512 x 8 is the fastest shape on the H200, 512 x 16 on the H100.
-# bfloat16 rows split over this many blocks or more take the loop kernel in a persistent grid (a cluster takes rows
-# in turn), SOFTMAX_BF16_LOOP's threads and cluster: at 64x262144 it beats the pipe kernel and the non-persistent
-# loop on the H100 and the H200 (tune_wide_rows.py --sweep; one H100 box of three read the pipe kernel ahead).
+# bfloat16 rows split over this many blocks or more: the loop kernel in a persistent grid (a cluster takes rows in
+# turn), ahead of the pipe and the one-cluster-a-row loop at 64x262144 on the H100 and the H200.
 SOFTMAX_BF16_LOOP_FROM_CLUSTER = 16
 SOFTMAX_BF16_LOOP = (512, 8)
-SOFTMAX_PIPE_THREADS = 256  # bfloat16 rows split over a cluster: the pipe kernel, 256 threads, the same cluster
-# ... unless the cluster is this small or smaller: then the ring kernel (256 threads, 2 stages), which keeps the
-# slices of a block's next rows in flight: ahead of the pipe at 512x50257 bfloat16 (cluster 4) on the H100, behind
-# it at 64x262144 (cluster 16).
+SOFTMAX_PIPE_THREADS = 256  # other bfloat16 rows split over a cluster: the pipe kernel, 256 threads, that cluster ...
+# ... or over a cluster this small or smaller, the ring kernel of 2 stages (256 threads), which keeps more rows in
+# flight a block: ahead of the pipe at 4 blocks a row, behind it at 16.
 SOFTMAX_BF16_RING_MAX_CLUSTER = 4
-# A GPU whose DRAM asks each SM for this many GB/s or more (its peak from the device's attributes / SMs) gives a
-# float32 row of a block each half the elements a thread of the block plan, twice the threads, up to 1024: more
-# bytes in flight an SM. The attributes give the H200 4,814 GB/s, 36.5 an SM; the H100 3.35 TB/s, about 25.
-# On the H200 float32 reads 95.6% of copy at 8192x8192 as 512 threads x 16 against 88.1% as 256 x 32, and about
-# 98% at 16384x16384 as 1024 x 16 (tune_wide_rows.py --sweep-set lone); bfloat16 keeps the block plan, whose
-# 256 threads beat 512.
+# A GPU whose DRAM asks each SM for this many GB/s or more (its peak from the device's attributes / SMs: the H200's
+# 36.5, the H100's about 25) needs more bytes in flight an SM: a float32 row of a block each gets
+# SOFTMAX_LONE_EPT_WIDE_DRAM elements a thread, twice the threads up to 1024 (bfloat16 keeps the block plan,
+# whose 256 threads beat 512 there).
 SOFTMAX_WIDE_DRAM_GBPS_PER_SM = WIDE_DRAM_GBPS_PER_SM  # the line both backends' softmax plans read
 SOFTMAX_LONE_EPT_WIDE_DRAM = 16
-# Rows too wide for one block's registers whose slice fits one stage of shared memory (226 KiB) take the ring of
-# one stage, 512 threads a block: float32 over the same cluster (2 to 4 blocks), bfloat16 over a cluster of
-# SOFTMAX_BF16_RING1_CLUSTER when the rows fill the SMs. At 512x50257 on the H100 (tune_wide_rows.py) it reads
-# about 5 points more of copy than the cluster plan in float32 and 12 more than the ring of 2 stages in bfloat16;
-# at 64x262144 (a 1 MiB row: clusters of 5 to 16) the loop kernel is faster.
+# Rows too wide for one block's registers whose slice fits one stage of shared memory (226 KiB): the ring of one
+# stage, 512 threads a block, float32 over the cluster its registers would need, bfloat16 over
+# SOFTMAX_BF16_RING1_CLUSTER blocks (2 beat 1) where the rows fill the SMs. Ahead of the cluster plan and the ring of
+# 2 stages at 512x50257; at 64x262144 the loop kernels are faster.
 SOFTMAX_RING1_THREADS = 512
-# 512x50257 bfloat16 in the ring of one stage over 2 blocks, not 1: about 2 points more of copy on the H100 and
-# the H200 (tune_wide_rows.py).
 SOFTMAX_BF16_RING1_CLUSTER = 2
-# The ring of one stage is launched in its one-exp form, "ring1e": the sum pass stores its exps over the stage
-# (float32 exactly; bfloat16 rounded there once more, so an output is within one bfloat16 ulp, not half of one),
-# the write pass scales them: at 512x50257 it is ahead of ring1 in bfloat16 on the H100 and the H200 and level in
-# float32 (floors.py --kernels).
-# Its stage is the block's slice, not rounded to whole vectors a thread (softmax.cu, ring_bytes): the same
-# 512x50257 launches, four blocks an SM where the rounded stage fits three; ring_stage_probe.py's A/B is in softmax.cu.
+# The ring of one stage launches in its one-exp form, "ring1e": the sum pass stores its exps over the stage
+# (float32 exactly; bfloat16 rounded once more, so an output is within one bfloat16 ulp, not half of one) and the
+# write pass scales them. Ahead of ring1 in bfloat16, level in float32.
 SOFTMAX_RING1_STRATEGY = "ring1e"
-
 
 def _strategies(path: Path) -> dict[str, int]:
     """Plan name -> launch code, from the list the C++ launcher's enum is made of (softmax_strategies.def)."""
@@ -109,7 +99,7 @@ def _strategies(path: Path) -> dict[str, int]:
 
 SOFTMAX_STRATEGIES = _strategies(Path(__file__).with_name("softmax_strategies.def"))  # plan name -> launch code
 SOFTMAX_RING_STAGES = {"ring1": 1, "ring1e": 1, "ring": 2, "ring3": 3}
-SOFTMAX_RING_MAX_BYTES = 226 * 1024  # sm_90: 227 KiB a block, less 1 KiB static (softmax.cu: SOFTMAX_RING_MAX_BYTES)
+SOFTMAX_RING_MAX_BYTES = 226 * 1024  # sm_90: 227 KiB a block, less 1 KiB static (softmax_ring.cuh's)
 
 
 class SoftmaxPlan(NamedTuple):
@@ -139,7 +129,7 @@ def register_capacity(threads: int) -> int:
 
 def ring_bytes(cols: int, itemsize: int, threads: int, cluster: int, stages: int) -> int:
     """Shared memory a block of the ring kernel takes: ``stages`` slices of its rows, 16 bytes a vector, whatever
-    its ``threads`` (softmax.cu sizes a stage to the slice, not to whole vectors a thread)."""
+    its ``threads`` (the launcher sizes a stage to the slice, not to whole vectors a thread: SoftmaxShipped)."""
     return stages * -(-(cols // (16 // itemsize)) // cluster) * 16
 
 
@@ -149,33 +139,51 @@ def pipe_capacity(threads: int) -> int:
     return 64 if threads <= 256 else 32 if threads <= 512 else 0
 
 
-def softmax_plan(rows: int, cols: int, sm_count: int, itemsize: int = 4, dram_gbps_per_sm: float = 0.0) -> SoftmaxPlan:
-    """Strategy, threads and cluster size of softmax-cuda for a (rows, cols) input.
+class _Facts(NamedTuple):
+    """What softmax_plan's rules read: the input, its GPU, and the cluster and threads a row held in registers takes."""
 
-    Narrow rows: a warp each (float32 rows of 513 to 1024: a 128-thread block
-    each). Otherwise a block each (threads chosen so a thread holds about
-    SOFTMAX_BLOCK_EPT elements, 256 threads at least), split across a cluster of
-    2 to 16 blocks when a row is wider than one block holds or when there are
-    too few rows to give every SM SOFTMAX_CLUSTER_FILL blocks. In a cluster a
-    float32 thread holds about 64 elements, and float32 slices grow to 32768
-    before the cluster goes past 8. Rows wider than 16 blocks hold in registers
-    loop over memory instead, and so do float32 rows split over 8 blocks or
-    more. A row wider than a block's registers whose slice fits one stage of shared memory takes the ring
-    kernel of one stage (SOFTMAX_RING1_STRATEGY, SOFTMAX_RING1_THREADS): float32 over its cluster, bfloat16 over
-    SOFTMAX_BF16_RING1_CLUSTER blocks where the rows fill the SMs. Other bfloat16 rows split over a cluster of
-    up to 4 take the ring kernel, over larger clusters the pipe kernel, and over 16 the persistent loop kernel
-    (SOFTMAX_BF16_LOOP). Where the DRAM's peak bandwidth an SM
-    (``dram_gbps_per_sm``) reaches SOFTMAX_WIDE_DRAM_GBPS_PER_SM, a float32 row of a block each is held
-    SOFTMAX_LONE_EPT_WIDE_DRAM elements a thread, up to 1024 threads, and the loop kernel's float32 rows take
-    SOFTMAX_F32_LOOP_WIDE_DRAM. The thresholds are H100 and H200 sweeps' (scripts/gpu/tune_cuda.py,
-    scripts/gpu/tune_wide_rows.py).
-    """
-    f32 = itemsize == 4
-    if cols <= (SOFTMAX_WARP_MAX_COLS_F32 if f32 else SOFTMAX_WARP_MAX_COLS):
-        return SoftmaxPlan("warp", SOFTMAX_WARP_THREADS, 1)
-    if cols <= SOFTMAX_WARP_MAX_COLS:
-        return SoftmaxPlan("block", SOFTMAX_NARROW_BLOCK_THREADS, 1)
+    rows: int
+    cols: int
+    itemsize: int
+    sm_count: int
+    wide_dram: bool  # the GPU's DRAM asks SOFTMAX_WIDE_DRAM_GBPS_PER_SM or more of each SM
+    cluster: int  # blocks a row is split across in registers (_register_cluster)
+    threads: int  # threads a block of that split (_register_threads)
 
+    @property
+    def f32(self) -> bool:
+        return self.itemsize == 4
+
+    @property
+    def bf16(self) -> bool:
+        return not self.f32
+
+    @property
+    def narrow(self) -> bool:  # a warp's row
+        return self.cols <= (SOFTMAX_WARP_MAX_COLS_F32 if self.f32 else SOFTMAX_WARP_MAX_COLS)
+
+    @property
+    def wider_than_a_block(self) -> bool:
+        return self.cols > SOFTMAX_BLOCK_MAX_COLS
+
+    @property
+    def fits_registers(self) -> bool:  # its register split holds it
+        need = floats_per_thread(self.cols, self.itemsize, self.threads, self.cluster)
+        return need <= register_capacity(self.threads)
+
+    @property
+    def fits_pipe(self) -> bool:  # the pipe kernel's registers hold its slice of the same cluster
+        need = floats_per_thread(self.cols, self.itemsize, SOFTMAX_PIPE_THREADS, self.cluster)
+        return need <= pipe_capacity(SOFTMAX_PIPE_THREADS)
+
+    def fits_ring(self, threads: int, cluster: int, stages: int) -> bool:
+        return ring_bytes(self.cols, self.itemsize, threads, cluster, stages) <= SOFTMAX_RING_MAX_BYTES
+
+
+def _register_cluster(rows: int, cols: int, sm_count: int, f32: bool) -> int:
+    """Blocks a row is split across to hold it in registers: doubled from 1 while a block's slice is wider than it
+    holds, or while the rows give the SMs fewer than SOFTMAX_CLUSTER_FILL blocks each and every block would keep
+    SOFTMAX_MIN_SLICE elements; 16 at most."""
     def max_slice(cluster: int) -> int:
         return SOFTMAX_BLOCK_MAX_COLS_F32_C8 if f32 and cluster >= 8 else SOFTMAX_BLOCK_MAX_COLS
 
@@ -184,34 +192,88 @@ def softmax_plan(rows: int, cols: int, sm_count: int, itemsize: int = 4, dram_gb
             cols > cluster * max_slice(cluster)
             or (rows * cluster < SOFTMAX_CLUSTER_FILL * sm_count and cols >= 2 * cluster * SOFTMAX_MIN_SLICE)):
         cluster *= 2
+    return cluster
+
+
+def _register_threads(cols: int, cluster: int, f32: bool) -> int:
+    """A block's threads for its slice in registers: a float32 slice of a cluster SOFTMAX_CLUSTER_EPT_F32 elements a
+    thread (128 to 512 threads), any other SOFTMAX_BLOCK_EPT (SOFTMAX_BLOCK_MIN_THREADS, in a cluster 128, to 1024)."""
     slice_cols = -(-cols // cluster)
     if cluster > 1 and f32:
-        threads = min(512, max(128, _next_pow2(-(-slice_cols // SOFTMAX_CLUSTER_EPT_F32))))
-    else:
-        threads = min(1024, max(128 if cluster > 1 else SOFTMAX_BLOCK_MIN_THREADS,
-                                _next_pow2(-(-slice_cols // SOFTMAX_BLOCK_EPT))))
-    if floats_per_thread(cols, itemsize, threads, cluster) > register_capacity(threads):
-        return SoftmaxPlan("loop", SOFTMAX_LOOP_THREADS, cluster)
-    if f32 and cluster >= SOFTMAX_F32_LOOP_FROM_CLUSTER:
-        wide_dram = dram_gbps_per_sm >= SOFTMAX_WIDE_DRAM_GBPS_PER_SM
-        return SoftmaxPlan("loop", *(SOFTMAX_F32_LOOP_WIDE_DRAM if wide_dram else SOFTMAX_F32_LOOP))
-    if cols > SOFTMAX_BLOCK_MAX_COLS:  # too wide for a block's registers: one stage of shared memory, if it holds
-        if f32 and ring_bytes(cols, itemsize, SOFTMAX_RING1_THREADS, cluster, 1) <= SOFTMAX_RING_MAX_BYTES:
-            return SoftmaxPlan(SOFTMAX_RING1_STRATEGY, SOFTMAX_RING1_THREADS, cluster)
-        if (not f32 and rows >= sm_count and ring_bytes(cols, itemsize, SOFTMAX_RING1_THREADS,
-                                                        SOFTMAX_BF16_RING1_CLUSTER, 1) <= SOFTMAX_RING_MAX_BYTES):
-            return SoftmaxPlan(SOFTMAX_RING1_STRATEGY, SOFTMAX_RING1_THREADS, SOFTMAX_BF16_RING1_CLUSTER)
-    if not f32 and cluster >= SOFTMAX_BF16_LOOP_FROM_CLUSTER:
-        return SoftmaxPlan("loopp", *SOFTMAX_BF16_LOOP)
-    if (not f32 and 1 < cluster <= SOFTMAX_BF16_RING_MAX_CLUSTER
-            and ring_bytes(cols, itemsize, SOFTMAX_PIPE_THREADS, cluster, 2) <= SOFTMAX_RING_MAX_BYTES):
-        return SoftmaxPlan("ring", SOFTMAX_PIPE_THREADS, cluster)
-    if not f32 and cluster > 1 and (floats_per_thread(cols, itemsize, SOFTMAX_PIPE_THREADS, cluster)
-                                    <= pipe_capacity(SOFTMAX_PIPE_THREADS)):
-        return SoftmaxPlan("pipe", SOFTMAX_PIPE_THREADS, cluster)
-    if f32 and cluster == 1 and dram_gbps_per_sm >= SOFTMAX_WIDE_DRAM_GBPS_PER_SM:
-        threads = min(1024, max(threads, _next_pow2(-(-cols // SOFTMAX_LONE_EPT_WIDE_DRAM))))
-    return SoftmaxPlan("cluster" if cluster > 1 else "block", threads, cluster)
+        return min(512, max(128, _next_pow2(-(-slice_cols // SOFTMAX_CLUSTER_EPT_F32))))
+    least = 128 if cluster > 1 else SOFTMAX_BLOCK_MIN_THREADS
+    return min(1024, max(least, _next_pow2(-(-slice_cols // SOFTMAX_BLOCK_EPT))))
+
+
+# A rule's threads or cluster: a number, or one of these functions of the input's facts.
+def _split_cluster(f: _Facts) -> int:  # its register split's cluster
+    return f.cluster
+
+
+def _split_threads(f: _Facts) -> int:  # its register split's threads
+    return f.threads
+
+
+def _lone_row_threads(f: _Facts) -> int:  # SOFTMAX_LONE_EPT_WIDE_DRAM elements a thread, up to 1024 threads
+    return min(1024, max(f.threads, _next_pow2(-(-f.cols // SOFTMAX_LONE_EPT_WIDE_DRAM))))
+
+
+class _Rule(NamedTuple):
+    strategy: str
+    threads: int | Callable[[_Facts], int]
+    cluster: int | Callable[[_Facts], int]
+    when: Callable[[_Facts], bool]
+
+
+_F32_LOOP_FROM, _BF16_LOOP_FROM = SOFTMAX_F32_LOOP_FROM_CLUSTER, SOFTMAX_BF16_LOOP_FROM_CLUSTER
+_RING1, _RING1_THREADS, _BF16_RING1_CLUSTER = SOFTMAX_RING1_STRATEGY, SOFTMAX_RING1_THREADS, SOFTMAX_BF16_RING1_CLUSTER
+
+# softmax_plan's rules, in order: the first whose condition holds gives (strategy, threads, cluster). The constants
+# above say why each.
+SOFTMAX_RULES = (
+    # narrow rows: a warp a row; float32 rows of 513-1024 a block a row
+    _Rule("warp", SOFTMAX_WARP_THREADS, 1, lambda f: f.narrow),
+    _Rule("block", SOFTMAX_NARROW_BLOCK_THREADS, 1, lambda f: f.cols <= SOFTMAX_WARP_MAX_COLS),
+    # a slice wider than 16 blocks' registers: the loop kernel, which holds none
+    _Rule("loop", SOFTMAX_LOOP_THREADS, _split_cluster, lambda f: not f.fits_registers),
+    # float32 split over 8 blocks or more: the loop kernel, shaped by the GPU's DRAM
+    _Rule("loop", *SOFTMAX_F32_LOOP_WIDE_DRAM, lambda f: f.f32 and f.cluster >= _F32_LOOP_FROM and f.wide_dram),
+    _Rule("loop", *SOFTMAX_F32_LOOP, lambda f: f.f32 and f.cluster >= _F32_LOOP_FROM),
+    # wider than a block, its slice in one stage of shared memory: the ring of one stage, float32 over its split's
+    # cluster, bfloat16 over SOFTMAX_BF16_RING1_CLUSTER blocks where the rows fill the SMs
+    _Rule(_RING1, _RING1_THREADS, _split_cluster,
+          lambda f: f.f32 and f.wider_than_a_block and f.fits_ring(_RING1_THREADS, f.cluster, 1)),
+    _Rule(_RING1, _RING1_THREADS, _BF16_RING1_CLUSTER,
+          lambda f: f.bf16 and f.wider_than_a_block and f.rows >= f.sm_count
+          and f.fits_ring(_RING1_THREADS, _BF16_RING1_CLUSTER, 1)),
+    # bfloat16 split across a cluster: over 16 blocks the persistent loop, up to 4 the ring of 2 stages, else the pipe
+    _Rule("loopp", *SOFTMAX_BF16_LOOP, lambda f: f.bf16 and f.cluster >= _BF16_LOOP_FROM),
+    _Rule("ring", SOFTMAX_PIPE_THREADS, _split_cluster,
+          lambda f: f.bf16 and 1 < f.cluster <= SOFTMAX_BF16_RING_MAX_CLUSTER
+          and f.fits_ring(SOFTMAX_PIPE_THREADS, f.cluster, 2)),
+    _Rule("pipe", SOFTMAX_PIPE_THREADS, _split_cluster, lambda f: f.bf16 and f.cluster > 1 and f.fits_pipe),
+    # the row in registers: a float32 row of a block on a wide-DRAM GPU in more threads; else its register split
+    _Rule("block", _lone_row_threads, 1, lambda f: f.f32 and f.cluster == 1 and f.wide_dram),
+    _Rule("cluster", _split_threads, _split_cluster, lambda f: f.cluster > 1),
+    _Rule("block", _split_threads, 1, lambda f: True),
+)
+
+
+def softmax_plan(rows: int, cols: int, sm_count: int, itemsize: int = 4, dram_gbps_per_sm: float = 0.0) -> SoftmaxPlan:
+    """Strategy, threads and cluster size of softmax-cuda for a (rows, cols) input: the first of SOFTMAX_RULES that
+    holds for it. ``dram_gbps_per_sm``: the GPU's DRAM peak over its SMs (0 where the driver does not say)."""
+    f32 = itemsize == 4
+    cluster = _register_cluster(rows, cols, sm_count, f32)
+    facts = _Facts(rows, cols, itemsize, sm_count, dram_gbps_per_sm >= SOFTMAX_WIDE_DRAM_GBPS_PER_SM, cluster,
+                   _register_threads(cols, cluster, f32))
+    rule = next(rule for rule in SOFTMAX_RULES if rule.when(facts))
+    return SoftmaxPlan(rule.strategy, *(v(facts) if callable(v) else v for v in (rule.threads, rule.cluster)))
+
+
+def softmax_launch_args(plan: SoftmaxPlan | tuple[str, int, int]) -> tuple[int, int, int]:
+    """What launch_softmax is given for ``plan``: its strategy's code (softmax_strategies.def), threads, cluster."""
+    strategy, threads, cluster = plan
+    return SOFTMAX_STRATEGIES[strategy], threads, cluster
 
 
 @lru_cache(maxsize=None)
@@ -249,8 +311,7 @@ def device_softmax_plan(rows: int, cols: int, itemsize: int, device_index: int =
 
 @lru_cache(maxsize=1024)
 def _softmax_launch(rows: int, cols: int, itemsize: int, device_index: int) -> tuple[int, int, int]:
-    plan = device_softmax_plan(rows, cols, itemsize, device_index)
-    return SOFTMAX_STRATEGIES[plan.strategy], plan.threads, plan.cluster
+    return softmax_launch_args(device_softmax_plan(rows, cols, itemsize, device_index))
 
 
 def _out(x, out):
@@ -318,7 +379,7 @@ def softmax(x, out=None, plan: SoftmaxPlan | None = None, module=None):
     if plan is None:
         strategy, threads, cluster = _softmax_launch(rows, cols, x.element_size(), x.device.index)
     else:
-        strategy, threads, cluster = SOFTMAX_STRATEGIES[plan[0]], plan[1], plan[2]
+        strategy, threads, cluster = softmax_launch_args(plan)
     if module is not None:  # a measurement build
         return module.softmax(x, _out(x, out), strategy, threads, cluster)
     return extension().softmax(x, _out(x, out), strategy, threads, cluster)
@@ -331,7 +392,7 @@ def mean(x, out=None, streaming=MEAN_STREAMING, blocks_per_sm=MEAN_BLOCKS_PER_SM
 
 # --- kernelscope plan: what a call launches -------------------------------------------------------
 # The launch shape comes from the functions the calls above use (softmax_launch, elementwise_launch, the mean
-# constants); the grids are what the C++ launchers work out from it, which choose nothing: softmax.cu's
+# constants); the grids are what the C++ launchers work out from it, which choose nothing: softmax_launch.cuh's
 # launch_softmax_t (the warp kernel's rows a block, rows x cluster, the register sizes), mean.cu's
 # mean_partial_count, pack16.cuh's tiled_grid. tests/test_plan.py holds each line below to its line there.
 
