@@ -335,16 +335,17 @@ def test_the_cuda_elementwise_and_mean_launches_take_the_plan(monkeypatch, facts
 @pytest.mark.parametrize("facts", [H100, H200], ids=["h100", "h200"])
 def test_the_triton_launches_take_the_plan(monkeypatch, facts):
     from kernelscope.backends.triton import gelu as tgelu, mean as tmean, softmax as tsoftmax, square as tsquare
+    from kernelscope.backends.triton.softmax import launch as tsoftmax_launch
 
     calls = []
-    for module, names in ((tsoftmax, ("softmax_rows_tuned_kernel", "softmax_tiles_kernel", "softmax_persistent_kernel",
-                                      "softmax_chunk_stats_kernel", "softmax_chunk_write_kernel",
-                                      "softmax_pipe_kernel")),
+    for module, names in ((tsoftmax_launch, ("softmax_rows_tuned_kernel", "softmax_tiles_kernel",
+                                             "softmax_persistent_kernel", "softmax_chunk_stats_kernel",
+                                             "softmax_chunk_write_kernel", "softmax_pipe_kernel")),
                           (tmean, ("mean_one_pass_kernel",)), (tgelu, ("gelu_kernel",)),
                           (tsquare, ("square_flat_kernel",))):
         for name in names:
             monkeypatch.setattr(module, name, TritonKernel(name, calls))
-    monkeypatch.setattr(tsoftmax, "gpu_facts", lambda device: facts)  # the launches' reader of their GPU
+    monkeypatch.setattr(tsoftmax_launch, "gpu_facts", lambda device: facts)  # the launches' reader of their GPU
     monkeypatch.setattr(tmean, "gpu_facts", lambda device: facts)
     tsoftmax.default_plan.cache_clear()
     impls = {"softmax-triton-tuned": tsoftmax.softmax_tuned, "mean-triton-tuned": tmean.mean_tuned,

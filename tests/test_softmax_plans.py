@@ -52,7 +52,7 @@ NUMBA_OVERRIDES = [
 
 def _entry(call) -> object:
     """What a plan function returns, as JSON: its fields, or the error it raises."""
-    from kernelscope.plan import LaunchPlan
+    from kernelscope.backends.launches import LaunchPlan
 
     try:
         plan = call()

@@ -278,6 +278,31 @@ def test_softmax_tuned_allocates_its_output():
     torch.testing.assert_close(tsoftmax.softmax_tuned(x), torch.softmax(x, dim=-1))
 
 
+@pytest.mark.filterwarnings("ignore:invalid value encountered:RuntimeWarning")  # -inf padding times a free exp
+def test_the_floors_probe_runs_the_wide_row_plans_with_free_exps_and_the_suite_keeps_its_exps():
+    # scripts/gpu/floors.py --kernels times each wide-row plan beside a copy of the package whose wide-row kernels
+    # take every exp as an identity (the design's floor); the suite's kernels have no such switch
+    import inspect
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts" / "gpu"))
+    import floors
+
+    free = floors.triton_free_exps()
+    for module in (free.split, free.persistent, free.tiles):
+        assert "tl.exp(" not in inspect.getsource(module) and "_free_exp(" in inspect.getsource(module)
+    for path in ("split", "pipe", "persist", "tiles"):
+        shape, kwargs, strategy = PATHS[path]
+        x = _input("normal", shape, "float32")
+        plan = softmax_plan(*shape, x.element_size(), **kwargs)
+        assert plan.strategy == strategy
+        without_exps = free.softmax_planned(x, torch.zeros_like(x), plan)
+        softmax = tsoftmax.softmax_planned(x, torch.zeros_like(x), plan)
+        torch.testing.assert_close(softmax, torch.softmax(x, dim=-1))
+        assert not torch.equal(without_exps, softmax), path
+
+
 # --- mean: one launch, the last program finishes -------------------------------------
 
 def test_mean_programs_make_equal_steps():

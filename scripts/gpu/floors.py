@@ -18,7 +18,8 @@ made free, beside the kernel itself, in the same process. softmax-cuda's plans
 (softmax_plan's and tune_wide_rows.py's grid) run from a second build of the
 extension with softmax_free_exps.cu in softmax.cu's place (every exp a subtract);
 softmax-triton-tuned's plans (its default, and its persist and split plans)
-with FREE_EXPS (every exp an identity). The bytes, loads in flight, reductions,
+from a copy of its package whose wide-row kernels take every exp as an
+identity (triton_free_exps). The bytes, loads in flight, reductions,
 barriers and cluster exchanges stay as they are; what is left of the gap to
 the copy is the design's, not its math's. The free rows' outputs are no
 softmax and are not checked; the kernels themselves are checked before they
@@ -67,6 +68,47 @@ WIDE = [((512, 50257), "float32"), ((512, 50257), "bfloat16"), ((64, 262144), "f
 # (persist, 1 and 2 programs an SM), chunks in two launches (split); the default at 512x50257 holds the row (tiles).
 TRITON_PLANS = [{"persistent": True, "persist_programs_per_sm": 1}, {"persistent": True, "persist_programs_per_sm": 2},
                 {"persistent": False}]
+# The modules of softmax-triton-tuned's wide-row kernels whose exps the free copy makes identities: the split plan's
+# (whose passes the pipe plan runs too), the persist plan's and the tiles plan's; the row kernels' stay (no wide row
+# takes them).
+TRITON_WIDE_ROW_MODULES = ("split", "persistent", "tiles")
+FREE_EXP = """
+
+@triton.jit
+def _free_exp(z):
+    return z
+"""
+
+
+def triton_free_exps():
+    """softmax-triton-tuned's package (backends/triton/softmax/) copied to a temporary folder and imported under a
+    name of its own, with every ``tl.exp(`` of TRITON_WIDE_ROW_MODULES an identity: its softmax_planned runs a
+    plan with kernels that move their bytes and reduce as the suite's do, with no exp math (their output is no
+    softmax). Its modules import one another relatively, so the copy's launches take the copy's kernels."""
+    import atexit
+    import importlib.util
+    import shutil
+    import tempfile
+
+    from kernelscope.backends.triton import softmax
+
+    name = "kernelscope_triton_softmax_free_exps"
+    if name in sys.modules:
+        return sys.modules[name]
+    folder = Path(tempfile.mkdtemp(prefix="free-exps-")) / name
+    atexit.register(shutil.rmtree, folder.parent, ignore_errors=True)
+    shutil.copytree(Path(softmax.__file__).parent, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for module in TRITON_WIDE_ROW_MODULES:
+        path = folder / f"{module}.py"
+        text = path.read_text()
+        assert "tl.exp(" in text, path
+        path.write_text(text.replace("tl.exp(", "_free_exp(") + FREE_EXP)
+    spec = importlib.util.spec_from_file_location(name, folder / "__init__.py",
+                                                  submodule_search_locations=[str(folder)])
+    package = importlib.util.module_from_spec(spec)
+    sys.modules[name] = package
+    spec.loader.exec_module(package)
+    return package
 
 
 def kernel_floors(table: Table, quick: bool) -> int:
@@ -81,6 +123,7 @@ def kernel_floors(table: Table, quick: bool) -> int:
     from kernelscope.catalog import OPS
 
     free = build.extension(Path(__file__).with_name("softmax_free_exps.cu"))
+    free_triton = triton_free_exps()
     op = OPS["softmax"]
     sms = torch.cuda.get_device_properties(0).multi_processor_count
 
@@ -107,8 +150,7 @@ def kernel_floors(table: Table, quick: bool) -> int:
                       for o in TRITON_PLANS]
         for name, plan in plans:
             pair(f"triton {plan.strategy} {name}", lambda a, b, p=plan: tsoftmax.softmax_planned(a, b, p),
-                 lambda a, b, p=plan: tsoftmax.softmax_planned(a, b, p, free_exps=True), x, out, ref, scale, shape,
-                 dtype)
+                 lambda a, b, p=plan: free_triton.softmax_planned(a, b, p), x, out, ref, scale, shape, dtype)
         del x, out, ref
         torch.cuda.empty_cache()
     return len(T.FAILURES)

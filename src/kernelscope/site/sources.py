@@ -127,9 +127,10 @@ def variant_sources(variant: Variant) -> list[SourceRef]:
     CUDA C++: the op's .cu file and the op's own headers it includes (``<op>_*``: softmax's kernels, one family
     a header), each after those it includes (the Python wrapper only forwards). A module
     holding one op's kernels (Triton, Numba): the whole module, launch code
-    included. A module shared by every op (torch eager, torch.compile): the
-    variant's own definition, and for a compiled one the eager function it
-    compiles.
+    included. A package holding one op's kernels, a module a kernel family (Triton's and Numba's softmax): its
+    __init__.py, then the module that defines the variant's function and the package's modules it imports, each
+    after the module that imports it, and so for its plan function. A module shared by every op (torch eager,
+    torch.compile): the variant's own definition, and for a compiled one the eager function it compiles.
     """
     module, _, attr = variant.impl.partition(":")
     if variant.backend == "cuda":
@@ -138,6 +139,9 @@ def variant_sources(variant: Variant) -> list[SourceRef]:
         cu = CUDA_DIR / f"{variant.op}.cu"
         return [SourceRef(cu)] + [SourceRef(h) for h in included(cu) if h.name.startswith(f"{variant.op}_")]
     path = module_path(module)
+    if path.name == "__init__.py" and path.parent.name == variant.op:
+        plan_module, _, plan_attr = (variant.plan or "").partition(":")
+        return [SourceRef(p) for p in _package_modules(path, [attr] + ([plan_attr] if plan_module == module else []))]
     if path.stem == variant.op:  # and the sibling modules it takes its kernels from (numba/elementwise.py)
         return [SourceRef(path)] + [SourceRef(p) for p in _sibling_modules(path, module)]
     refs = [python_symbol(path, attr)]
@@ -159,6 +163,26 @@ def _sibling_modules(path: Path, module: str) -> list[Path]:
     for node in ast.parse(path.read_text()).body:
         if isinstance(node, ast.ImportFrom) and node.module == package:
             found += [path.parent / f"{a.name}.py" for a in node.names if (path.parent / f"{a.name}.py").exists()]
+    return found
+
+
+def _package_modules(init: Path, names: list[str]) -> list[Path]:
+    """A package's __init__.py, then for each of ``names`` (which __init__.py imports from its modules) the module
+    that defines it and, depth first, the package's modules that module imports (``from .plan import ...``)."""
+    found = [init]
+
+    def visit(path: Path) -> None:
+        if path not in found and path.exists():
+            found.append(path)
+            for node in ast.parse(path.read_text()).body:
+                if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+                    visit(path.parent / f"{node.module}.py")
+
+    exported = {alias.asname or alias.name: node.module for node in ast.parse(init.read_text()).body
+                if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module for alias in node.names}
+    for name in names:
+        if name in exported:
+            visit(init.parent / f"{exported[name]}.py")
     return found
 
 

@@ -1,0 +1,97 @@
+"""softmax-triton-tuned's launches: the plan plan.py picks for the shape on this GPU, run as its kernels' grids."""
+
+from functools import cache
+
+import torch
+import triton
+
+from kernelscope.backends.triton import gpu_facts, next_power_of_2
+
+from .persistent import persist_vec, softmax_persistent_kernel
+from .pipe import softmax_pipe_kernel
+from .plan import SoftmaxPlan, softmax_launch
+from .row_cut import cut_vec
+from .split import softmax_chunk_stats_kernel, softmax_chunk_write_kernel
+from .tiles import softmax_tiles_kernel
+from .whole_rows import softmax_rows_tuned_kernel
+
+
+def softmax_planned(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torch.Tensor:
+    """Run ``plan`` on a 2-D ``x`` into ``y`` (same shape, contiguous rows)."""
+    rows, cols = x.shape
+    if plan.strategy == "pipe":
+        return _softmax_piped(x, y, plan)
+    if plan.strategy == "persist":
+        keep, last_use = plan.eviction_policies()
+        softmax_persistent_kernel[(plan.grid(rows),)](x, y, rows, cols, x.stride(0), y.stride(0), CHUNK=plan.block,
+                                                      GROUP=plan.group, VEC=persist_vec(plan, x, y),
+                                                      STAGES=plan.stages, KEEP=keep, LAST_USE=last_use,
+                                                      num_warps=plan.num_warps)
+        return y
+    if plan.strategy == "tiles":
+        softmax_tiles_kernel[(plan.grid(rows),)](x, y, cols, x.stride(0), y.stride(0), *plan.tiles,
+                                                 VEC=cut_vec(x, y), num_warps=plan.num_warps)
+        return y
+    if plan.strategy != "split":
+        grid = (plan.grid(rows),)
+        softmax_rows_tuned_kernel[grid](x, y, rows, cols, x.stride(0), y.stride(0), ROWS=plan.rows_per_program,
+                                        BLOCK=plan.block, num_warps=plan.num_warps)
+        return y
+    # One (max, sum) pair per chunk of the group's rows, reused by every group:
+    # the stream runs group g's pass 2 before group g + 1's pass 1 overwrites it.
+    chunk_max, chunk_sum = torch.empty((2, plan.group_rows * plan.chunks), device=x.device, dtype=torch.float32)
+    keep, last_use = plan.eviction_policies()
+    for row0 in range(0, rows, plan.group_rows):
+        group_rows = min(plan.group_rows, rows - row0)
+        grid = (plan.grid(group_rows),)
+        softmax_chunk_stats_kernel[grid](x, chunk_max, chunk_sum, row0, cols, x.stride(0), plan.chunks,
+                                         CHUNK=plan.block, KEEP=keep, num_warps=plan.num_warps)
+        softmax_chunk_write_kernel[grid](x, y, chunk_max, chunk_sum, row0, group_rows, cols, x.stride(0),
+                                         y.stride(0), plan.chunks, CHUNK=plan.block,
+                                         CHUNKS_BLOCK=next_power_of_2(plan.chunks), LAST_USE=last_use,
+                                         num_warps=plan.num_warps)
+    return y
+
+
+def _softmax_piped(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torch.Tensor:
+    """The pipe plan: groups g = 0..G-1, launch k = pass 2 of group k - 1 beside pass 1 of group k.
+
+    Group g's statistics live in slot g % 2: launch k writes slot k % 2 and reads slot (k - 1) % 2, and the
+    stream orders launch k + 1's writes to that slot after launch k's reads.
+    """
+    rows, cols = x.shape
+    groups = triton.cdiv(rows, plan.group_rows)
+
+    def group(g: int) -> tuple[int, int]:  # (first row, rows) of group g; (0, 0) before the first, past the last
+        return (g * plan.group_rows, min(plan.group_rows, rows - g * plan.group_rows)) if 0 <= g < groups else (0, 0)
+
+    slots = torch.empty((2, 2, plan.group_rows * plan.chunks), device=x.device, dtype=torch.float32)
+    keep, last_use = plan.eviction_policies()
+    for k in range(groups + 1):
+        (write_row0, n_write), (stats_row0, n_stats) = group(k - 1), group(k)  # pass 2 of k - 1, pass 1 of k
+        w, st = slots[(k - 1) % 2], slots[k % 2]
+        softmax_pipe_kernel[(plan.grid(n_write + n_stats),)](
+            x, y, w[0], w[1], st[0], st[1], write_row0, n_write, stats_row0, n_stats, cols, x.stride(0),
+            y.stride(0), plan.chunks, CHUNK=plan.block, CHUNKS_BLOCK=next_power_of_2(plan.chunks), KEEP=keep,
+            LAST_USE=last_use, num_warps=plan.num_warps)
+    return y
+
+
+@cache
+def default_plan(rows: int, cols: int, itemsize: int, device: torch.device) -> SoftmaxPlan:
+    return softmax_launch(rows, cols, itemsize, gpu_facts(device))
+
+
+def softmax_tuned(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """Row softmax with the launch shape ``softmax_plan`` picks for this width."""
+    y = torch.empty_like(x) if out is None else out
+    rows, cols = x.shape
+    return softmax_planned(x, y, default_plan(rows, cols, x.element_size(), x.device))
+
+
+@cache
+def l2_bytes(device: torch.device) -> int:
+    """The L2 of ``device`` (the tuning scripts' softmax_plan calls); 0 on the CPU: the interpreter has no cache."""
+    if device.type != "cuda":
+        return 0
+    return torch.cuda.get_device_properties(device).L2_cache_size
