@@ -259,11 +259,11 @@ def test_the_regs_plan_holds_the_whole_row_or_refuses():
 def test_the_regs_plan_reads_16_bytes_an_access_only_where_the_rows_allow(monkeypatch, cols, offset, vector):
     # Whole vectors a row, x and y 16-byte aligned: the vector kernel; a row of 301 columns, or x one element past
     # a 16-byte boundary, the 4-byte kernel (a misaligned vector access is a CUDA error on the GPU)
-    from kernelscope.backends.numba import softmax as nb_softmax
+    from kernelscope.backends.numba.softmax import launch
 
     built = []
-    kernel = nb_softmax.softmax_regs_kernel
-    monkeypatch.setattr(nb_softmax, "softmax_regs_kernel", lambda *args: built.append(args[-1]) or kernel(*args))
+    kernel = launch.softmax_regs_kernel
+    monkeypatch.setattr(launch, "softmax_regs_kernel", lambda *args: built.append(args[-1]) or kernel(*args))
     x = OPS["softmax"].make_input((3, cols * 3 + offset), "float32", DEVICE, 8).view(-1)[offset:offset + 3 * cols]
     x = x.view(3, cols)
     out = launch_softmax(x, plan=Plan("regs", 32, 16, vector=True))
@@ -328,23 +328,23 @@ def test_the_regs_plan_holds_16_elements_a_thread_where_the_dram_asks_more_of_ea
     from dataclasses import replace
 
     from kernelscope.backends.device import H100
-    from kernelscope.backends.numba import softmax as nb_softmax
+    from kernelscope.backends.numba.softmax import gpu, launch
 
     shape = lambda plan: (plan.path, plan.threads, plan.unroll)  # noqa: E731
-    gpu = torch.device("cuda", 0)
-    monkeypatch.setattr(nb_softmax, "SIMULATED", False)
-    monkeypatch.setattr(nb_softmax, "sm_count", lambda index: 132)
-    monkeypatch.setattr(nb_softmax, "_device_limits", lambda index: (227 * 1024 - 128, 50 * 2**20))
-    monkeypatch.setattr(nb_softmax, "dram_gbps_per_sm", lambda index: 36.5)
-    assert nb_softmax.gpu_facts(0) == replace(H100, name="cuda:0", dram_gbps_per_sm=36.5)
-    assert shape(plan_softmax(8192, 8192, gpu)) == ("regs", 512, 16)
-    assert shape(plan_softmax(64, 4096, gpu)) == ("regs", 256, 16)
-    assert shape(plan_softmax(16384, 16384, gpu)) == ("regs", 512, 32)  # the threads run out first
-    assert shape(plan_softmax(8192, 8192, gpu, cols_per_thread=32)) == ("regs", 256, 32)  # asked for
-    monkeypatch.setattr(nb_softmax, "dram_gbps_per_sm", lambda index: 25.4)
-    nb_softmax.gpu_facts.cache_clear()
-    assert shape(plan_softmax(8192, 8192, gpu)) == ("regs", 256, 32)
-    assert shape(plan_softmax(16384, 16384, gpu)) == ("regs", 512, 32)
+    cuda = torch.device("cuda", 0)
+    monkeypatch.setattr(launch, "SIMULATED", False)
+    monkeypatch.setattr(gpu, "sm_count", lambda index: 132)
+    monkeypatch.setattr(gpu, "device_limits", lambda index: (227 * 1024 - 128, 50 * 2**20))
+    monkeypatch.setattr(gpu, "dram_gbps_per_sm", lambda index: 36.5)
+    assert gpu.gpu_facts(0) == replace(H100, name="cuda:0", dram_gbps_per_sm=36.5)
+    assert shape(plan_softmax(8192, 8192, cuda)) == ("regs", 512, 16)
+    assert shape(plan_softmax(64, 4096, cuda)) == ("regs", 256, 16)
+    assert shape(plan_softmax(16384, 16384, cuda)) == ("regs", 512, 32)  # the threads run out first
+    assert shape(plan_softmax(8192, 8192, cuda, cols_per_thread=32)) == ("regs", 256, 32)  # asked for
+    monkeypatch.setattr(gpu, "dram_gbps_per_sm", lambda index: 25.4)
+    gpu.gpu_facts.cache_clear()
+    assert shape(plan_softmax(8192, 8192, cuda)) == ("regs", 256, 32)
+    assert shape(plan_softmax(16384, 16384, cuda)) == ("regs", 512, 32)
 
 
 def test_launchers_refuse_blocks_of_partial_warps():
@@ -413,14 +413,14 @@ def test_tuning_script_summary_compares_the_defaults_with_the_targets(capsys):
 @pytest.mark.gpu
 def test_row_plan_opts_in_to_more_than_48_kib_of_shared_memory():
     # 20,000 columns are 80 KB a row: the row plan must opt in, not fall back to the split plan.
-    from kernelscope.backends.numba import softmax
+    from kernelscope.backends.numba.softmax import shared_row
 
     x = OPS["softmax"].make_input((200, 20000), "float32", "cuda", 17)
     plan = plan_softmax(200, 20000, x.device)
     assert plan.path == "row"
     out = launch_softmax(x, plan=plan)
     torch.cuda.synchronize()
-    assert softmax._OPTED_IN[id(softmax.softmax_row_kernel(plan.threads, plan.unroll, plan.recompute))]
+    assert shared_row._OPTED_IN[id(shared_row.softmax_row_kernel(plan.threads, plan.unroll, plan.recompute))]
     within_tolerance("softmax", x, out)
 
 

@@ -74,7 +74,7 @@ def test_the_text_names_the_variant_gpu_kernel_grid_block_and_cluster(capsys):
 
 @pytest.mark.parametrize("gpu", ["h100", "h200"])
 def test_each_backend_s_softmax_at_the_two_reference_sizes(capsys, gpu):
-    # The plans kernels.py, triton/softmax.py and numba/softmax.py describe for the two sizes the site quotes
+    # The plans kernels.py, triton/softmax/ and numba/softmax/ describe for the two sizes the site quotes
     wide_dram = gpu == "h200"
     expected = {
         ("softmax-cuda", "4096x4096"): ("block", "softmax_exact_kernel", [4096], 256, 1),
@@ -369,9 +369,10 @@ def test_the_numba_launches_take_the_plan(monkeypatch, facts):
 
     from kernelscope.backends.numba import elementwise, gelu as ngelu, mean as nmean, softmax as nsoftmax
     from kernelscope.backends.numba import square as nsquare
+    from kernelscope.backends.numba.softmax import launch as nsoftmax_launch
 
     calls = []
-    for module in (nsoftmax, nmean, elementwise):  # the GPU's path, the preset's facts read by its reader
+    for module in (nsoftmax_launch, nmean, elementwise):  # the GPU's path, the preset's facts read by its reader
         monkeypatch.setattr(module, "SIMULATED", False)
         monkeypatch.setattr(module, "gpu_facts", lambda index: facts)
         monkeypatch.setattr(module, "as_array", lambda t: t)
@@ -381,8 +382,8 @@ def test_the_numba_launches_take_the_plan(monkeypatch, facts):
             ("softmax_row_kernel", lambda *a: NumbaKernel("softmax_row", calls)),
             ("chunk_stats_kernel", lambda *a: NumbaKernel("chunk_stats", calls)),
             ("chunk_write_kernel", lambda *a: NumbaKernel("chunk_write", calls))):
-        monkeypatch.setattr(nsoftmax, name, kernel)
-    monkeypatch.setattr(nsoftmax, "_allow_large_shared", lambda kernel, args, nbytes: True)
+        monkeypatch.setattr(nsoftmax_launch, name, kernel)
+    monkeypatch.setattr(nsoftmax_launch, "allow_large_shared", lambda kernel, args, nbytes: True)
     monkeypatch.setattr(nmean, "mean_one_launch_kernel", lambda *a: NumbaKernel("mean_one_launch", calls))
     monkeypatch.setattr(elementwise, "tiled_kernel", lambda f, name, *a: NumbaKernel(f"{name}_tiled", calls))
     monkeypatch.setattr(elementwise, "grid_stride_kernel", lambda f, name, *a: NumbaKernel(f"{name}_flat", calls))

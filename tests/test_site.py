@@ -154,6 +154,25 @@ def test_every_variant_has_a_source_to_show():
                 assert any(v.impl.split(":")[1] in line or "torch_ops" in r.rel for line in text), v.name
 
 
+def test_an_op_package_shows_its_init_then_each_variant_s_modules_and_every_module_somewhere():
+    # Triton's and Numba's softmax: a package, a module a kernel family. Each variant shows the package's
+    # __init__.py, the module defining its function and the package modules that one imports (and its plan
+    # function's); together the op's variants show every file of the package.
+    def files(name):
+        return [r.rel.rsplit("/", 1)[1] for r in variant_sources(VARIANTS[name])]
+
+    assert files("softmax-triton-row") == ["__init__.py", "lecture.py"]
+    assert files("softmax-triton-online") == ["__init__.py", "online.py"]
+    tuned = files("softmax-triton-tuned")
+    assert tuned[:2] == ["__init__.py", "launch.py"] and tuned[-1] == "plan_of.py" and "plan.py" in tuned
+    for backend in ("triton", "numba"):
+        package = ROOT / "src" / "kernelscope" / "backends" / backend / "softmax"
+        shown = {r.path for v in VARIANTS.values() if v.op == "softmax" and v.backend == backend
+                 for r in variant_sources(v)}
+        assert shown == set(package.glob("*.py")), backend
+        assert all(r.start is None for v in VARIANTS.values() if v.backend == backend for r in variant_sources(v))
+
+
 def test_sources_find_symbols_and_refuse_missing_ones():
     ref = source("src/kernelscope/backends/cuda/square.cu", "square_vec4_kernel")
     lines = ref.path.read_text().splitlines()[ref.start - 1:ref.end]

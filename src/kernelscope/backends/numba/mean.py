@@ -94,7 +94,7 @@ def thread_sum(unroll: int, vector: bool = False, streaming: bool = False):
                 i += stride
             i = n4 * 4 + cuda.grid(1)  # fewer than 4 elements left, for the first threads
         while i + (unroll - 1) * stride < n:
-            for u in range(unroll):  # unsigned: no wraparound of a negative index to work out (softmax.py)
+            for u in range(unroll):  # unsigned: no wraparound of a negative index to work out (softmax/registers.py)
                 acc[u] += x[uint64(i + u * stride)]
             i += unroll * stride
         while i < n:

@@ -1,0 +1,36 @@
+"""Numba CUDA row softmax over the last dimension of a 2-D tensor (softmax-numba).
+
+launch.py runs the plan plan.py picks for its (rows, cols) on its GPU, one kernel family a plan:
+
+* regs (registers.py): a block a row, the row held in registers; the default for rows up to 16384 columns.
+* row (shared_row.py): a block a row, the row cached in dynamic shared memory, while shared memory holds it.
+* split (split.py): rows too wide for that, or too few to fill the GPU, cut into chunks, a block a chunk, in two
+  launches over groups of rows that fit L2.
+
+gpu.py reads the GPU's facts the plan takes; plan_of.py says what a plan launches (`kernelscope plan`).
+
+Every maximum is subtracted before exp, so logits around +1000 do not
+overflow; elements at -inf (masked) give exp(-inf) = 0, and a running
+maximum still at -inf is never subtracted from itself (no -inf - -inf = NaN).
+A row needs one finite element, as torch.softmax does.
+"""
+
+from .gpu import device_limits, gpu_facts
+from .launch import launch_softmax, plan_softmax, softmax
+from .plan import (
+    CHUNK, COLS_PER_THREAD, L2_SHARE, LONE_BLOCK_THREADS, MAX_CACHED_COLS, MAX_THREADS, PLAN_TABLE, RECOMPUTE,
+    REGS_DEFAULT_MAX_COLS, REGS_EPT, REGS_EPT_WIDE_DRAM, REGS_FAST_EXP, REGS_MAX_EPT, REGS_MAX_THREADS,
+    REGS_MIN_THREADS, REGS_VECTOR, ROW_UNROLL, SCRATCH_BYTES, SIM_CHUNK, SIM_MAX_CACHED_COLS, SIM_UNROLL,
+    SPLIT_THREADS, UNROLL, Plan, regs_plan, softmax_launch)
+from .plan_of import softmax_plan_of
+from .registers import exp_accurate, exp_fast, softmax_regs_kernel
+from .shared_row import allow_large_shared, softmax_row_kernel
+from .split import chunk_stats_kernel, chunk_write_kernel, online_update
+
+__all__ = ["CHUNK", "COLS_PER_THREAD", "L2_SHARE", "LONE_BLOCK_THREADS", "MAX_CACHED_COLS", "MAX_THREADS",
+           "PLAN_TABLE", "RECOMPUTE", "REGS_DEFAULT_MAX_COLS", "REGS_EPT", "REGS_EPT_WIDE_DRAM", "REGS_FAST_EXP",
+           "REGS_MAX_EPT", "REGS_MAX_THREADS", "REGS_MIN_THREADS", "REGS_VECTOR", "ROW_UNROLL", "SCRATCH_BYTES",
+           "SIM_CHUNK", "SIM_MAX_CACHED_COLS", "SIM_UNROLL", "SPLIT_THREADS", "UNROLL", "Plan", "allow_large_shared",
+           "chunk_stats_kernel", "chunk_write_kernel", "device_limits", "exp_accurate", "exp_fast", "gpu_facts",
+           "launch_softmax", "online_update", "plan_softmax", "regs_plan", "softmax", "softmax_launch",
+           "softmax_plan_of", "softmax_regs_kernel", "softmax_row_kernel"]

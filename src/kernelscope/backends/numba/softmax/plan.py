@@ -1,0 +1,258 @@
+"""Which launch softmax-numba takes for a (rows, cols) input: pure Python, the defaults are parameters.
+
+PLAN_TABLE lists the plans in the order they are tried; an input takes the first whose condition holds.
+scripts/gpu/tune_numba.py sweeps the defaults; what it measured is in results-proofs/tuning-sweeps/.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from types import SimpleNamespace
+
+from kernelscope.backends import WIDE_DRAM_GBPS_PER_SM
+from kernelscope.backends.device import DeviceFacts
+from kernelscope.backends.numba.common import SIM_THREADS
+
+# regs: the default for rows up to REGS_DEFAULT_MAX_COLS that it holds. On the H100 it beat the row plan at
+# every width up to 8192 columns, lost at 16384 with the accurate exp
+# (results-proofs/tuning-sweeps/h100-971e88e/numba-regs-small.txt) and won there with the fast one
+# (results-proofs/tuning-sweeps/h100-a08c0b0).
+REGS_DEFAULT_MAX_COLS = 16384
+# regs: the fast exp (registers.py's exp_fast): 97.3% of copy at 16384x16384 on the H100 against 66.8% with the
+# accurate exp (results-proofs/tuning-sweeps/h100-a08c0b0).
+REGS_FAST_EXP = True
+# regs: 16-byte loads and stores where a row is a whole number of vectors and x and y start 16-byte aligned: a
+# quarter of the memory instructions and their address arithmetic (H200, 8192x8192: 4-byte accesses read slower,
+# results-proofs/tuning-sweeps/h200-d1a0df1).
+REGS_VECTOR = True
+REGS_EPT = 32  # regs: elements a thread holds (softmax-cuda's SOFTMAX_BLOCK_EPT) ...
+# ... with at least this many threads a block: more, smaller blocks an SM (16384x1000 on the H100: 64 threads x 16
+# read 90.6% of copy, results-proofs/tuning-sweeps/h100-f1f901f, against 128 x 8's 86.0%, h100-a08c0b0) ...
+REGS_MIN_THREADS = 64
+REGS_MAX_THREADS = 512  # ... and at most this many (max_threads overrides it) ...
+REGS_MAX_EPT = 64  # ... so a thread holds up to this many: 32768 columns at 512 threads
+# regs on a GPU whose DRAM asks WIDE_DRAM_GBPS_PER_SM or more of each SM (the H200): half REGS_EPT in twice the
+# threads, as softmax-cuda's lone rows there (8192x8192: 512 x 16 read faster than 256 x 32,
+# results-proofs/tuning-sweeps/h200-d1a0df1, h200-23db91a).
+REGS_EPT_WIDE_DRAM = 16
+# row: blocks of at most MAX_THREADS (256 beat 512 at 8192-16384 columns: more blocks an SM overlap their passes),
+# about COLS_PER_THREAD columns a thread (at least 32 threads), ROW_UNROLL loads in flight a thread in pass 1 (16
+# beat 8 and 4 at 256 threads) (H100: results-proofs/tuning-sweeps/h100-first-pass).
+MAX_THREADS = 256
+LONE_BLOCK_THREADS = 1024  # row: a row filling an SM's shared memory: a lone block keeps the loads in flight
+COLS_PER_THREAD = 16
+ROW_UNROLL = 16
+RECOMPUTE = False  # row: pass 3 recomputes exp instead of pass 2 storing it to shared memory
+MAX_CACHED_COLS: int | None = None  # widest row the row plan caches (None: what shared memory holds)
+SCRATCH_BYTES = 32 * 4  # the static shared memory of the reductions
+# split: CHUNK columns a block, SPLIT_THREADS threads (32 columns a thread; 8 blocks an SM, so a row group's
+# chunks fit in one wave), UNROLL loads in flight a thread in the DRAM passes, row groups of at most L2_SHARE of L2.
+CHUNK = 8192
+SPLIT_THREADS = 256
+UNROLL = 4
+L2_SHARE = 0.5
+# Under the simulator: tiny blocks and chunks, and the split plan from 17 columns on, so the check shapes run
+# both plans and their loops really loop.
+SIM_MAX_CACHED_COLS = 16
+SIM_CHUNK = 12  # 17 columns: a full chunk and a partial one
+SIM_UNROLL = 2
+
+
+@dataclass(frozen=True)
+class Plan:
+    path: str  # "row", "split" or "regs"
+    threads: int
+    unroll: int  # row and split: loads in flight a thread; regs: elements a thread holds
+    chunk: int = 0  # split: columns a block
+    group_rows: int = 0  # split: rows a launch pair
+    recompute: bool = False  # row: pass 3 recomputes exp (see shared_row.py)
+    fast_exp: bool = False  # regs: libdevice's fast_expf for the exps (REGS_FAST_EXP)
+    min_blocks: int = 1  # regs: blocks an SM the launch bounds keep registers for
+    vector: bool = False  # regs: 16-byte loads and stores where the rows allow (REGS_VECTOR)
+
+    def __str__(self) -> str:
+        extra = f" chunk={self.chunk} group={self.group_rows}" if self.path == "split" else ""
+        extra += " recompute" if self.recompute else ""
+        extra += " fast-exp" if self.fast_exp else ""
+        extra += f" min-blocks={self.min_blocks}" if self.min_blocks > 1 else ""
+        extra += " 16B" if self.vector else ""
+        return f"{self.path} threads={self.threads} unroll={self.unroll}{extra}"
+
+
+# The plans in the order they are tried: an input takes the first whose condition holds. Each column names a
+# property of _Input below: the condition, the plan's threads and unroll (regs: elements a thread), and its other
+# Plan fields.
+PLAN_TABLE = (
+    # path     condition      threads          unroll          other fields
+    ("regs",   "takes_regs",  "regs_threads",  "regs_ept",     ("fast_exp", "min_blocks", "vector")),
+    ("row",    "takes_row",   "row_threads",   "row_unroll",   ("recompute",)),
+    ("split",  "always",      "split_threads", "split_unroll", ("chunk", "group_rows")),
+)
+
+
+def softmax_launch(rows: int, cols: int, facts: DeviceFacts | None, max_threads: int | None = None,
+                   cols_per_thread: int | None = None, unroll: int | None = None, chunk: int | None = None,
+                   split_threads: int | None = None, max_cached_cols: int | None = None,
+                   l2_share: float | None = None, path: str | None = None, recompute: bool | None = None,
+                   fast_exp: bool | None = None, min_blocks: int = 1, vector: bool | None = None) -> Plan:
+    """The launch plan for a (rows, cols) input on the GPU of ``facts`` (None: the simulator's sizes); None
+    arguments: the module defaults; path forces a plan.
+
+    The default: the regs plan for rows up to REGS_DEFAULT_MAX_COLS that it holds (under the simulator, rows
+    that its 32 threads hold), else the row plan while shared memory caches the row, else the split plan.
+    """
+    shape = _Input(rows, cols, facts, SimpleNamespace(**locals()))
+    name, _, threads, unroll, fields = next(rule for rule in PLAN_TABLE if getattr(shape, rule[1]))
+    return Plan(name, getattr(shape, threads), getattr(shape, unroll), **{f: getattr(shape, f) for f in fields})
+
+
+def regs_plan(cols: int, max_threads: int | None = None, fast_exp: bool | None = None, min_blocks: int = 1,
+              ept: int | None = None, vector: bool | None = None) -> Plan:
+    """The "regs" plan for rows of ``cols``: ``ept`` (REGS_EPT) elements a thread, REGS_MIN_THREADS to
+    ``max_threads`` (default REGS_MAX_THREADS) threads, more elements a thread once the threads run out.
+
+    Its own limit, not the row plan's: at 16384 columns the row plan's 256 threads would hold 64 elements each,
+    and the H100 read 56.7% of the copy bandwidth there against 88.1% at 8192 columns, 32 a thread
+    (results-proofs/tuning-sweeps/h100-971e88e). ``vector`` (default REGS_VECTOR): 16-byte accesses where a
+    thread holds whole vectors and the rows allow.
+    """
+    threads, ept = regs_shape(cols, max_threads, ept)
+    return Plan("regs", threads, ept, fast_exp=REGS_FAST_EXP if fast_exp is None else fast_exp, min_blocks=min_blocks,
+                vector=regs_vector(vector, ept))
+
+
+def regs_shape(cols: int, max_threads: int | None, ept: int | None) -> tuple[int, int]:
+    """(threads, elements a thread) of the regs plan for rows of ``cols`` (see regs_plan)."""
+    wanted = _pow2_at_least(-(-cols // (ept or REGS_EPT)))
+    threads = min(max_threads or REGS_MAX_THREADS, max(REGS_MIN_THREADS, wanted))
+    ept = _pow2_at_least(-(-cols // threads))
+    if ept > REGS_MAX_EPT:
+        raise ValueError(f"softmax-numba: a row of {cols} columns is wider than the regs plan holds "
+                         f"({threads} threads x {REGS_MAX_EPT} elements); take the row or split plan")
+    return threads, ept
+
+
+def regs_vector(vector: bool | None, ept: int) -> bool:
+    return (REGS_VECTOR if vector is None else vector) and ept % 4 == 0  # whole vectors a thread
+
+
+class _Input:
+    """An input's shape, its GPU (``facts``; None: the simulator) and what softmax_launch was asked (``asked``: its
+    arguments), with what the plans read of them, each worked out when PLAN_TABLE first reads it."""
+
+    always = True
+
+    def __init__(self, rows: int, cols: int, facts: DeviceFacts | None, asked: SimpleNamespace):
+        self.rows, self.cols, self.facts, self.asked = rows, cols, facts, asked
+        self.simulated = facts is None
+
+    # regs
+    @cached_property
+    def regs_max_threads(self) -> int | None:
+        return self.asked.max_threads or (SIM_THREADS if self.simulated else None)
+
+    @cached_property
+    def takes_regs(self) -> bool:
+        if self.asked.path is not None:
+            return self.asked.path == "regs"
+        holds = (self.regs_max_threads or REGS_MAX_THREADS) * REGS_MAX_EPT
+        return self.cols <= REGS_DEFAULT_MAX_COLS and self.cols <= holds
+
+    @cached_property
+    def regs_shape(self) -> tuple[int, int]:
+        ept = self.asked.cols_per_thread  # the elements a thread holds
+        if ept is None and not self.simulated and self.facts.dram_gbps_per_sm >= WIDE_DRAM_GBPS_PER_SM:
+            ept = REGS_EPT_WIDE_DRAM
+        return regs_shape(self.cols, self.regs_max_threads, ept)
+
+    @cached_property
+    def regs_threads(self) -> int:
+        return self.regs_shape[0]
+
+    @cached_property
+    def regs_ept(self) -> int:
+        return self.regs_shape[1]
+
+    @cached_property
+    def fast_exp(self) -> bool:
+        return REGS_FAST_EXP if self.asked.fast_exp is None else self.asked.fast_exp
+
+    @cached_property
+    def min_blocks(self) -> int:
+        return self.asked.min_blocks
+
+    @cached_property
+    def vector(self) -> bool:
+        return regs_vector(self.asked.vector, self.regs_ept)
+
+    # row
+    @cached_property
+    def shared_bytes(self) -> int:
+        """The dynamic shared memory a block may take for the row (the GPU's; not read under the simulator)."""
+        return self.facts.shared_bytes_per_block - SCRATCH_BYTES
+
+    @cached_property
+    def cached_cols(self) -> int:
+        """The widest row the row plan caches in shared memory."""
+        if self.simulated:
+            return self.asked.max_cached_cols or SIM_MAX_CACHED_COLS
+        return min(self.shared_bytes // 4, self.asked.max_cached_cols or MAX_CACHED_COLS or self.shared_bytes // 4)
+
+    @cached_property
+    def takes_row(self) -> bool:
+        """Asked for, or by default while shared memory caches the row, unless a few wide rows would leave SMs
+        idle."""
+        if self.asked.path is not None:
+            return self.asked.path == "row"
+        sms = 1 if self.simulated else self.facts.sm_count
+        few_wide = self.rows < sms and self.cols >= 2 * self.asked_chunk
+        return not (self.cols > self.cached_cols or few_wide)
+
+    @cached_property
+    def row_threads(self) -> int:
+        if not self.simulated and self.cols > self.shared_bytes // 4:
+            raise ValueError(f"softmax-numba: a row of {self.cols} columns does not fit in shared memory "
+                             f"(at most {self.shared_bytes // 4}); take the split plan")
+        if self.simulated:
+            max_threads = self.asked.max_threads or SIM_THREADS
+        else:  # a row filling half an SM's shared memory or more: a lone block a row
+            lone = self.cols * 4 > self.shared_bytes // 2
+            max_threads = self.asked.max_threads or (LONE_BLOCK_THREADS if lone else MAX_THREADS)
+        per_thread = self.asked.cols_per_thread or COLS_PER_THREAD
+        return min(max_threads, max(32, _pow2_at_least(-(-self.cols // per_thread))))
+
+    @cached_property
+    def row_unroll(self) -> int:
+        return self.asked.unroll or (SIM_UNROLL if self.simulated else ROW_UNROLL)
+
+    @cached_property
+    def recompute(self) -> bool:
+        return RECOMPUTE if self.asked.recompute is None else self.asked.recompute
+
+    # split
+    @cached_property
+    def asked_chunk(self) -> int:
+        return self.asked.chunk or (SIM_CHUNK if self.simulated else CHUNK)
+
+    @cached_property
+    def chunk(self) -> int:
+        return min(self.asked_chunk, self.cols)
+
+    @cached_property
+    def split_threads(self) -> int:
+        most = self.asked.split_threads or (SIM_THREADS if self.simulated else SPLIT_THREADS)
+        return min(most, max(32, _pow2_at_least(self.chunk)))
+
+    @cached_property
+    def split_unroll(self) -> int:
+        return self.asked.unroll or (SIM_UNROLL if self.simulated else UNROLL)
+
+    @cached_property
+    def group_rows(self) -> int:
+        l2 = 2**20 if self.simulated else self.facts.l2_bytes
+        return max(1, min(self.rows, int((self.asked.l2_share or L2_SHARE) * l2) // (self.cols * 4)))
+
+
+def _pow2_at_least(n: int) -> int:
+    return 1 << max(0, n - 1).bit_length()

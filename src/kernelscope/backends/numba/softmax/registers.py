@@ -1,0 +1,115 @@
+"""The regs plan's kernels: a block a row, the row held in registers, as softmax-cuda's block kernel holds it.
+
+Each thread loads its ``ept`` elements (j = t, t + threads, ...) into a local array of compile-time length, all
+loads before the first use; then the max, the exps and their sum, and the writes come from registers. No
+shared-memory staging (the row plan stores each element to shared memory and reads it back twice); registers
+bound the width (plan.py's REGS_MAX_EPT a thread).
+"""
+
+import math
+from functools import cache
+
+import numpy as np
+from numba import cuda, float32, uint64
+from numba.cuda import libdevice
+
+from kernelscope.backends.numba.common import NEG_INF, SIMULATED, ZERO, block_max, block_sum, jit_bounded
+from kernelscope.backends.numba.vector import load_f32x4, store_f32x4
+
+ONE = np.float32(1.0)
+
+
+@cuda.jit(device=True)
+def exp_accurate(x):
+    return math.exp(x)
+
+
+# The fast exp: libdevice's __nv_fast_expf (ex2.approx, as softmax-cuda's __expf; about 2 ulp, far inside the
+# float32 tolerance) in place of math.exp's accurate expf, a few dozen instructions an element. The simulator has
+# no libdevice (its fast_expf returns NaN): math.exp there.
+if SIMULATED:
+    exp_fast = exp_accurate
+else:
+    @cuda.jit(device=True)
+    def exp_fast(x):
+        return libdevice.fast_expf(x)
+
+
+@cache
+def softmax_regs_kernel(threads: int, ept: int, fast_exp: bool = False, min_blocks: int = 1, exact: bool = False,
+                        vector: bool = False):
+    """The "regs" plan's kernel: a block a row, ``ept`` elements a thread in registers (each shape compiles once);
+    ``fast_exp``: libdevice's fast_expf for the exps (the device function it closes over); ``min_blocks``: the
+    blocks an SM its launch bounds ask registers for (2 at 512 threads: 64 registers a thread); ``exact``: the
+    row is exactly threads x ept wide, so no element needs its column checked; ``vector``: 16-byte loads and
+    stores (vector.load_f32x4, store_f32x4), thread t holding the row's vectors t, t + threads, ... (rows a whole
+    number of vectors, x and y 16-byte aligned: the launcher's to check; ept a multiple of 4).
+
+    Indices are unsigned: Numba wraps a signed index that is negative (idx + len), which cost every element a
+    shift, an and and an add in 64 bits, and the column check a compare and a branch around each load, and kept
+    the SM busier than DRAM. Unsigned, the offsets u * threads are constants of the loads' addresses: 600 SASS
+    instructions for 32 elements a thread where signed indices took 1,992 (results-proofs/numba-codegen/).
+    """
+    exp = exp_fast if fast_exp else exp_accurate
+    if vector:
+        return _softmax_regs_vector_kernel(threads, ept, exp, min_blocks, exact)
+
+    @jit_bounded(threads, min_blocks)
+    def softmax_regs(x, y, cols):
+        scratch = cuda.shared.array(32, float32)
+        t = cuda.threadIdx.x
+        base = uint64(cuda.blockIdx.x) * uint64(cols) + uint64(t)
+        v = cuda.local.array(ept, float32)  # registers: ept is a compile-time constant, every index too
+        for u in range(ept):  # every load before the first use: ept in flight a thread
+            if exact or t + u * threads < cols:
+                v[u] = x[base + uint64(u * threads)]
+            else:
+                v[u] = NEG_INF
+        m = NEG_INF
+        for u in range(ept):
+            m = max(m, v[u])
+        m = block_max(m, scratch)
+        s = ZERO
+        for u in range(ept):  # the padding's -inf gives exp 0
+            e = exp(v[u] - m)
+            v[u] = e
+            s += e
+        inv = ONE / block_sum(s, scratch)
+        for u in range(ept):
+            if exact or t + u * threads < cols:
+                y[base + uint64(u * threads)] = v[u] * inv
+    return softmax_regs
+
+
+def _softmax_regs_vector_kernel(threads: int, ept: int, exp, min_blocks: int, exact: bool):
+    """softmax_regs_kernel's ``vector`` form: the same passes, a load and a store a vector of 4 elements."""
+    vecs = ept // 4
+
+    @jit_bounded(threads, min_blocks)
+    def softmax_regs_vector(x, y, cols):
+        scratch = cuda.shared.array(32, float32)
+        t = cuda.threadIdx.x
+        row_vecs = uint64(cols) // uint64(4)
+        base = uint64(cuda.blockIdx.x) * row_vecs + uint64(t)
+        v = cuda.local.array(ept, float32)
+        for u in range(vecs):  # every load before the first use
+            if exact or uint64(t + u * threads) < row_vecs:
+                v[4 * u], v[4 * u + 1], v[4 * u + 2], v[4 * u + 3] = load_f32x4(x, base + uint64(u * threads))
+            else:
+                for k in range(4):
+                    v[4 * u + k] = NEG_INF
+        m = NEG_INF
+        for u in range(ept):
+            m = max(m, v[u])
+        m = block_max(m, scratch)
+        s = ZERO
+        for u in range(ept):
+            e = exp(v[u] - m)
+            v[u] = e
+            s += e
+        inv = ONE / block_sum(s, scratch)
+        for u in range(vecs):
+            if exact or uint64(t + u * threads) < row_vecs:
+                store_f32x4(y, base + uint64(u * threads), v[4 * u] * inv, v[4 * u + 1] * inv, v[4 * u + 2] * inv,
+                            v[4 * u + 3] * inv)
+    return softmax_regs_vector

@@ -1,0 +1,100 @@
+"""The split plan's kernels: rows too wide for a block's shared memory (or too few to fill the GPU) cut into chunks.
+
+A block a chunk of ``chunk`` columns, in two launches. Launch 1 reads its chunk once, keeping a running max m and
+a sum s of exp(x - m) that it rescales when m grows (online softmax), and writes the chunk's (max, sum). Launch 2
+combines its row's chunk statistics and re-reads its chunk to write exp(x - M) / S. The rows go through in groups
+that fit in a share of L2 (plan.py's L2_SHARE), launch 1 then launch 2 a group, so the re-read mostly comes from
+L2.
+"""
+
+import math
+from functools import cache
+
+import numpy as np
+from numba import cuda, float32
+
+from kernelscope.backends.numba.common import NEG_INF, ZERO, block_max, block_sum, jit_bounded, resident_blocks_per_sm
+
+ONE = np.float32(1.0)
+
+
+@cuda.jit(device=True)
+def online_update(m, s, v):
+    """(m, s) after element v: m the running max, s the sum of exp(x - m) so far."""
+    if v > m:  # a new maximum: rescale the sum to it (m = -inf: exp(-inf) = 0)
+        return v, s * math.exp(m - v) + ONE
+    if m > NEG_INF:
+        return m, s + math.exp(v - m)
+    return m, s  # v and m both -inf: masked so far, nothing to add
+
+
+@cache
+def chunk_stats_kernel(threads: int, unroll: int):
+    """Launch 1 of the "split" plan: (max, sum of exp(x - max)) of each chunk."""
+
+    @jit_bounded(threads, resident_blocks_per_sm(threads, 64))  # a full SM of blocks: fewer waves
+    def chunk_stats(x, stats_max, stats_sum, cols, chunk, row0):
+        scratch = cuda.shared.array(32, float32)
+        t = cuda.threadIdx.x
+        r = cuda.blockIdx.x  # the row within the group; the grid's y is the chunk
+        c = cuda.blockIdx.y
+        base = (row0 + r) * cols
+        stop = min(cols, (c + 1) * chunk)
+        v = cuda.local.array(unroll, float32)
+        m = NEG_INF
+        s = ZERO
+        j = c * chunk + t
+        while j + (unroll - 1) * threads < stop:
+            for u in range(unroll):
+                v[u] = x[base + j + u * threads]
+            for u in range(unroll):
+                m, s = online_update(m, s, v[u])
+            j += unroll * threads
+        while j < stop:
+            m, s = online_update(m, s, x[base + j])
+            j += threads
+        chunk_max = block_max(m, scratch)
+        # Each thread's sum, rescaled to the chunk's max (a thread that saw only -inf adds 0).
+        s = s * math.exp(m - chunk_max) if m > NEG_INF else ZERO
+        s = block_sum(s, scratch)
+        if t == 0:
+            stats_max[r * cuda.gridDim.y + c] = chunk_max
+            stats_sum[r * cuda.gridDim.y + c] = s
+
+    return chunk_stats
+
+
+@cache
+def chunk_write_kernel(threads: int, unroll: int):
+    """Launch 2 of the "split" plan: combine the row's chunk statistics, write the chunk."""
+
+    @jit_bounded(threads, resident_blocks_per_sm(threads, 64))
+    def chunk_write(x, y, stats_max, stats_sum, cols, chunk, row0):
+        scratch = cuda.shared.array(32, float32)
+        t = cuda.threadIdx.x
+        r = cuda.blockIdx.x
+        c = cuda.blockIdx.y
+        chunks = cuda.gridDim.y
+        m = NEG_INF
+        for k in range(t, chunks, threads):
+            m = max(m, stats_max[r * chunks + k])
+        row_max = block_max(m, scratch)
+        s = ZERO
+        for k in range(t, chunks, threads):  # a chunk all -inf: sum 0, times exp(-inf) = 0
+            s += stats_sum[r * chunks + k] * math.exp(stats_max[r * chunks + k] - row_max)
+        inv = ONE / block_sum(s, scratch)
+        base = (row0 + r) * cols
+        stop = min(cols, (c + 1) * chunk)
+        v = cuda.local.array(unroll, float32)
+        j = c * chunk + t
+        while j + (unroll - 1) * threads < stop:
+            for u in range(unroll):
+                v[u] = x[base + j + u * threads]
+            for u in range(unroll):
+                y[base + j + u * threads] = math.exp(v[u] - row_max) * inv
+            j += unroll * threads
+        while j < stop:
+            y[base + j] = math.exp(x[base + j] - row_max) * inv
+            j += threads
+
+    return chunk_write
