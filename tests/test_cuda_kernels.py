@@ -123,8 +123,8 @@ def test_rows_wider_than_a_16_block_cluster_holds_loop_over_memory():
 
 
 def test_a_ring_takes_its_stages_of_a_blocks_slice():
-    # 512x50257 float32 over 8 blocks: 1571 vectors a block, 16 B each, whatever the threads (softmax.cu's stage is
-    # the slice, not 7 vectors a thread of 256: that rounding took 28 KiB for 24.5)
+    # 512x50257 float32 over 8 blocks: 1571 vectors a block, 16 B each, whatever the threads (the launcher's stage
+    # is the slice, not 7 vectors a thread of 256: that rounding took 28 KiB for 24.5)
     assert K.ring_bytes(50257, 4, 256, 8, 2) == K.ring_bytes(50257, 4, 512, 8, 2) == 2 * 1571 * 16
     assert K.ring_bytes(262144, 4, 512, 16, 3) == 3 * 64 * 1024 <= K.SOFTMAX_RING_MAX_BYTES
     assert K.ring_bytes(262144, 4, 512, 8, 2) > K.SOFTMAX_RING_MAX_BYTES  # two 128 KiB stages do not fit
@@ -134,7 +134,7 @@ def test_the_wide_rows_rings_leave_room_for_four_blocks_an_sm():
     # 512x50257 in its ring of one stage (float32 over 4 blocks, bfloat16 over 2): 3141 vectors a block, 49.1 KiB.
     # Four blocks of 512 threads fit an SM's registers (32 a thread) and, with their static shared memory and the
     # 1 KiB the GPU keeps a block (under 2 KiB together), its 228 KiB; rounded to 7 vectors a thread (56 KiB) only
-    # three did. What the fourth block does to the time is measured, not assumed (softmax.cu, ring_stage_probe.py).
+    # three did. What the fourth block does to the time is measured, not assumed (results-proofs/softmax-ring-stage).
     sm_shared, per_block = 228 * 1024, 2048
     for itemsize in (4, 2):
         plan = K.softmax_plan(512, 50257, H100_SMS, itemsize)

@@ -219,7 +219,7 @@ def test_the_persistent_plans_match_the_reference_on_random_and_stress_rows(rows
 
 @pytest.mark.parametrize("dtype, cluster", [("float32", 4), ("bfloat16", 2)])
 def test_a_ring_stage_filled_to_the_last_vector_matches_the_reference(dtype, cluster):
-    # softmax.cu sizes a ring's stage to a block's slice, not to whole vectors a thread: 231307 columns over these
+    # The launcher sizes a ring's stage to a block's slice, not to whole vectors a thread: 231307 columns over these
     # clusters are 14457 vectors a block, 225.9 KiB, which 29 vectors a thread of 512 (232 KiB) would not fit. The
     # last threads' last vectors sit at the stage's end, rows of every alignment (odd columns) among them.
     from kernelscope.backends.cuda import kernels as K

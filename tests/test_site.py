@@ -237,6 +237,9 @@ def test_site_from_the_committed_results(built_site, data):
         if v.op == "square":
             assert v.name in square
     assert "square_vec4_kernel" in square  # kernel sources are included from the .cu file
+    softmax = (built_site / "results" / "softmax" / "index.html").read_text()
+    for kernel in ("softmax_warp_kernel", "softmax_exact_kernel", "softmax_loop_kernel", "softmax_ring_kernel"):
+        assert kernel in softmax, kernel  # ... and from the headers of its own that it includes
     stamp = f"commit <code>{data.snapshot(data.reference_machine, op='square', mode='warm').run.short}</code>"
     assert stamp in square
     for vendor in ("vega.min.js", "vega-lite.min.js", "vega-embed.min.js"):

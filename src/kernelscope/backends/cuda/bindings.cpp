@@ -107,8 +107,8 @@ torch::Tensor gelu_vec4(torch::Tensor x, torch::Tensor out, int64_t threads, int
     return out;
 }
 
-// strategy (0 warp per row, 1 block or cluster per row, 2 loop), threads and
-// cluster come from kernels.softmax_plan (sm_90 for cluster > 1).
+// strategy (a code of softmax_strategies.def), threads and cluster come from
+// kernels.softmax_plan (sm_90 for cluster > 1).
 torch::Tensor softmax(torch::Tensor x, torch::Tensor out, int64_t strategy, int64_t threads, int64_t cluster) {
     bool bf16 = check_f32_bf16_pair(x, out);
     TORCH_CHECK(x.dim() == 2, "x must be 2-D");

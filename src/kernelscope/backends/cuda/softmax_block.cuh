@@ -65,29 +65,26 @@ __launch_bounds__(EPT <= 32 ? 1024 : 512) __global__ void softmax_block_kernel(
     const RowSplit s = split_row(xr, cols);
     const bool out_aligned = (((uintptr_t)xr ^ (uintptr_t)yr) & 15) == 0;
     const int first = (int)((int64_t)s.nvec * rank / csize), end = (int)((int64_t)s.nvec * (rank + 1) / csize);
-    softmax_block_row<T, EPT, false, Exp>(xr, yr, cols, s, first, end, csize, rank, out_aligned, scratch_max, scratch_sum,
-                                     &partials);
+    softmax_block_row<T, EPT, false, Exp>(xr, yr, cols, s, first, end, csize, rank, out_aligned, scratch_max,
+                                          scratch_sum, &partials);
 }
 
 // A block a row of exactly EPT x blockDim.x elements, x and y 16-byte aligned
 // (launch_block_rows decides): the suite's square shapes from 4096x4096 to
 // 16384x16384 in both dtypes, as the H100's and the H200's plans launch them.
 // Loads, exps and stores alone: the general kernel's slice bounds (two 64-bit
-// divisions), -inf fills and bounds checks made a warp's path about 660
-// instructions at 16384 bfloat16 columns against about 370 here and 480 in
-// Triton's kernel of the same shape (sm_90a SASS, scripts/sass_counts.py), and
-// on the H200, where DRAM asks more of each SM, the general kernel reads well
-// under Triton's share of the copy bandwidth there.
+// divisions), -inf fills and bounds checks nearly double a warp's instructions
+// (scripts/sass_counts.py prints both), which a GPU whose DRAM asks more of
+// each SM cannot hide (results-proofs/softmax-cuda-h200).
 // A kernel of its own, not a branch in the general one: sharing one register
 // allocation, the two paths took 36-40 registers at 16 floats a thread, so one
-// block of 1024 an SM, and the exact rows gained little. As its own kernel it
-// reads 96-98% of copy on the H200 in both dtypes (the suite's runs).
+// block of 1024 an SM, not two (results-proofs/softmax-cuda-h200).
 template <typename T, int EPT, typename Exp = SoftmaxExp>
 __launch_bounds__(EPT <= 32 ? 1024 : 512) __global__ void softmax_exact_kernel(
     const T* __restrict__ x, T* __restrict__ y, int cols) {
     __shared__ float scratch_max[32], scratch_sum[32];
     const int64_t row = blockIdx.x;
     const int nvec = cols / Pack16<T>::N;
-    softmax_block_row<T, EPT, true, Exp>(x + row * cols, y + row * cols, cols, RowSplit{0, nvec, 0}, 0, nvec, 1, 0, true,
-                                    scratch_max, scratch_sum, nullptr);
+    softmax_block_row<T, EPT, true, Exp>(x + row * cols, y + row * cols, cols, RowSplit{0, nvec, 0}, 0, nvec, 1, 0,
+                                         true, scratch_max, scratch_sum, nullptr);
 }

@@ -64,10 +64,8 @@ __device__ __forceinline__ void softmax_cluster_start(ClusterPartials* partials)
             asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         }
         // Relaxed: the fence above publishes the mbarriers, and nothing else this block wrote must be seen by
-        // the others. cluster.barrier_arrive() releases: a MEMBAR.ALL.GPU at every block's start (sm_90a SASS),
-        // which ncu shows as membar stall in the loop kernel (64x262144 float32 on the H100). CUTLASS's pipelines
-        // start the same way. Relaxed, the loop kernel there in clusters of 16 reads about 3 points more of the
-        // copy bandwidth (tune_wide_rows.py --sweep) and ncu shows no membar stall.
+        // the others. cluster.barrier_arrive() releases, a MEMBAR.ALL.GPU at every block's start (sm_90a SASS)
+        // that stalls the loop kernel (results-proofs/softmax-wide-rows). CUTLASS's pipelines start the same way.
         asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
     } else {
         cg::this_cluster().barrier_arrive();
@@ -87,18 +85,16 @@ __device__ __forceinline__ void softmax_cluster_start(ClusterPartials* partials)
 // cost the block kernel registers (float32 at 16 elements a thread: 38, not 32,
 // so two blocks of 1024 no longer fit an SM).
 //
-// ASYNC true (the persistent pipe and ring kernels; the loop kernel too, see
-// there): a block's previous row's output is in flight at its next combine,
-// and cluster.sync()'s arrive, a MEMBAR.ALL.GPU, would wait for it (ncu shows
-// it as membar and barrier stalls in the ring kernel at 512x50257 float32 on
-// the H100). So no cluster barrier a row: st.async pushes the pair and counts
-// its bytes on the receiver's mbarrier `bar[k % 2]`, and each block waits for
-// its own mbarrier's phase of C pairs. The ring and pipe kernels read 3-8
-// points more of the copy bandwidth this way on the H100 and H200, with no
-// membar stall left. A block two rows ahead cannot overwrite a half still
-// being read: to finish the row between, it needs the reader's pair of that
-// row, pushed after the reader combined (and its threads met at a block
-// barrier since).
+// ASYNC true (the persistent pipe and ring kernels, and the loop kernel): a
+// block's previous row's output is in flight at its next combine, and
+// cluster.sync()'s arrive, a MEMBAR.ALL.GPU, would wait for it. So no cluster
+// barrier a row: st.async pushes the pair and counts its bytes on the
+// receiver's mbarrier `bar[k % 2]`, and each block waits for its own
+// mbarrier's phase of C pairs (the membar stall gone:
+// results-proofs/softmax-wide-rows). A block two rows ahead cannot overwrite a
+// half still being read: to finish the row between, it needs the reader's
+// pair of that row, pushed after the reader combined (and its threads met at a
+// block barrier since).
 template <bool ASYNC>
 __device__ __forceinline__ float2 cluster_combine(float2 mine, ClusterPartials* partials, int k) {
 #if SOFTMAX_CLUSTERS

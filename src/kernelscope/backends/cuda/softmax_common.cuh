@@ -4,10 +4,10 @@
 // Math in float32 for float32 and bfloat16 alike. Exps of x - max, so +1000 offsets and x100 logits do not
 // overflow, and -inf (masked) entries give 0. ex2.approx errs by about 1e-6 relative or less on the exps that
 // matter (x - max in [-20, 0]), far inside the float32 tolerance of 1e-5 of the largest probability. Each exp is
-// a subtract, a multiply and MUFU.EX2 with subnormal results flushed to 0 (softmax_exp): __expf(x - max),
-// ex2.approx without .ftz, puts three more instructions around the MUFU, which cost the block kernel its share
-// of the copy bandwidth on the H200 (results-proofs/softmax-cuda-h200). A flushed exp is below 2^-126 of the
-// row's largest, exp(0) = 1.
+// a subtract, a multiply and MUFU.EX2 with subnormal results flushed to 0 (softmax_exp): __expf's ex2.approx
+// without .ftz puts three more instructions around each MUFU, issue slots a memory-bound kernel lacks on a GPU
+// whose DRAM asks more of each SM (results-proofs/softmax-cuda-h200). A flushed exp is below 2^-126 of the row's
+// largest, exp(0) = 1, so a softmax never needs it.
 #pragma once
 #include <cuda_runtime.h>
 #include <stdint.h>
@@ -49,6 +49,19 @@ __device__ __forceinline__ RowSplit split_row(const T* row, int cols) {
     head = head < cols ? head : cols;
     int nvec = (cols - head) / N;
     return {head, nvec, cols - head - nvec * N};
+}
+
+// Block rank r's slice of a row: vectors [first, end) of its aligned part (the persistent kernels';
+// softmax_block_kernel cuts the same).
+struct RowSlice {
+    RowSplit s;
+    int first, end;
+};
+
+template <typename T>
+__device__ __forceinline__ RowSlice slice_row(const T* row, int cols, int rank, int csize) {
+    const RowSplit s = split_row(row, cols);
+    return {s, (int)((int64_t)s.nvec * rank / csize), (int)((int64_t)s.nvec * (rank + 1) / csize)};
 }
 
 // v[i * N .. i * N + N) = vector (first + i * step) of the row, for i < NV and
@@ -96,18 +109,6 @@ __device__ __forceinline__ void store_vectors(T* vecs, int first, int step, int 
     }
 }
 
-// Block rank r's slice of a row: vectors [first, end) of its aligned part (as softmax_block_kernel).
-struct RowSlice {
-    RowSplit s;
-    int first, end;
-};
-
-template <typename T>
-__device__ __forceinline__ RowSlice slice_row(const T* row, int cols, int rank, int csize) {
-    const RowSplit s = split_row(row, cols);
-    return {s, (int)((int64_t)s.nvec * rank / csize), (int)((int64_t)s.nvec * (rank + 1) / csize)};
-}
-
 // 2^v, a subnormal result flushed to 0: one MUFU.EX2.
 __device__ __forceinline__ float softmax_exp2(float v) {
     float r;
@@ -119,8 +120,8 @@ constexpr float SOFTMAX_LOG2E = 1.4426950408889634f;
 
 // exp(x - m) as 2^((x - m) log2(e)). x = -inf gives 0; m must be finite (the kernels shift by 0 for a row or
 // slice whose max is -inf). Not one FFMA, x log2(e) - m log2(e): m log2(e) rounds to float, an error of up to
-// 6e-5 in the exponent at m = 1000 that differs between the blocks of a cluster, each with its own max (the
-// offset stress input reads 1.5e-5 to 4e-5 relative error that way, over the 1e-5 tolerance).
+// 6e-5 in the exponent at m = 1000 that differs between the blocks of a cluster, each with its own max, and the
+// offset stress input fails the 1e-5 tolerance that way (results-proofs/softmax-cuda-h200).
 __device__ __forceinline__ float softmax_exp(float x, float m) {
     return softmax_exp2((x - m) * SOFTMAX_LOG2E);
 }

@@ -16,17 +16,17 @@
 // L2 while the blocks in flight hold less than L2 (64x262144 in clusters of 16
 // is 64 KiB a block, 8.4 MiB a wave of 132 blocks).
 // Those loads a lap: 8 in float32, 4 in bfloat16 (8 of its 8-element loads spill: ptxas, 64 registers). At 4 a
-// lap in float32, ncu (64x262144 on the H100) shows the loads waiting on global memory; at 8 a thread takes 64
-// registers, spill-free, still two blocks of 512 an SM under __launch_bounds__(1024)'s 64, and 64x262144 float32
-// reads 2-6 points more of the copy bandwidth on the H100 and the H200 (tune_wide_rows.py --sweep).
+// lap a float32 thread's loads still wait on global memory; at 8 it takes 64 registers, spill-free, still two
+// blocks of 512 an SM under __launch_bounds__(1024)'s 64, and moves more bytes a second
+// (results-proofs/softmax-wide-rows).
 template <typename T>
 constexpr int softmax_loop_loads = sizeof(T) == 4 ? 8 : 4;
 
-// The row's pairs go by st.async and mbarriers (cluster_combine<true>), not a cluster barrier: ncu shows the
-// barrier form's membar stall (64x262144 float32, H100) with no store in flight, and the mbarrier form reads 2-3
-// points more of the copy bandwidth at 64x262144 in both dtypes on the H100 (tune_wide_rows.py --sweep). It
-// costs 2 registers (float32 at 4 loads a lap: 50, not 48).
-template <typename T, typename Exp = SoftmaxExp> __launch_bounds__(1024) __global__ void softmax_loop_kernel(
+// The row's pairs go by st.async and mbarriers (cluster_combine<true>), not a cluster barrier, whose membar stalls
+// the loop kernel too (results-proofs/softmax-wide-rows). It costs 2 registers (float32 at 4 loads a lap: 50, not
+// 48).
+template <typename T, typename Exp = SoftmaxExp>
+__launch_bounds__(1024) __global__ void softmax_loop_kernel(
     const T* __restrict__ x, T* __restrict__ y, int rows, int cols) {
     using P = Pack16<T>;
     constexpr int U = softmax_loop_loads<T>;

@@ -3,16 +3,12 @@
 #include "softmax_common.cuh"
 #include "softmax_cp_async.cuh"
 
-// Pipe: the block kernel's cluster split and register-held slice, in a
-// persistent grid: cluster c takes rows c, c + clusters, c + 2 clusters, ...
-// While a row is reduced, combined across the cluster and written, each block's
-// slice of the cluster's next row is already on its way into shared memory
-// (cp.async: 16 bytes a copy, global to shared without registers), so DRAM keeps
-// reading through the barriers and the stores. One row a block leaves it idle
-// there, every block of a wave in the same phase (a row a block, the cluster
-// plan reads 78% of the copy bandwidth at 512x50257 and 65% at 64x262144 on the
-// H100). A thread copies exactly the vectors it will read back,
-// so its own cp.async wait is all the stage needs: no block barrier.
+// Pipe: the block kernel's cluster split and register-held slice, in a persistent grid: cluster c takes rows c,
+// c + clusters, c + 2 clusters, ... While a row is reduced, combined across the cluster and written, each block's
+// slice of the cluster's next row is already on its way into shared memory (softmax_cp_async.cuh), so DRAM keeps
+// reading through the barriers and the stores, where a row a block leaves it idle there, every block of a wave in
+// the same phase (results-proofs/softmax-wide-rows). A thread copies exactly the vectors it will read back, so
+// its own cp.async wait is all the stage needs: no block barrier.
 template <typename T, int EPT, typename Exp = SoftmaxExp>
 __launch_bounds__(EPT <= 32 ? 512 : 256) __global__ void softmax_pipe_kernel(
     const T* __restrict__ x, T* __restrict__ y, int rows, int cols) {

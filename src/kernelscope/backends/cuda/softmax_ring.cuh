@@ -5,23 +5,17 @@
 
 constexpr int SOFTMAX_RING_MAX_BYTES = 226 * 1024;  // sm_90 gives a block 227 KiB of shared memory; 1 KiB static
 
-// Ring: the pipe kernel's persistent clusters, but a block's slices of its next
-// S rows are all on their way at once, each into its stage of a ring in shared
-// memory, and the current row is read from its stage three times (max, sum of
-// exps, write) instead of being held in registers. The pipe kernel holds a row in
-// registers (124 a thread at 512 threads: one block an SM) with one row in
-// flight behind it, and at 512x50257 float32 on the H100 it reads less of the
-// copy bandwidth than the one-row-a-block cluster plan: too few bytes in
-// flight while a row is reduced. Here a block needs a few dozen registers, so
-// several share an SM, each with S rows in flight. A thread copies exactly the
-// vectors it reads back, so its own cp.async waits are all the ring needs; the
-// exps are computed twice (sum, then write) rather than stored. ONE_EXP ("ring1e",
-// one stage, the ring softmax_plan launches): the sum pass writes its exps
-// back over the row's stage (float32 exactly, bfloat16 rounded, within its 1e-2
-// tolerance), and the write pass only scales them: one MUFU an element, not two.
-// The exps cost the one-stage ring about 2.5 points of the copy bandwidth at
-// 512x50257 bfloat16 on the H100 (floors.py --kernels, with and without
-// exps); ring1e takes back more than half of that.
+// Ring: the pipe kernel's persistent clusters, but a block's slices of its next S rows are all on their way at
+// once, each into its stage of a ring in shared memory, and the current row is read from its stage three times
+// (max, sum of exps, write) instead of being held in registers. The pipe kernel's row in registers (124 a thread
+// at 512 threads: one block an SM) leaves too few bytes in flight while a row is reduced; here a block needs a few
+// dozen registers, so several share an SM, each with S rows in flight (results-proofs/softmax-wide-rows). A thread
+// copies exactly the vectors it reads back, so its own cp.async waits are all the ring needs.
+//
+// The exps are computed twice (sum, then write) rather than stored, except with ONE_EXP ("ring1e", one stage, the
+// ring softmax_plan launches): the sum pass writes its exps back over the row's stage (float32 exactly, bfloat16
+// rounded, within its 1e-2 tolerance) and the write pass only scales them, one MUFU an element, not two: the exps
+// cost the one-stage ring time in bfloat16 (results-proofs/softmax-floors).
 template <typename T, int S, bool ONE_EXP = false, typename Exp = SoftmaxExp>
 __launch_bounds__(1024) __global__ void softmax_ring_kernel(
     const T* __restrict__ x, T* __restrict__ y, int rows, int cols, int stage_vectors) {

@@ -5,7 +5,8 @@
 
 // Warp per row: warp w of block b takes row b * (blockDim.x / 32) + w; lane l
 // holds vectors l, l + 32, ... (EPT floats: EPT / N vectors). Shuffles only.
-template <typename T, int EPT, typename Exp = SoftmaxExp> __launch_bounds__(1024) __global__ void softmax_warp_kernel(
+template <typename T, int EPT, typename Exp = SoftmaxExp>
+__launch_bounds__(1024) __global__ void softmax_warp_kernel(
     const T* __restrict__ x, T* __restrict__ y, int rows, int cols) {
     using P = Pack16<T>;
     constexpr int NV = EPT / P::N;
