@@ -447,7 +447,7 @@ def resident_grid(items: int, threads: int, blocks_per_sm: int, sm_count: int) -
 
 def softmax_plan_of(shape: tuple[int, int], dtype: str, facts: DeviceFacts):
     """softmax-cuda's launch at ``shape`` on the GPU of ``facts``: softmax_launch's plan, as launch_softmax runs it."""
-    from kernelscope.plan import Launch, LaunchPlan
+    from kernelscope.backends.launches import Launch, LaunchPlan
 
     rows, cols = shape
     itemsize = _itemsize(dtype)
@@ -493,7 +493,7 @@ def softmax_plan_of(shape: tuple[int, int], dtype: str, facts: DeviceFacts):
 
 def mean_plan_of(shape: tuple[int, ...], dtype: str, facts: DeviceFacts):
     """mean-cuda's launch: MEAN_BLOCKS_PER_SM, MEAN_UNROLL and MEAN_STREAMING, as launch_mean runs them."""
-    from kernelscope.plan import Launch, LaunchPlan
+    from kernelscope.backends.launches import Launch, LaunchPlan
 
     n = 1
     for s in shape:
@@ -509,7 +509,7 @@ def mean_plan_of(shape: tuple[int, ...], dtype: str, facts: DeviceFacts):
 def _elementwise_plan_of(op: str, shape: tuple[int, ...], dtype: str, facts: DeviceFacts):
     """square_vec4's and gelu_vec4's launch (their launch_*_vec4_t): elementwise_launch's tiles, a block a tile
     (ELEMENTWISE_BLOCKS_PER_SM 0: one lap; -k: k blocks an SM over the tiles), or the grid-stride kernel (k > 0)."""
-    from kernelscope.plan import Launch, LaunchPlan
+    from kernelscope.backends.launches import Launch, LaunchPlan
 
     n = 1
     for s in shape:
