@@ -65,16 +65,6 @@ def _runtime_nodes(tree: ast.AST):
         todo.extend(ast.iter_child_nodes(node))
 
 
-# Imports left out of the graphs until the change that removes them lands, each printed on every run:
-# (importer's prefix, module imported, the only names it may import from there, why).
-PENDING = [
-    ("kernelscope.backends.", "kernelscope.plan", {"Launch", "LaunchPlan"},
-     "Launch and LaunchPlan live in kernelscope.backends.launches; backend modules being split at the time "
-     "(cuda/kernels.py, triton/softmax/, numba/softmax.py) still import them from kernelscope.plan, "
-     "which imports the backends: import them from kernelscope.backends.launches"),
-]
-
-
 def imports_of(name: str, path: Path, names: dict[str, Path]) -> list[tuple[str, int, frozenset[str] | None]]:
     """Every import of a kernelscope module in ``name``: (the module, its line, the names taken from it or None)."""
     tree = ast.parse(path.read_text(), filename=str(path))
@@ -115,27 +105,16 @@ def imports_of(name: str, path: Path, names: dict[str, Path]) -> list[tuple[str,
     return found
 
 
-def _pending(module: str, target: str, taken: frozenset[str] | None) -> str | None:
-    for prefix, imported, allowed, why in PENDING:
-        if module.startswith(prefix) and target == imported and taken is not None and taken <= allowed:
-            return why
-    return None
-
-
-def module_graph(src: Path) -> tuple[dict[str, set[str]], dict[tuple[str, str], tuple[Path, int]], list[str]]:
-    """Edges between modules, where each edge is first written (file, line), and the pending imports left out."""
+def module_graph(src: Path) -> tuple[dict[str, set[str]], dict[tuple[str, str], tuple[Path, int]]]:
+    """Edges between modules, and where each edge is first written (file, line)."""
     names = module_names(src)
     graph: dict[str, set[str]] = {name: set() for name in names}
     where: dict[tuple[str, str], tuple[Path, int]] = {}
-    left_out = []
     for name, path in names.items():
-        for target, line, taken in sorted(imports_of(name, path, names), key=lambda t: t[1]):
-            if _pending(name, target, taken):
-                left_out.append(f"{name} -> {target} ({', '.join(sorted(taken))})   ({_rel(path)}:{line})")
-                continue
+        for target, line, _ in sorted(imports_of(name, path, names), key=lambda t: t[1]):
             graph[name].add(target)
             where.setdefault((name, target), (path, line))
-    return graph, where, left_out
+    return graph, where
 
 
 def package_graphs(graph: dict[str, set[str]]) -> dict[str, dict[str, set[str]]]:
@@ -214,11 +193,8 @@ def _rel(path: Path) -> Path:
 
 def report(src: Path = ROOT / "src" / PACKAGE) -> tuple[list[str], int]:
     """The lines to print, and how many circles there are (modules and packages together)."""
-    graph, where, left_out = module_graph(src)
+    graph, where = module_graph(src)
     lines: list[str] = []
-    if left_out:
-        lines.append(f"left out until they move ({len(left_out)}; PENDING in scripts/import_cycles.py says why):")
-        lines += [f"  {edge}" for edge in left_out]
     found = cycles(graph)
     count = len(found)
     lines.append(f"module level: {len(found)} circle(s)")
@@ -255,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     lines, count = report(args.src.resolve())
     print("\n".join(lines))
     if args.edges:
-        graph, _, _ = module_graph(args.src.resolve())
+        graph, _ = module_graph(args.src.resolve())
         for a in sorted(graph):
             for b in sorted(graph[a]):
                 print(f"{a} -> {b}")

@@ -16,9 +16,7 @@ import importlib
 from dataclasses import dataclass
 
 from kernelscope.backends.device import PRESETS, THIS, DeviceFacts
-# What a plan function returns. Launch is not used here: a backend module still importing both from here (rather
-# than from backends.launches, their home) finds them while it moves; that import closes an import circle.
-from kernelscope.backends.launches import Launch, LaunchPlan  # noqa: F401
+from kernelscope.backends.launches import LaunchPlan  # what a plan function returns
 
 # Each backend's reader of this machine's GPU: the facts its launches read ("module:function" of a device index).
 THIS_READERS = {
