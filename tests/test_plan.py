@@ -473,3 +473,18 @@ def test_the_site_macros_render_the_command_s_plans_and_refuse_wrong_names(capsy
         m.plan_text("softmax-cuda", "3x3")
     with pytest.raises(KeyError, match="unknown GPU preset 'a100'"):
         m.launch_plans(["softmax-cuda"], gpus=["a100"])
+
+
+def test_each_op_page_shows_its_tuned_variants_plans(built_site):
+    from kernelscope.catalog import OPS, variants_of
+    from kernelscope.site import plan_pages
+
+    for op in OPS:
+        section = plan_pages.op_section(op)
+        planned = [v.name for v in variants_of(op) if v.plan is not None and v.tuned]
+        assert planned or section == ""
+        for v in variants_of(op):  # a folded table for each tuned variant with a plan, and for no other
+            assert (f'??? info "`{v.name}`: ' in section) == (v.name in planned), (op, v.name)
+    assert "softmax-cuda" in plan_pages.op_section("softmax")
+    page = (built_site / "results" / "softmax" / "index.html").read_text()
+    assert 'id="launch-plans"' in page and "softmax_exact_kernel" in page and "softmax_loop_kernel" in page

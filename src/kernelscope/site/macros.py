@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from kernelscope.catalog import OPS, VARIANTS
 from kernelscope.ops import numel, parse_shape
-from kernelscope.site import charts
+from kernelscope.site import charts, plan_pages
 from kernelscope.site.data import MODES, SiteData, fmt_gbps, fmt_pct, fmt_time
 from kernelscope.site.pages import chart, fmt_interval, stamp as stamp_line, table
 from kernelscope.site.canary_pages import detection_section
@@ -284,43 +284,10 @@ class Macros:
         dtype_arg = "" if dtype == "float32" else f" {dtype}"
         return f"```text\n$ kernelscope plan {variant} {size}{dtype_arg} --gpu {gpu}\n{describe(p)}\n```"
 
-    def launch_plans(self, variants: list[str], gpus: list[str] = ("h100", "h200"), dtype: str = "float32") -> str:
-        """A row a variant and benchmark size, a column a preset GPU: the strategy, kernel, grid x block and cluster
-        of the call's launches there."""
-        from kernelscope.plan import PRESETS, plan_of
-
-        for gpu in gpus:
-            if gpu not in PRESETS:
-                raise KeyError(f"unknown GPU preset {gpu!r} (presets: {', '.join(PRESETS)})")
-
-        def cell(p) -> str:
-            parts = []
-            for launch in p.plan.launches:
-                if launch.grid is None:
-                    grid = f"≤ {launch.most}"
-                else:
-                    grid = " × ".join(map(str, launch.grid))
-                    grid = f"({grid})" if len(launch.grid) > 1 else grid
-                cluster = f", clusters of {launch.cluster}" if launch.cluster > 1 else ""
-                count = f", {launch.count} launches" if launch.count > 1 else ""
-                persistent = " (persistent)" if launch.grid is None else ""
-                parts.append(f"`{launch.kernel}` {grid} × {launch.block}{persistent}{cluster}{count}")
-            return (f"{p.plan.strategy}: " if p.plan.strategy else "") + "; ".join(parts)
-
-        rows = []
-        for name in variants:
-            v = self._planned(name)
-            for shape in v.op_spec.bench_shapes:
-                cells = [cell(plan_of(v, shape, dtype, gpu)) for gpu in gpus]
-                # one plan column, narrow enough to read: a line a GPU only where the GPUs' plans differ
-                plan = cells[0] if len(set(cells)) == 1 else "<br>".join(
-                    f"**{g.upper()}** {c}" for g, c in zip(gpus, cells))
-                rows.append([f"`{name}`", "x".join(map(str, shape)), plan])
-        names = "; ".join(f"{g.upper()}: {PRESETS[g].name}, {PRESETS[g].summary()}" for g in gpus)
-        return (table(["variant", "size", f"plan on {' and '.join(g.upper() for g in gpus)}"], rows, ["l", "l", "l"])
-                + f"\n\n<p class=\"ks-stamp\">From <code>kernelscope plan --gpu {' / '.join(gpus)}</code>, {dtype}: "
-                  "grid × threads a block; a persistent grid as the most blocks it takes; a line a GPU where their "
-                  f"plans differ. {names}.</p>")
+    def launch_plans(self, variants: list[str], gpus: list[str] = plan_pages.GPUS, dtype: str = "float32") -> str:
+        """A row a variant and benchmark size: the strategy, kernel, grid x block and cluster of the call's launches
+        on each preset GPU (plan_pages.plan_table)."""
+        return plan_pages.plan_table([self._planned(name) for name in variants], tuple(gpus), dtype)
 
     def namespace(self) -> dict:
         return {"stamp": self.stamp, "value": self.value, "ratio": self.ratio, "results_table": self.results_table,

@@ -16,7 +16,7 @@ from kernelscope.ops import numel, parse_shape, shape_str
 from kernelscope.results import compare, history as results_history
 from kernelscope.results.export import mostly_low_clock
 from kernelscope.results.machine import fp32_peak
-from kernelscope.site import chart_data, charts, floor_pages, profile_pages
+from kernelscope.site import chart_data, charts, floor_pages, plan_pages, profile_pages
 from kernelscope.site.data import (BACKEND_TITLES, KIND_WORDS, MODE_WORDS, MODES, SiteData, day, dtype_order,
                                    fmt_gbps, fmt_pct, fmt_time, in_sweep, largest_shape, variant_kind)
 from kernelscope.site.markdown import WIDE, chart, indent, note, table, tabs, variant_cell
@@ -181,8 +181,9 @@ def op_page(data: SiteData, op: str) -> str:
             f"Inputs: {spec.input_desc}. Sizes: {', '.join(sizes_of(op))}. How the op is defined (reference, "
             f"bytes, FLOPs, tolerances): `src/kernelscope/ops/{op}.py`, shown at the end of this page.\n"]
     body = per_machine(data, lambda m: _op_results(data, op, m))
-    return "\n\n".join(["\n".join(head) + "\n" + body, _first_calls(data, op),
-                        profile_pages.op_section(data.profiles, op), _variants_table(data, op), _sources(op)])
+    parts = ["\n".join(head) + "\n" + body, plan_pages.op_section(op), _first_calls(data, op),
+             profile_pages.op_section(data.profiles, op), _variants_table(data, op), _sources(op)]
+    return "\n\n".join(part for part in parts if part)
 
 
 def _op_results(data: SiteData, op: str, machine: str) -> str:
