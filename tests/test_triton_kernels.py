@@ -357,3 +357,22 @@ def test_mean_one_pass_launch_variants(overrides):
         tmean.mean_one_pass(x, out, **overrides)
         assert error_against_reference(mean_op.OP, x, out) <= mean_op.OP.tolerance["float32"], (overrides, n)
         assert counter.item() == 0
+
+
+# --- the interpreter, lightened (backends/triton/__init__.py) ---------------------------------------------------
+
+@pytest.mark.skipif(backends.cuda_available(), reason="the interpreter runs where torch sees no GPU")
+def test_the_interpreter_drops_only_work_whose_result_it_threw_away():
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    options = interpreter.interpreter_builder.options
+    assert not options.debug and not options.sanitize_overflow  # no debug mode: the checks were never asserted
+    lookup = interpreter._get_np_dtype
+    scalars = [tl.int1, tl.int8, tl.uint8, tl.int16, tl.uint16, tl.int32, tl.uint32, tl.int64, tl.uint64,
+               tl.float16, tl.bfloat16, tl.float32, tl.float64]
+    for dtype in scalars + [tl.pointer_type(tl.float32), tl.block_type(tl.float16, [4]),
+                            tl.block_type(tl.pointer_type(tl.bfloat16), [8])]:
+        assert lookup(dtype) == lookup.__wrapped__(dtype) == lookup(dtype), dtype
+    assert set(scalars) <= set(lookup.memo)  # pointer and block types are unhashable: never memoized
+    assert not any(isinstance(k, (tl.pointer_type, tl.block_type)) for k in lookup.memo)

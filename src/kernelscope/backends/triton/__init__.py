@@ -5,12 +5,59 @@ dtype: float16/bfloat16 arithmetic would lose accuracy (and the Triton
 interpreter does not multiply bfloat16 at all).
 """
 
+import dataclasses
+import functools
 from functools import cache
 
 import torch
 import triton
 
+from kernelscope.backends import TRITON_INTERPRET, switch_on
 from kernelscope.backends.device import DeviceFacts
+
+
+def _lighter_interpreter() -> None:
+    """Under TRITON_INTERPRET=1, two costs of the interpreter that change nothing a kernel computes or stores.
+
+    Each integer +, - and * builds an overflow check (the operation again in int64, two compares) that only a
+    debug build asserts, and compiled it is dead code; the interpreter has no debug mode, so it computed every
+    check in Python and dropped it. And each load, store and cast looked its numpy dtype up in a table built
+    anew. Together 55% of the time of a scalar loop (mean-triton-lecture under the interpreter).
+    """
+    if not switch_on(TRITON_INTERPRET):
+        return
+    try:
+        from triton.runtime import interpreter
+    except ImportError:
+        return
+    builder = getattr(interpreter, "interpreter_builder", None)
+    options = getattr(builder, "options", None)
+    if (dataclasses.is_dataclass(options) and not getattr(options, "debug", True)
+            and getattr(options, "sanitize_overflow", False)):
+        builder.options = dataclasses.replace(options, sanitize_overflow=False)
+    np_dtype = getattr(interpreter, "_get_np_dtype", None)
+    if callable(np_dtype) and not hasattr(np_dtype, "memo"):
+        interpreter._get_np_dtype = _memoized_np_dtype(np_dtype)
+
+
+def _memoized_np_dtype(lookup):
+    memo = {}
+
+    @functools.wraps(lookup)
+    def np_dtype(tt_dtype):
+        try:
+            return memo[tt_dtype]
+        except KeyError:
+            memo[tt_dtype] = found = lookup(tt_dtype)
+            return found
+        except TypeError:  # pointer and block types are unhashable: looked up each time, as before
+            return lookup(tt_dtype)
+
+    np_dtype.memo = memo
+    return np_dtype
+
+
+_lighter_interpreter()
 
 DEFAULT_WARPS = 4  # Triton's num_warps where a launch gives none: a program of 128 threads
 
