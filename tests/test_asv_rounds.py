@@ -85,6 +85,68 @@ def test_benchmarks_without_the_attribute_run_every_round(stored):
     assert len(samples) == 4 and len(set(samples)) == 2  # asv's own rounds: two processes, two samples each
 
 
+# --- one forkserver for a commit's rounds that follow each other (kernelscope.asv.forkservers) -------------------
+
+def test_a_commits_rounds_are_forked_from_one_forkserver(stored):
+    # asv run serves all rounds from one; interleaved, each round is a call of its own that keeps it for the next
+    _, ppids = _case(stored, "benchmarks.Server.track_ppid", 0)
+    assert len(ppids) == 3 and len(set(ppids)) == 1, ppids
+
+
+class _Server:
+    def __init__(self):
+        self.interrupted, self.closed, self.alive = False, 0, True
+        self.server_proc = self
+
+    def poll(self):
+        return None if self.alive else 0
+
+    def close(self):
+        self.closed += 1
+
+
+class _Env:
+    name, _path, env_vars = "syssite-py3", "/env", {}
+
+    def __init__(self, commit):
+        self.installed_commit_hash = commit
+
+
+def test_a_kept_forkserver_serves_only_the_next_round_of_what_it_was_started_for(monkeypatch, tmp_path):
+    pytest.importorskip("asv")
+    from kernelscope.asv import forkservers
+
+    monkeypatch.setattr(forkservers, "_KEPT", [])
+    started = []
+
+    def get_spawner(env, benchmark_dir, launch_method):
+        started.append(_Server())
+        return started[-1]
+
+    def call(commit, more_rounds, launch_method="forkserver", benchmark_dir=tmp_path):
+        monkeypatch.setattr(forkservers, "_MORE_ROUNDS", [more_rounds])
+        spawner = forkservers.spawner_for(get_spawner, _Env(commit), str(benchmark_dir), launch_method)
+        spawner.close()  # as run_benchmarks does at its end
+        return spawner.server_proc
+
+    a = call("A", True)
+    assert call("A", True) is a and a.closed == 0  # the same commit's next round: kept
+    b = call("B", True)
+    assert b is not a and a.closed == 1  # another commit: a fresh one, the kept one stopped
+    assert call("B", True, benchmark_dir=tmp_path / "other") is not b and b.closed == 1  # another suite
+    c = started[-1]
+    monkeypatch.setenv("KERNELSCOPE_PRELOAD_VARIANTS", "square-mul")
+    assert call("B", True) is not c and c.closed == 1  # another environment for the benchmark processes
+    d = started[-1]
+    d.alive = False
+    assert call("B", True) is not d  # a server that died is not used again
+    e = started[-1]
+    assert call("B", False) is e and e.closed == 1  # the last round's call stops it
+    assert call("B", False) is not e and started[-1].closed == 1  # nothing kept after it
+    assert call("B", True, launch_method="spawn").closed == 1  # only forkservers are kept
+    assert forkservers._KEPT == [] and all(s.closed == 1 for s in started)
+
+
 # --- one process per case (kernelscope.asv.siblings) ----------------------------------------------------------
 
 def test_siblings_are_measured_in_the_process_of_their_host(stored):

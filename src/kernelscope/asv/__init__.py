@@ -15,6 +15,7 @@ The asv side (what the environment plugin adds to asv's own process):
 * :mod:`~kernelscope.asv.rounds`, :mod:`~kernelscope.asv.siblings`, :mod:`~kernelscope.asv.intervals`
   -- further processes only where a case needs them, one process per case, honest intervals.
 * :mod:`~kernelscope.asv.hooks` -- every private name of asv and asv_runner the above relies on.
+* :mod:`~kernelscope.asv.forkservers` -- a commit's forkserver kept for its next round in asv continuous's turns.
 * :mod:`~kernelscope.asv.parallel` -- one asv process per GPU of a box.
 
 And :mod:`~kernelscope.asv.migrate` -- result files stored by an older kernelscope, re-keyed as the suite keys

@@ -22,7 +22,9 @@ this repository gets the rest of the integration with it:
 * intervals of cases sampled one value per process that say where a rerun's
   median lands (:mod:`kernelscope.asv.intervals`);
 * one GPU's share of the cases when :mod:`kernelscope.asv.parallel` runs one
-  asv process per GPU.
+  asv process per GPU;
+* in ``asv continuous``'s turns, a commit's forkserver kept for its next round
+  (:mod:`kernelscope.asv.forkservers`): one suite import a turn, not a round.
 
 Each relies on names asv does not promise to keep (:mod:`kernelscope.asv.hooks`):
 loading the plugin with an asv that lacks one stops with a message naming it.
@@ -39,6 +41,7 @@ from asv import environment, util
 from asv.console import log
 
 from . import hooks, parallel
+from .forkservers import keep_forkservers, stop_kept
 from .rounds import rounds_until_enough_samples
 from .runs import track_runs
 from .saves import save_every_case
@@ -127,6 +130,11 @@ class SystemSitePackages(environment.Environment):
     def _run_pip(self, args, **kwargs):
         return self.run_executable("python", ["-m", "pip", *args], **kwargs)
 
+    def install_project(self, conf, repo, commit_hash):
+        if self.installed_commit_hash != commit_hash:
+            stop_kept()  # a forkserver kept for the next round imported the commit this install replaces
+        super().install_project(conf, repo, commit_hash)
+
     def _install_project(self, repo, commit_hash, build_dir):
         super()._install_project(repo, commit_hash, build_dir)
         purelib = self.run_executable("python", ["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
@@ -166,6 +174,7 @@ def add_left_out_sources(build_dir: str, site_packages: str, package: str = "ker
 
 hooks.require()
 track_runs()
+keep_forkservers()
 parallel.take_this_gpus_share()
 # The per-case runner, innermost first: siblings serve what a host measured, rounds count it, saves write it.
 run_siblings_in_one_process()

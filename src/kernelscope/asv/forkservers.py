@@ -1,0 +1,98 @@
+"""A commit's forkserver kept from one round to its next: asv continuous imports the suite once a turn, not a round.
+
+asv starts a forkserver, which imports the benchmark suite, in every call of
+``run_benchmarks``. ``asv continuous`` (and ``asv run --interleave-rounds``)
+makes one call per round and commit, taking turns between the commits: A B,
+B A, A B, ... So every turn after the first begins with the commit the call
+before it ran, in the same environment, with nothing installed in between, and
+asv imported the same suite into a fresh interpreter again: for kernelscope,
+torch and the start of every framework selected (seconds on a CPU, more on a
+GPU box).
+
+Here a call that has rounds after it keeps its forkserver when it ends, and the
+next call gets it if everything the forkserver was started with is as it was:
+the environment and the commit installed in it, the benchmark folder, the
+launch method, and every variable of asv's process environment (the variants to
+preload among them). As in one ``asv run``, which serves all of a commit's
+rounds from one forkserver, each case still runs in a process of its own,
+forked from it. Anything else stops the kept one and starts a fresh one, as
+asv would; the last round's call, an interrupt, a new install
+(:mod:`kernelscope.asv.env`) and the end of asv's process stop it too.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+
+from . import hooks
+
+_KEPT: list = []  # [(key, spawner)]: the forkserver kept for the next call
+_MORE_ROUNDS = [False]  # the call of run_benchmarks now running has rounds after it
+
+
+def _key(env, benchmark_dir: str, launch_method) -> tuple:
+    return (launch_method, env.name, getattr(env, "_path", None), env.installed_commit_hash,
+            os.path.abspath(benchmark_dir), tuple(sorted(env.env_vars.items())), tuple(sorted(os.environ.items())))
+
+
+def stop_kept() -> None:
+    """Stop the kept forkserver, if any (asv's own close, which also reports what the server printed)."""
+    while _KEPT:
+        _, spawner = _KEPT.pop()
+        spawner.close()
+
+
+class KeptSpawner:
+    """asv's spawner for one call of run_benchmarks; its ``close`` keeps the forkserver where rounds follow."""
+
+    def __init__(self, spawner):
+        self.spawner = spawner
+
+    def __getattr__(self, name):
+        return getattr(self.spawner, name)
+
+    def close(self):
+        if not any(s is self.spawner for _, s in _KEPT):
+            self.spawner.close()
+        elif not _MORE_ROUNDS[0] or self.spawner.interrupted or self.spawner.server_proc.poll() is not None:
+            stop_kept()
+
+
+def spawner_for(get_spawner, env, benchmark_dir: str, launch_method):
+    """The kept forkserver if it is the one ``get_spawner`` would start now, else a new spawner (a forkserver kept)."""
+    key = _key(env, benchmark_dir, launch_method)
+    if _KEPT and _KEPT[-1][0] == key and _KEPT[-1][1].server_proc.poll() is None:
+        return KeptSpawner(_KEPT[-1][1])
+    stop_kept()
+    spawner = get_spawner(env, benchmark_dir, launch_method)
+    if launch_method != "forkserver":
+        return spawner
+    _KEPT.append((key, spawner))
+    return KeptSpawner(spawner)
+
+
+def keep_forkservers() -> None:
+    """Keep a call's forkserver for the next call that would start the same one (idempotent)."""
+
+    def note_rounds(run_all):
+        def run_benchmarks(*args, **kwargs):
+            rounds = kwargs.get("run_rounds")  # asv's interleaved rounds: one a call, counting down to 1
+            _MORE_ROUNDS[0] = bool(rounds) and min(rounds) > 1
+            try:
+                return run_all(*args, **kwargs)
+            finally:
+                _MORE_ROUNDS[0] = False
+
+        return run_benchmarks
+
+    def kept(get_spawner):
+        atexit.register(stop_kept)
+
+        def get_kept_spawner(env, benchmark_dir, launch_method):
+            return spawner_for(get_spawner, env, benchmark_dir, launch_method)
+
+        return get_kept_spawner
+
+    hooks.wrap("asv.runner:run_benchmarks", note_rounds)
+    hooks.wrap("asv.runner:get_spawner", kept)
