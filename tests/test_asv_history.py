@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from test_asv_pipeline import ASV, ROOT, write_config
+from test_asv_pipeline import ASV, ROOT, asv_machine, installed_env, write_config
 
 pytestmark = [pytest.mark.skipif(ASV is None or shutil.which("git") is None, reason="needs asv and git"),
               pytest.mark.xdist_group("asv-history")]  # one test process makes `history` once; its runs one at a time
@@ -99,7 +99,7 @@ def _asv(repo: Path, home: Path, *args: str, returncodes=(0,)):
     config = repo / "asv.test.json"  # beside src/: asv imports the plugin relative to the configuration
     config.write_text(json.dumps(conf))
     env = {**os.environ, "HOME": str(home)}
-    subprocess.run([ASV, "machine", "--machine", "ci-cpu", "--yes"], cwd=ROOT, env=env, check=True, capture_output=True)
+    asv_machine(home)
     proc = subprocess.run([ASV, *args, "--config", str(config)], cwd=repo, env=env, capture_output=True, text=True,
                           timeout=900)
     assert proc.returncode in returncodes, proc.stdout[-4000:] + proc.stderr[-3000:]
@@ -132,8 +132,10 @@ def _check_labels(stored: dict, runnable: set[tuple[str, str]]):
         assert expected <= min(samples) * 1e3 < expected + SLACK_MS, (variant, size, samples, expected)
 
 
-def test_a_range_run_files_every_value_under_its_case_and_skips_what_a_commit_lacks(history, tmp_path):
+def test_a_range_run_files_every_value_under_its_case_and_skips_what_a_commit_lacks(history, tmp_path,
+                                                                                     tmp_path_factory):
     repo, (base, first, second) = history
+    installed_env(tmp_path_factory, tmp_path / "env", repo=repo, commits=(first, second))  # made once for both tests
     _asv(repo, tmp_path, "run", "--machine", "ci-cpu", "-b", r"Square\.time_warm", *TIMING, f"{base}..{second}")
     at_first, at_second = _stored(tmp_path, first), _stored(tmp_path, second)
     cases = {(f"square-sleep-{v}", s) for v in "cda" for s in ("32x32", "64x64", "16x16")}
@@ -142,8 +144,9 @@ def test_a_range_run_files_every_value_under_its_case_and_skips_what_a_commit_la
     _check_labels(at_first, {(f"square-sleep-{v}", s) for v in "ca" for s in ("32x32", "16x16")})
 
 
-def test_asv_continuous_across_the_change_compares_each_case_with_itself(history, tmp_path):
+def test_asv_continuous_across_the_change_compares_each_case_with_itself(history, tmp_path, tmp_path_factory):
     repo, (_, first, second) = history
+    installed_env(tmp_path_factory, tmp_path / "env", repo=repo, commits=(first, second))
     proc = _asv(repo, tmp_path, "continuous", "--machine", "ci-cpu", "-b", r"Square\.time_warm", *TIMING,
                 first, second, returncodes=(0, 1))
     _check_labels(_stored(tmp_path, second), {(f"square-sleep-{v}", s) for v in "cda" for s in ("32x32", "64x64", "16x16")})

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from kernelscope.asv import parallel
-from test_asv_pipeline import ASV, ROOT, existing_env_config
+from test_asv_pipeline import ASV, ROOT, asv_machine, existing_env_config
 from test_asv_saves import CASES, EVERY, SUITE, _measured, _stored
 
 pytestmark = pytest.mark.skipif(ASV is None or not (ROOT / ".git").exists(),
@@ -34,7 +34,7 @@ def test_two_asv_processes_share_one_results_folder_without_a_lost_or_doubled_ca
     config = existing_env_config(tmp_path, SUITE, "asv.conf.json")
     log = tmp_path / "cases.log"
     env = {**os.environ, "HOME": str(tmp_path), "KERNELSCOPE_TEST_CASE_LOG": str(log)}
-    subprocess.run([ASV, "machine", "--machine", "ci-cpu", "--yes"], cwd=ROOT, env=env, check=True, capture_output=True)
+    asv_machine(tmp_path)
     proc = subprocess.run([sys.executable, "-m", "kernelscope", "asv-run", "--gpus", "0,1", "--every", "5", "--json",
                            "--config", str(config), "--logs", str(tmp_path / "logs"), "--",
                            "--machine", "ci-cpu", "--record-samples", "-E", f"existing:{sys.executable}",

@@ -1,6 +1,7 @@
 """asv end to end on the CPU path: the syssite environment, the generated suite,
 the result export, run-to-run comparison, and the slowdown canary."""
 
+import hashlib
 import json
 import os
 import shutil
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from kernelscope.results import compare, export
+from shared import once
 
 ROOT = Path(__file__).resolve().parents[1]
 ASV = shutil.which("asv", path=str(Path(sys.executable).parent)) or shutil.which("asv")
@@ -54,6 +56,59 @@ def write_config(tmp_path, results: str, repo: Path = ROOT) -> Path:
     return tmp_path / "asv.json"
 
 
+# Builds and installs the commits into a new environment: asv's environment plugin, as `asv run` loads it.
+INSTALL = """
+import sys
+from asv import environment
+from asv.config import Config
+from asv.plugin_manager import plugin_manager
+from asv.repo import get_repo
+
+conf = Config.load(sys.argv[1])
+for plugin in conf.plugins:
+    plugin_manager.import_plugin(plugin)
+repo = get_repo(conf)
+for env in environment.get_environments(conf, None):
+    env.create()
+    for commit in sys.argv[2:]:
+        env.install_project(conf, repo, commit)
+"""
+
+
+def installed_env(tmp_path_factory, env_dir: Path, commits: tuple[str, ...], repo: Path = ROOT) -> Path:
+    """Fill ``env_dir`` (write_config's env_dir) with a copy of a syssite environment that has ``commits`` built and
+    the last one installed, as asv leaves it; the environment is made once a test run, for every test process.
+
+    Creating one (a venv, a clone, then per commit pip wheel and pip install) costs an asv command seconds of its
+    own before its first benchmark, and every test that runs asv on a commit started with it.
+    """
+    hashes = tuple(subprocess.run(["git", "rev-parse", c], cwd=repo, check=True, capture_output=True, text=True)
+                   .stdout.strip() for c in commits)
+
+    def make(folder: Path):
+        config = write_config(folder, "results", repo=repo)
+        proc = subprocess.run([sys.executable, "-c", INSTALL, str(config), *hashes], cwd=folder, capture_output=True,
+                              text=True, timeout=600)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+    name = hashlib.sha256(f"{repo.resolve()}\0{' '.join(hashes)}".encode()).hexdigest()[:16]
+    shutil.copytree(once(tmp_path_factory, f"asv-env-{name}", make) / "env", env_dir, symlinks=True)
+    return env_dir
+
+
+_MACHINE_FILE: list[str] = []
+
+
+def asv_machine(home: Path) -> None:
+    """``asv machine --machine ci-cpu --yes`` with ``home`` as HOME: run once a test process, then its file copied
+    (all it writes is ~/.asv-machine.json, the same for every home)."""
+    if not _MACHINE_FILE:
+        subprocess.run([ASV, "machine", "--machine", "ci-cpu", "--yes"], cwd=ROOT,
+                       env={**os.environ, "HOME": str(home)}, check=True, capture_output=True)
+        _MACHINE_FILE.append((home / ".asv-machine.json").read_text())
+    (home / ".asv-machine.json").write_text(_MACHINE_FILE[0])
+
+
 def existing_env_config(tmp_path, benchmark_dir: Path, name: str = "asv.json") -> Path:
     """An asv configuration that runs ``benchmark_dir``'s suite in this Python's own environment, with the
     kernelscope plugin, results under ``tmp_path / "results"``."""
@@ -70,9 +125,9 @@ def existing_env_config(tmp_path, benchmark_dir: Path, name: str = "asv.json") -
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("asv")
-    subprocess.run([ASV, "machine", "--machine", "ci-cpu", "--yes"], cwd=ROOT, env={**os.environ, "HOME": str(tmp)},
-                   check=True, capture_output=True)
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    asv_machine(tmp)
+    installed_env(tmp_path_factory, tmp / "env", commits=(head,))
     base = ["run", "--record-samples", "--machine", "ci-cpu", "-b", BENCH, f"{head}^!"]  # not HEAD, which may move
     cap = {"KERNELSCOPE_CPU_MAX_NUMEL": str(SIDE * SIDE)}
     # The two runs of the same code take turns, each adding its samples to its own results
@@ -129,16 +184,16 @@ def test_injected_slowdown_is_flagged(runs):
     assert set(stats["by_mode"]) == {"warm"}
 
 
-def test_a_run_cut_off_keeps_what_it_finished_and_goes_on_from_there(tmp_path):
+def test_a_run_cut_off_keeps_what_it_finished_and_goes_on_from_there(tmp_path, tmp_path_factory):
     # asv saves a commit's results only after its last benchmark; the syssite plugin saves after each one.
     import json as json_
     import signal
     import time
 
-    subprocess.run([ASV, "machine", "--machine", "ci-cpu", "--yes"], cwd=ROOT, env={**os.environ, "HOME": str(tmp_path)},
-                   check=True, capture_output=True)
     bench = "(Square|Mean|Softmax|Gelu)\\.time_warm.*'(square-mul|mean-torch|softmax-torch|gelu-torch)'"
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    asv_machine(tmp_path)
+    installed_env(tmp_path_factory, tmp_path / "env", commits=(head,))
     args = [ASV, "run", "--machine", "ci-cpu", "--config", str(write_config(tmp_path, "results")), "-b", bench,
             f"{head}^!"]  # not HEAD: the resumed run must run the same commit
     env = {**os.environ, "HOME": str(tmp_path), **CPU_CAP}

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from test_asv_pipeline import ASV, ROOT, existing_env_config, write_config
+from test_asv_pipeline import ASV, ROOT, asv_machine, existing_env_config, installed_env, write_config
 
 pytestmark = [pytest.mark.skipif(ASV is None or not (ROOT / ".git").exists(),
                                  reason="needs asv (pip install -e '.[bench]') and a git checkout"),
@@ -23,6 +23,7 @@ def stored(tmp_path_factory, request):
     interleaved = request.param == "interleaved rounds"
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     if interleaved:  # interleaving needs a real environment: the syssite one, as the GPU runs use
+        installed_env(tmp_path_factory, tmp / "env", commits=(head,))
         config = write_config(tmp, "results")
         conf = json.loads(config.read_text())
         conf["benchmark_dir"] = str(SUITE)
@@ -40,7 +41,7 @@ def stored(tmp_path_factory, request):
         (tmp / "src").symlink_to(ROOT / "src")  # asv imports the ".src...." plugin relative to the config's folder
         how = ["-E", f"existing:{sys.executable}", "--set-commit-hash", head]
     env = {**os.environ, "HOME": str(tmp)}
-    subprocess.run([ASV, "machine", "--machine", "ci-cpu", "--yes"], cwd=ROOT, env=env, check=True, capture_output=True)
+    asv_machine(tmp)
     proc = subprocess.run([ASV, "run", "--config", str(config), "--machine", "ci-cpu", "--record-samples",
                            "--show-stderr", *how], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode in (0, 2), proc.stdout[-3000:] + proc.stderr[-3000:]  # 2: the broken case failed
@@ -173,7 +174,7 @@ def _existing_env_run(tmp_path, *args, returncodes=(0,)):
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     existing_env_config(tmp_path, SUITE)
     env = {**os.environ, "HOME": str(tmp_path)}
-    subprocess.run([ASV, "machine", "--machine", "ci-cpu", "--yes"], cwd=ROOT, env=env, check=True, capture_output=True)
+    asv_machine(tmp_path)
     proc = subprocess.run([ASV, "run", "--config", str(tmp_path / "asv.json"), "--machine", "ci-cpu", "--record-samples",
                            *args, "-E", f"existing:{sys.executable}", "--set-commit-hash", head],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from test_asv_pipeline import ASV, ROOT, existing_env_config
+from test_asv_pipeline import ASV, ROOT, asv_machine, existing_env_config
 
 pytestmark = pytest.mark.skipif(ASV is None or not (ROOT / ".git").exists(),
                                 reason="needs asv (pip install -e '.[bench]') and a git checkout")
@@ -25,7 +25,7 @@ def _asv_run(tmp: Path, log: Path, *args: str) -> subprocess.Popen:
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     config = existing_env_config(tmp, SUITE)
     env = {**os.environ, "HOME": str(tmp), "KERNELSCOPE_TEST_CASE_LOG": str(log)}
-    subprocess.run([ASV, "machine", "--machine", "ci-cpu", "--yes"], cwd=ROOT, env=env, check=True, capture_output=True)
+    asv_machine(tmp)
     return subprocess.Popen([ASV, "run", "--config", str(config), "--machine", "ci-cpu", *args,
                              "-E", f"existing:{sys.executable}", "--set-commit-hash", head],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,

@@ -20,7 +20,7 @@ backends.configure_interpreters()  # before the kernel modules import triton's d
 from kernelscope.backends.triton import canary as tcanary  # noqa: E402
 from kernelscope.backends.triton import square as tsquare  # noqa: E402
 
-from test_asv_pipeline import ASV, CPU_CAP, ROOT, write_config  # noqa: E402
+from test_asv_pipeline import ASV, CPU_CAP, ROOT, asv_machine, installed_env, write_config  # noqa: E402
 
 DEVICE = backends.default_device()
 FLAT = "square-triton-flat1024"
@@ -196,13 +196,14 @@ ROUNDS = 6
 
 @needs_git
 @pytest.mark.skipif(ASV is None, reason="needs asv (pip install -e '.[bench]')")
-def test_asv_continuous_exits_1_naming_the_canary_and_the_evidence_marks_it_alone(tmp_path, clone):
+def test_asv_continuous_exits_1_naming_the_canary_and_the_evidence_marks_it_alone(tmp_path, tmp_path_factory, clone):
     head = git(clone, "rev-parse", "HEAD")
     spec = f"{FLAT}:1"
     commit = evidence.make_commit(spec, repo=clone, branch="kernelscope-canary/100")
     env = {k: v for k, v in os.environ.items() if k != slowdown.ENV}
     env.update(HOME=str(tmp_path), **CPU_CAP)
-    subprocess.run([ASV, "machine", "--machine", "ci-cpu", "--yes"], cwd=ROOT, env=env, check=True, capture_output=True)
+    asv_machine(tmp_path)
+    installed_env(tmp_path_factory, tmp_path / "env", commits=(head,))  # the base built; the canary is built here
     # Several rounds a commit, interleaved (asv continuous takes turns between the commits): a slow spell of
     # this shared 2-core box, which read an unchanged benchmark 1.96x slower between two one-round runs
     # (one given half a core), then falls on both commits' samples, not on one commit's.
