@@ -23,15 +23,19 @@ BENCH = f"Square.time_warm.*'square-mul'.*'{SIDE}x{SIDE}'.*float32"
 # One intra-op thread: on a 2-core box two threads contend with asv itself, and the
 # same code read 55% slower in one of three runs.
 CPU_CAP = {"KERNELSCOPE_CPU_MAX_NUMEL": str(256 * 256), "OMP_NUM_THREADS": "1"}
-TURNS = 3  # asv runs each of the two same-code results take, in turns
+TURNS = 3  # rounds each result set takes, in turns with the others
+# The result sets `runs` makes, each an asv environment of its own (asv's matrix): a variable names the set, and the
+# slowed one's also injects the slowdown. Variables that do not touch the build (env_nobuild): one build serves all.
+SETS = {"results": {}, "results-again": {}, "results-slow": {"KERNELSCOPE_INJECT_SLOWDOWN": "square-mul"}}
+SET_ENV = "KERNELSCOPE_TEST_RESULTS"
 
 pytestmark = [pytest.mark.skipif(ASV is None or not (ROOT / ".git").exists(),
                                  reason="needs asv (pip install -e '.[bench]') and a git checkout"),
               pytest.mark.xdist_group("asv-pipeline")]  # one test process makes `runs` once for all its tests
 
 
-def asv(tmp_path, *args, env=None):
-    config = write_config(tmp_path, (env or {}).get("RESULTS", "results"))
+def asv(tmp_path, *args, env=None, extra=None):
+    config = write_config(tmp_path, (env or {}).get("RESULTS", "results"), extra=extra)
     full_env = {**os.environ, "HOME": str(tmp_path), **CPU_CAP, **(env or {})}
     proc = subprocess.run([ASV, *args, "--config", str(config)], cwd=ROOT, env=full_env,
                           capture_output=True, text=True, timeout=900)
@@ -39,7 +43,7 @@ def asv(tmp_path, *args, env=None):
     return proc.stdout
 
 
-def write_config(tmp_path, results: str, repo: Path = ROOT) -> Path:
+def write_config(tmp_path, results: str, repo: Path = ROOT, extra: dict | None = None) -> Path:
     conf = {
         "version": 1, "project": "kernelscope", "repo": str(repo), "branches": ["main"], "dvcs": "git",
         "environment_type": "syssite", "plugins": [".src.kernelscope.asv.env"],
@@ -48,7 +52,7 @@ def write_config(tmp_path, results: str, repo: Path = ROOT) -> Path:
         "uninstall_command": ["return-code=any python -m pip uninstall -y {project}"],
         "benchmark_dir": str(ROOT / "benchmarks"), "env_dir": str(tmp_path / "env"),
         "results_dir": str(tmp_path / results), "html_dir": str(tmp_path / "html"),
-        "launch_method": "forkserver", "default_benchmark_timeout": 600,
+        "launch_method": "forkserver", "default_benchmark_timeout": 600, **(extra or {}),
     }
     (tmp_path / "asv.json").write_text(json.dumps(conf))
     if not (tmp_path / "src").exists():  # asv imports the ".src...." plugin relative to the config's folder
@@ -122,13 +126,20 @@ def existing_env_config(tmp_path, benchmark_dir: Path, name: str = "asv.json") -
     return tmp_path / name
 
 
+def one_set(all_results: Path, results: Path, name: str) -> None:
+    """``all_results`` copied to ``results`` with only the result files of the environment of set ``name``."""
+    shutil.copytree(all_results, results)
+    for path in results.glob("*/*.json"):
+        if path.name != "machine.json" and json.loads(path.read_text())["env_vars"].get(SET_ENV) != name:
+            path.unlink()
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("asv")
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     asv_machine(tmp)
     installed_env(tmp_path_factory, tmp / "env", commits=(head,))
-    base = ["run", "--record-samples", "--machine", "ci-cpu", "-b", BENCH, f"{head}^!"]  # not HEAD, which may move
     cap = {"KERNELSCOPE_CPU_MAX_NUMEL": str(SIDE * SIDE)}
     # The two runs of the same code take turns, each adding its samples to its own results
     # (--append-samples): a slow spell of the shared 2-core box (one run given half a core
@@ -136,10 +147,17 @@ def runs(tmp_path_factory):
     # run, a third of its samples, and not on a whole run.
     # The slowed run takes its turns too: run alone it once fell in a quiet spell while the base's turns were
     # slow, and 2x work read 1.04x.
-    slow = {"KERNELSCOPE_INJECT_SLOWDOWN": "square-mul"}
-    for turn in range(TURNS):
-        for results, extra in (("results", {}), ("results-again", {}), ("results-slow", slow)):
-            asv(tmp, *base, *(["--append-samples"] if turn else []), env={**cap, "RESULTS": results, **extra})
+    # One asv command takes all the turns: each set is an environment of its own (SETS), and asv's interleaved
+    # rounds run every set once a round, set after set, a process each, adding to the samples of its earlier
+    # rounds: the turns of an asv run per set and turn, without an asv start and a discovery (torch) for each.
+    sets = {"exclude": [{"env_nobuild": {SET_ENV: None}}],  # the matrix's own environment, without a set: not run
+            "include": [{"python": f"{sys.version_info[0]}.{sys.version_info[1]}",
+                         "env_nobuild": {SET_ENV: name, **extra}} for name, extra in SETS.items()]}
+    out = asv(tmp, "run", "--record-samples", "--interleave-rounds", "-a", f"rounds={TURNS}", "--machine", "ci-cpu",
+              "-b", BENCH, f"{head}^!", env={**cap, "RESULTS": "results-all"}, extra=sets)  # not HEAD, which may move
+    assert f"(round {TURNS}/{TURNS})" in out, out[-3000:]
+    for name in SETS:
+        one_set(tmp / "results-all", tmp / name, name)
     asv(tmp, "run", "--record-samples", "--machine", "ci-cpu", "-b", "FirstCall.*'square-mul'", f"{head}^!",
         env={"RESULTS": "results-first"})
     return tmp, head
