@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,13 +36,29 @@ class Run:
     env: str | None = None  # one asv environment's results (asv compare -E); None: every env, measured ones first
 
 
+def _results_of(run: Run):
+    """asv's results of ``run``'s folder, less the files of other commits (asv names each ``HASH8-ENV.json``, and
+    finds a commit's files by that name too): a site build's comparisons read two files, not every one."""
+    from asv import util
+    from asv.console import log
+    from asv.results import Results, iter_results_paths
+
+    prefix = run.commit[:8] if run.commit else ""
+    for root, filename, machine_name in iter_results_paths(str(run.results_dir)):
+        if not filename.startswith(prefix):
+            continue
+        try:  # the rest as asv.results.iter_results
+            yield Results.load(os.path.join(root, filename), machine_name=machine_name)
+        except util.UserError as exc:
+            log.warning(str(exc))
+
+
 def _unrolled(run: Run) -> dict[str, tuple]:
     """``{benchmark(params): (value, stats, samples, version)}`` as asv unrolls them."""
     from asv.commands.compare import unroll_result
-    from asv.results import iter_results
 
     found = {}
-    for result in iter_results(str(run.results_dir)):
+    for result in _results_of(run):
         if run.commit and not result.commit_hash.startswith(run.commit):
             continue
         if run.machine and result.params.get("machine") != run.machine:
