@@ -95,20 +95,27 @@ def describe_tree(root: Path, suite=None, installed: dict | None = None) -> dict
     """The working tree's suite (``kernelscope.asv.suite.describe``), for the tree at ``root``."""
     src = Path(root) / "src"
     tree = package_fingerprint(src / "kernelscope")
+    key = hashlib.sha256(f"{tree}\0{socket.gethostname()}".encode()).hexdigest()[:24]
+    cache = Path(tempfile.gettempdir()) / f"kernelscope-suites-{os.getuid()}" / f"{key}.json"
     if suite is not None and hasattr(suite, "describe") and suite.__file__:
         here = Path(suite.__file__).resolve().parents[1]  # kernelscope/ of the installed package
         if package_fingerprint(here) == tree:
-            return suite.describe(installed)
-    key = hashlib.sha256(f"{tree}\0{socket.gethostname()}".encode()).hexdigest()[:24]
-    cache = Path(tempfile.gettempdir()) / f"kernelscope-suites-{os.getuid()}" / f"{key}.json"
+            description = suite.describe(installed)
+            if not cache.exists():  # for a later process of another commit (asv continuous's base, a range's rest)
+                _store(cache, description)
+            return description
     if cache.exists():
         return json.loads(cache.read_text())
     description = _describe_in_subprocess(src)
+    _store(cache, description)
+    return description
+
+
+def _store(cache: Path, description: dict) -> None:
     cache.parent.mkdir(parents=True, exist_ok=True)
     partial = cache.with_suffix(f".{os.getpid()}.partial")
     partial.write_text(json.dumps(description))
     os.replace(partial, cache)
-    return description
 
 
 def _absent(method: str, info: dict, params: list, why: str):
