@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cache
 from typing import Callable
 
 import torch
@@ -50,6 +51,7 @@ def parse_shape(text: str) -> Shape:
     return shape
 
 
+@cache  # asked for every result row a site build reads
 def itemsize(dtype: str) -> int:
     return torch.empty((), dtype=dtype_of(dtype)).element_size()
 

@@ -123,6 +123,21 @@ def log_case(benchmark: str, params: list[str], watch: ClockWatch, starved: int 
 # --- read back ---------------------------------------------------------------------------------------------------
 
 
+_decode = json.JSONDecoder().raw_decode
+
+
+def _record(line: str):
+    """json.loads(line), without its checks around a line that is one JSON value and nothing else (a log's
+    hundreds of thousands of lines); any other line goes to json.loads, which reads it or says why not."""
+    try:
+        record, end = _decode(line)
+        if end == len(line):
+            return record
+    except ValueError:
+        pass
+    return json.loads(line)
+
+
 def read_log(result_file: Path) -> dict[tuple[str, tuple], dict]:
     """The clock log beside an asv result file: (benchmark, params) -> its latest run's record, readings joined.
 
@@ -133,7 +148,7 @@ def read_log(result_file: Path) -> dict[tuple[str, tuple], dict]:
     for line in lines(result_file.with_name(result_file.stem + SUFFIX)):
         if not line.strip():
             continue
-        record = json.loads(line)
+        record = _record(line)
         key = (record["benchmark"], tuple(record["params"]))
         same_run = key in found and record.get("run") is not None and found[key].get("run") == record["run"]
         if same_run:  # readings joined; the other fields (a count so far, such as starved) the latest

@@ -55,6 +55,9 @@ def _unquote(value: str):
         return value
 
 
+_shape = functools.lru_cache(maxsize=4096)(parse_shape)  # a few dozen sizes, each in thousands of rows
+
+
 def _load(path: Path) -> dict:
     return json.loads(path.read_text())
 
@@ -72,10 +75,13 @@ def _result_files(results_dir: Path):
 def iter_rows(results_dir: str | Path = "results", include_failed: bool = False):
     results_dir = Path(results_dir)
     files = list(_result_files(results_dir))  # raises first if there are no results
+    yield from _iter_rows(results_dir, [(path, _load(path)) for path in files], include_failed)
+
+
+def _iter_rows(results_dir: Path, loaded: list[tuple[Path, dict]], include_failed: bool):
     benchmarks = _load(results_dir / "benchmarks.json")
     copy: dict[str, float | None] = {}
-    for path in files:
-        data = _load(path)
+    for path, data in loaded:
         params = data.get("params", {})
         machine = params.get("machine", path.parent.name)
         if machine not in copy:
@@ -87,10 +93,13 @@ def iter_rows(results_dir: str | Path = "results", include_failed: bool = False)
 def runs(results_dir: str | Path = "results") -> list[dict]:
     """One record per stored run (a machine and a commit): what ran, where, with which versions, and the machine's
     copy bandwidth."""
+    return _runs(Path(results_dir), [(path, _load(path)) for path in _result_files(Path(results_dir))])
+
+
+def _runs(results_dir: Path, loaded: list[tuple[Path, dict]]) -> list[dict]:
     found = []
     copy: dict[str, float | None] = {}
-    for path in _result_files(Path(results_dir)):
-        data = _load(path)
+    for path, data in loaded:
         columns = data.get("result_columns", [])
         started = [dict(zip(columns, v)).get("started_at") for v in data.get("results", {}).values()]
         started = [s for s in started if s]
@@ -130,7 +139,7 @@ def _rows_of(data: dict, params: dict, benchmarks: dict, include_failed: bool, c
             variant = VARIANTS.get(p.get("variant"))
             size = p.get("size") or (None if variant is None else "x".join(map(str, variant.op_spec.bench_shapes[0])))
             dtype = p.get("dtype", "float32")
-            shape = parse_shape(size) if size else None
+            shape = _shape(size) if size else None
             mode = MODES[method]
             timed = not failed and mode != "first_call"
             nbytes = variant.op_spec.bytes_for(shape, dtype) if (variant and shape and mode != "first_call") else None
@@ -197,13 +206,24 @@ def _case(row: dict) -> tuple:
 
 
 def rows(results_dir: str | Path = "results", include_failed: bool = False) -> list[dict]:
-    found = list(iter_rows(results_dir, include_failed))
+    return _kept(list(iter_rows(results_dir, include_failed)), include_failed)
+
+
+def _kept(found: list[dict], include_failed: bool) -> list[dict]:
     if include_failed:
         # A commit can have two result files (asv environments), the second a rerun of what
         # failed in the first: a case measured in either is not a failure of that commit.
         measured = {_case(r) for r in found if r["status"] == MEASURED}
         found = [r for r in found if r["status"] == MEASURED or _case(r) not in measured]
     return found
+
+
+def rows_and_runs(results_dir: str | Path = "results", include_failed: bool = False) -> tuple[list[dict], list[dict]]:
+    """:func:`rows` and :func:`runs` of one folder, each result file read once for both."""
+    results_dir = Path(results_dir)
+    loaded = [(path, _load(path)) for path in _result_files(results_dir)]  # raises first if there are no results
+    return (_kept(list(_iter_rows(results_dir, loaded, include_failed)), include_failed),
+            _runs(results_dir, loaded))
 
 
 def to_csv(table: list[dict]) -> str:

@@ -85,8 +85,7 @@ class SiteData:
         self.profiles = ProfileData(profiles_dir)  # no folder: no profiles, and the pages say so
         self.evidence = EvidenceData(evidence_dir)  # evidence/<machine>/peers.json; none: the pages say so
         found = (self.results_dir / "benchmarks.json").exists()
-        self.rows: list[dict] = export.rows(self.results_dir, include_failed=True) if found else []
-        self._runs = export.runs(self.results_dir) if found else []
+        self.rows, self._runs = export.rows_and_runs(self.results_dir, include_failed=True) if found else ([], [])
         self.order: list[str] = history.commit_order(self._runs, history.git_positions(self.repo))
         self._snapshots: dict[tuple, Snapshot] = {}
 
