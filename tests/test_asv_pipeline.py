@@ -49,7 +49,7 @@ def write_config(tmp_path, results: str, repo: Path = ROOT, extra: dict | None =
         "environment_type": "syssite", "plugins": [".src.kernelscope.asv.env"],
         "build_command": ["python -m pip wheel --no-deps --no-build-isolation --no-index -w {build_cache_dir} {build_dir}"],
         "install_command": ["in-dir={env_dir} python -m pip install --no-deps --no-index --force-reinstall {wheel_file}"],
-        "uninstall_command": ["return-code=any python -m pip uninstall -y {project}"],
+        "uninstall_command": [],
         "benchmark_dir": str(ROOT / "benchmarks"), "env_dir": str(tmp_path / "env"),
         "results_dir": str(tmp_path / results), "html_dir": str(tmp_path / "html"),
         "launch_method": "forkserver", "default_benchmark_timeout": 600, **(extra or {}),
