@@ -10,6 +10,7 @@ shows, all from one commit, so each can be stamped with it.
 
 from __future__ import annotations
 
+import operator
 import subprocess
 from collections.abc import Iterable
 from pathlib import Path
@@ -49,9 +50,15 @@ def newest(rows: list[dict], order: list[str]) -> str | None:
     return None
 
 
+def matching(rows: list[dict], **match) -> list[dict]:
+    """The rows whose every key in ``match`` has the value given (a missing key reads None), in their order."""
+    keys, values = tuple(match), tuple(match.values())
+    return [r for r in rows if all(map(operator.eq, map(r.get, keys), values))]  # no Python frame a row
+
+
 def snapshot(rows: list[dict], order: list[str], **match) -> tuple[str | None, list[dict]]:
     """The newest commit with rows matching ``match`` (e.g. machine=..., op=..., mode=...), and those rows."""
-    selected = [r for r in rows if all(r.get(k) == v for k, v in match.items())]
+    selected = matching(rows, **match)
     commit = newest(selected, order)
     return commit, [r for r in selected if r["commit"] == commit]
 
@@ -60,10 +67,9 @@ def last_two(rows: list[dict], order: list[str], **match) -> tuple[str, str] | N
     """The newest commit with rows matching ``match`` and the newest one before it that measured any of the same
     cases (a run of one op's classes leaves the others' cases to older commits), older first; None if none did."""
     cases: dict[str, set] = {}
-    for r in rows:
-        if all(r.get(k) == v for k, v in match.items()):
-            key = (r.get("benchmark"), r.get("variant"), r.get("size"), r.get("dtype"), r.get("host"))
-            cases.setdefault(r["commit"], set()).add(key)
+    for r in matching(rows, **match):
+        key = (r.get("benchmark"), r.get("variant"), r.get("size"), r.get("dtype"), r.get("host"))
+        cases.setdefault(r["commit"], set()).add(key)
     ordered = [c for c in order if c in cases]
     if not ordered:
         return None
@@ -93,7 +99,7 @@ def steps(rows: list[dict], order: list[str], step: float = STEP, **match) -> li
     else. Returns the commits in order with a result, each with its time, and ``ratio`` (its time over
     the previous commit's) where the move exceeds ``step``: a change a rerun does not make.
     """
-    selected = [r for r in rows if all(r.get(k) == v for k, v in match.items()) and r.get("time_s")]
+    selected = [r for r in matching(rows, **match) if r.get("time_s")]
     newest = newest_commit = None
     position = {c: i for i, c in enumerate(order)}
     for r in selected:

@@ -130,6 +130,22 @@ class SiteData:
             found.setdefault(r["machine"], []).append(r)
         return found
 
+    @cached_property
+    def _rows_at(self) -> dict[tuple[str, str], list[dict]]:
+        """(machine, commit) -> its rows, in the order of ``rows``."""
+        found: dict[tuple[str, str], list[dict]] = {}
+        for r in self.rows:
+            found.setdefault((r["machine"], r["commit"]), []).append(r)
+        return found
+
+    def rows_on(self, machine: str) -> list[dict]:
+        """``machine``'s rows, in the order of ``rows``: a page asks per machine, hundreds of times a build."""
+        return self._rows_on.get(machine, [])
+
+    def rows_at(self, machine: str, commit: str) -> list[dict]:
+        """The rows of one run (``machine`` at ``commit``), in the order of ``rows``."""
+        return self._rows_at.get((machine, commit), [])
+
     def snapshot(self, machine: str, **match) -> Snapshot:
         """The newest commit on ``machine`` with rows matching ``match`` (op=, mode=, ...).
 
@@ -138,18 +154,19 @@ class SiteData:
         """
         key = (machine, tuple(sorted(match.items())))
         if key not in self._snapshots:
-            commit, rows = history.snapshot(self._rows_on.get(machine, []), self.order, machine=machine, **match)
+            commit, rows = history.snapshot(self.rows_on(machine), self.order, machine=machine, **match)
             self._snapshots[key] = Snapshot(self.run(machine, commit) if commit else None, rows)
         return self._snapshots[key]
 
     def modes(self, machine: str, op: str | None = None) -> list[str]:
-        present = {r["mode"] for r in self.rows if r["machine"] == machine and (op is None or r["op"] == op)}
+        present = {r["mode"] for r in self.rows_on(machine) if op is None or r["op"] == op}
         return [m for m in MODES if m in present]
 
     def dtypes(self, op: str | None = None, machine: str | None = None) -> list[str]:
         """The dtypes timed (of one op, on one machine), float32 first."""
-        return sorted({r["dtype"] for r in self.rows if r["mode"] in MODES and (op is None or r["op"] == op)
-                       and (machine is None or r["machine"] == machine)}, key=dtype_order)
+        rows = self.rows if machine is None else self.rows_on(machine)
+        return sorted({r["dtype"] for r in rows if r["mode"] in MODES and (op is None or r["op"] == op)},
+                      key=dtype_order)
 
     @cached_property
     def subjects(self) -> dict[str, str]:

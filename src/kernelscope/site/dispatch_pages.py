@@ -47,7 +47,7 @@ def dispatch_section(data: SiteData, machine: str | None) -> str:
     host = data.snapshot(machine, mode="host")
     if not host:
         return NO_HOST.format(machine=machine)
-    warm = [r for r in data.rows if r["machine"] == machine and r["commit"] == host.run.commit and r["mode"] == "warm"]
+    warm = [r for r in data.rows_at(machine, host.run.commit) if r["mode"] == "warm"]
     costs = dispatch.call_costs(host.rows + warm)
     if not costs:
         return NO_HOST.format(machine=machine)

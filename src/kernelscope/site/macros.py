@@ -217,7 +217,7 @@ class Macros:
 
     def launch_bound_intervals(self) -> str:
         """The quoted machine's newest run with launch-bound results sampled per process: how many, how wide."""
-        rows = [r for r in self.data.rows if r["machine"] == self.machine and r["status"] == "measured"
+        rows = [r for r in self.data.rows_on(self.machine) if r["status"] == "measured"
                 and r["mode"] in ("warm", "cold") and r["ci_low"] is not None and r["samples"]]
         per_process = [r for r in rows if r["launch_bound"] and sampled_per_process(r["samples"])]
         if not per_process:

@@ -156,7 +156,7 @@ def _overview_for(data: SiteData, machine: str) -> str:
         if r is None:
             rows.append([op_page, backend, f"*{c['why']}*", "", "", "", ""])
             continue
-        same_run = [x for x in data.rows if x["machine"] == machine and x["commit"] == r["commit"]]
+        same_run = data.rows_at(machine, r["commit"])
         rows.append([op_page, backend, f"`{r['variant']}`", f"{fmt_time(r['time_s'])} {fmt_interval(r)}",
                      f"{fmt_gbps(r['gbps'])} ({fmt_pct(r['pct_of_peak'])})",
                      f"{eager['time_s'] / r['time_s']:.2f}x" if eager else "—", gate_status(same_run, r["variant"])])
@@ -197,7 +197,7 @@ def _op_results(data: SiteData, op: str, machine: str) -> str:
              "99% intervals. Switch the timing mode below the chart; hover a point for its exact numbers. "
              f"{LAUNCH_BOUND_WORDS}\n",
              chart(charts.size_sweep(f"data/{op}.json", modes, [machine], dtypes, f"{op}: GB/s by size ({machine})"))]
-    timed = {r["variant"] for r in data.rows if r["machine"] == machine and r["op"] == op and r["mode"] == "host"
+    timed = {r["variant"] for r in data.rows_on(machine) if r["op"] == op and r["mode"] == "host"
              and r["status"] == "measured"}
     variants = [name for name in VARIANTS if name in timed]  # catalog order; those with host-mode results here
     if variants:
@@ -379,7 +379,7 @@ def history(data: SiteData) -> list[str]:
         rendered = []
         for machine in data.machines:
             modes = data.modes(machine, op)
-            commits = {r["commit"] for r in data.rows if r["machine"] == machine and r["op"] == op}
+            commits = {r["commit"] for r in data.rows_on(machine) if r["op"] == op}
             if not modes:
                 rendered.append((machine, f"No results for {op} on `{machine}` yet."))
                 continue
@@ -446,7 +446,7 @@ def regressions(data: SiteData) -> list[str]:
     parts = []
     for machine in data.machines:
         parts.append(f"## {machine}\n")
-        pair = results_history.last_two(data.rows, data.order, machine=machine)
+        pair = results_history.last_two(data.rows_on(machine), data.order, machine=machine)
         if pair is None:
             parts.append(f"`{machine}` has no two commits that measured the same cases: nothing to compare yet.")
             continue
@@ -458,7 +458,7 @@ def regressions(data: SiteData) -> list[str]:
         changed = [r for r in rows if r["mark"] == "x"]
         ra, rb = data.run(machine, a), data.run(machine, b)
         # A launch-bound case reads further apart on two boxes of one GPU than on one: judged only where one box ran both.
-        boxes = [{r["host"] for r in data.rows if r["machine"] == machine and r["commit"] == c and r.get("host")}
+        boxes = [{r["host"] for r in data.rows_at(machine, c) if r.get("host")}
                  for c in (a, b)]
         one_box = len(boxes[0]) == 1 and boxes[0] == boxes[1] and not next(iter(boxes[0])).startswith("unrecorded-")
         between_boxes = [] if one_box else [r for r in flagged if r["mark"] in "+-" and _launch_bound(r)]
@@ -478,9 +478,9 @@ def regressions(data: SiteData) -> list[str]:
             continue
         table_rows, commands, one_process_before, low_clock, compiled = [], [], 0, 0, 0
         samples_before = {(r["benchmark"], r["variant"], r["size"], r["dtype"]): r["samples"]
-                          for r in data.rows if r["machine"] == machine and r["commit"] == a}
-        mostly_low = {(r["commit"], r["benchmark"], r["variant"], r["size"], r["dtype"]) for r in data.rows
-                      if r["machine"] == machine and r["commit"] in (a, b) and mostly_low_clock(r)}
+                          for r in data.rows_at(machine, a)}
+        mostly_low = {(r["commit"], r["benchmark"], r["variant"], r["size"], r["dtype"])
+                      for r in data.rows_at(machine, a) + data.rows_at(machine, b) if mostly_low_clock(r)}
         for r in sorted(flagged, key=lambda r: (r["mark"], -(r["ratio"] or 0))):
             info = compare.parse_benchmark(r["benchmark"])
             ratio = f"{r['ratio']:.2f}" if r["ratio"] else "n/a"
@@ -538,8 +538,8 @@ def regressions(data: SiteData) -> list[str]:
 def commits(data: SiteData) -> list[str]:
     parts = []
     for run in reversed(data.runs()):
-        modes = sorted({r["mode"] for r in data.rows if r["commit"] == run.commit and r["machine"] == run.machine})
-        count = sum(1 for r in data.rows if r["commit"] == run.commit and r["machine"] == run.machine)
+        measured = data.rows_at(run.machine, run.commit)
+        modes, count = sorted({r["mode"] for r in measured}), len(measured)
         parts.append(f'## `{run.short}` on {run.machine} {{ #{run.short} }}\n\n'
                      f"{data.subjects.get(run.commit, '*(not in this repository’s history)*')}\n\n"
                      f"Committed {day(run.date)}, measured {day(run.run_at)} on {run.gpu} ({run.software()}): "
