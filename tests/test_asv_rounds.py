@@ -102,6 +102,12 @@ class _Server:
     def poll(self):
         return None if self.alive else 0
 
+    def preimport(self):
+        return True, ""
+
+    def run(self, *args):
+        return "ran"
+
     def close(self):
         self.closed += 1
 
@@ -146,6 +152,39 @@ def test_a_kept_forkserver_serves_only_the_next_round_of_what_it_was_started_for
     assert call("B", False) is not e and started[-1].closed == 1  # nothing kept after it
     assert call("B", True, launch_method="spawn").closed == 1  # only forkservers are kept
     assert forkservers._KEPT == [] and all(s.closed == 1 for s in started)
+
+    # A round in which every case already has its samples starts none, and leaves the kept one for a later round
+    f = call("B", True)
+    monkeypatch.setattr(forkservers, "_runs_nothing", lambda: True)
+    n = len(started)
+    idle = forkservers.spawner_for(get_spawner, _Env("A"), str(tmp_path), "forkserver")
+    assert idle.preimport() == (True, "") and len(started) == n
+    idle.close()
+    assert len(started) == n and f.closed == 0 and forkservers._KEPT[-1][1] is f
+    idle = forkservers.spawner_for(get_spawner, _Env("A"), str(tmp_path), "forkserver")
+    assert idle.run("benchmarks.X.track_x", "{}", "None", "result", 60, "/") == "ran"  # a case asked after all
+    assert len(started) == n + 1 and f.closed == 1
+
+
+def test_a_round_runs_nothing_only_when_every_selected_case_has_what_it_wants():
+    from kernelscope.asv.rounds import runs_nothing
+    from kernelscope.asv.runs import Case, RunState
+
+    class Selection(dict):
+        benchmark_selection = {"b.X.time_x": [1]}
+
+    selection = Selection({"b.X.time_x": {"params": [["p", "q"]], "rounds": 3, "enough_samples": 3},
+                           "b.X.track_once": {"params": [["p", "q"]], "rounds": 1}})
+    run = RunState(benchmarks=selection)
+    assert not runs_nothing(run, selection, [2], None)  # case 1 has not run yet
+    run.tally[("b.X.time_x", 1)] = Case(2, True, 1, 0, "")
+    assert not runs_nothing(run, selection, [2], None)  # two samples of three
+    run.tally[("b.X.time_x", 1)] = Case(12, True, 1, 0, "")
+    assert runs_nothing(run, selection, [2], None)  # track_once has only round 1; case 0 is not selected
+    assert not runs_nothing(run, selection, [2], {"rounds": 3})  # -a rounds=3: every case, every round
+    assert not runs_nothing(run, selection, [1], None) and not runs_nothing(run, selection, None, None)
+    run.tally[("b.X.time_x", 1)] = Case(0, None, 1, 1, "failed")
+    assert runs_nothing(run, selection, [2], None)  # a failure is not run again
 
 
 # --- one process per case (kernelscope.asv.siblings) ----------------------------------------------------------

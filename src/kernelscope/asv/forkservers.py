@@ -18,6 +18,11 @@ rounds from one forkserver, each case still runs in a process of its own,
 forked from it. Anything else stops the kept one and starts a fresh one, as
 asv would; the last round's call, an interrupt, a new install
 (:mod:`kernelscope.asv.env`) and the end of asv's process stop it too.
+
+A round that will start no benchmark process, because every case selected
+already has the samples it wants (:mod:`kernelscope.asv.rounds`: asv
+continuous's later rounds of cases that are not launch-bound), starts no
+forkserver: its spawner starts one only if a case asks for a process after all.
 """
 
 from __future__ import annotations
@@ -26,9 +31,12 @@ import atexit
 import os
 
 from . import hooks
+from .rounds import runs_nothing
+from .runs import current_run
 
 _KEPT: list = []  # [(key, spawner)]: the forkserver kept for the next call
 _MORE_ROUNDS = [False]  # the call of run_benchmarks now running has rounds after it
+_CALL: dict = {}  # the call of run_benchmarks now running: its run_rounds, extra_params, quick
 
 
 def _key(env, benchmark_dir: str, launch_method) -> tuple:
@@ -59,11 +67,54 @@ class KeptSpawner:
             stop_kept()
 
 
-def spawner_for(get_spawner, env, benchmark_dir: str, launch_method):
-    """The kept forkserver if it is the one ``get_spawner`` would start now, else a new spawner (a forkserver kept)."""
+class IdleSpawner:
+    """The spawner of a round that runs nothing (every case has its samples): no forkserver, unless a case asks."""
+
+    def __init__(self, start):
+        self._start, self._spawner, self.interrupted = start, None, False
+
+    def preimport(self):
+        return True, ""
+
+    def _started(self):
+        if self._spawner is None:
+            self._spawner = self._start()
+            self._import = self._spawner.preimport()
+        return self._spawner
+
+    def run(self, *args, **kwargs):
+        spawner = self._started()
+        ok, out = self._import
+        return spawner.run(*args, **kwargs) if ok else (f"asv: benchmark suite import failed\n{out}", 1)
+
+    def create_setup_cache(self, *args, **kwargs):
+        return self._started().create_setup_cache(*args, **kwargs)
+
+    def interrupt(self):
+        self.interrupted = True
+        if self._spawner is not None:
+            self._spawner.interrupt()
+
+    def close(self):
+        if self._spawner is not None:
+            self._spawner.close()
+
+
+def _runs_nothing() -> bool:
+    if not _CALL or _CALL.get("quick"):
+        return False
+    run = current_run()
+    return runs_nothing(run, run.benchmarks, _CALL.get("run_rounds"), _CALL.get("extra_params"))
+
+
+def spawner_for(get_spawner, env, benchmark_dir: str, launch_method, idle: bool = True):
+    """The kept forkserver if it is the one ``get_spawner`` would start now, none yet for a round that runs nothing
+    (``idle``), else a new spawner (a forkserver kept)."""
     key = _key(env, benchmark_dir, launch_method)
     if _KEPT and _KEPT[-1][0] == key and _KEPT[-1][1].server_proc.poll() is None:
         return KeptSpawner(_KEPT[-1][1])
+    if idle and _runs_nothing():  # a forkserver kept for another commit stays for its next round
+        return IdleSpawner(lambda: spawner_for(get_spawner, env, benchmark_dir, launch_method, idle=False))
     stop_kept()
     spawner = get_spawner(env, benchmark_dir, launch_method)
     if launch_method != "forkserver":
@@ -79,10 +130,12 @@ def keep_forkservers() -> None:
         def run_benchmarks(*args, **kwargs):
             rounds = kwargs.get("run_rounds")  # asv's interleaved rounds: one a call, counting down to 1
             _MORE_ROUNDS[0] = bool(rounds) and min(rounds) > 1
+            _CALL.update(run_rounds=rounds, extra_params=kwargs.get("extra_params"), quick=kwargs.get("quick"))
             try:
                 return run_all(*args, **kwargs)
             finally:
                 _MORE_ROUNDS[0] = False
+                _CALL.clear()
 
         return run_benchmarks
 

@@ -37,6 +37,31 @@ def _nothing_more(case):
                                   number=[case.number], errcode=case.errcode, stderr=case.stderr, profile=None)
 
 
+def _wanted(benchmark: dict, extra_params) -> int | None:
+    """The samples a case of ``benchmark`` wants before its further rounds are skipped (None: never skipped)."""
+    # `-a rounds=N` on the command line asks for N processes a case: every case gets them (the
+    # CPU tests interleave three rounds per commit so that a slow spell of a shared box hits both)
+    wanted = None if "rounds" in (extra_params or {}) else benchmark.get("enough_samples")
+    return int(wanted) if wanted else None
+
+
+def runs_nothing(run, benchmarks, run_rounds, extra_params) -> bool:
+    """Whether one interleaved round (asv continuous's call of run_benchmarks for round ``run_rounds``) starts no
+    benchmark process: every selected case is past its benchmark's rounds or already has the samples it wants."""
+    if not run_rounds or len(run_rounds) != 1 or benchmarks is None:
+        return False
+    for name in benchmarks:
+        benchmark = benchmarks[name]
+        if run_rounds[0] > int((extra_params or {}).get("rounds", benchmark.get("rounds", 1))):
+            continue  # asv leaves it out of this round
+        wanted = _wanted(benchmark, extra_params)
+        for j in run.selected(name):
+            case = run.tally.get((name, j))
+            if wanted is None or case is None or not case.done(wanted):
+                return False
+    return True
+
+
 def rounds_until_enough_samples() -> None:
     """Run a case in a further round only while it has fewer samples than its ``enough_samples`` (idempotent)."""
 
@@ -45,10 +70,8 @@ def rounds_until_enough_samples() -> None:
             run = current_run(spawner)
             key = (benchmark["name"], param_idx)
             case = run.tally.get(key)
-            # `-a rounds=N` on the command line asks for N processes a case: every case gets them (the
-            # CPU tests interleave three rounds per commit so that a slow spell of a shared box hits both)
-            wanted = None if "rounds" in (extra_params or {}) else benchmark.get("enough_samples")
-            if wanted and case is not None and case.done(int(wanted)):
+            wanted = _wanted(benchmark, extra_params)
+            if wanted and case is not None and case.done(wanted):
                 return _nothing_more(case)
             res = run_single(benchmark, spawner, param_idx, profile, extra_params, cwd)
             (result,), (samples,), (number,) = res.result, res.samples, res.number
