@@ -208,6 +208,8 @@ def test_a_run_cut_off_keeps_what_it_finished_and_goes_on_from_there(tmp_path, t
     import signal
     import time
 
+    from test_asv_saves import _descendants
+
     bench = "(Square|Mean|Softmax|Gelu)\\.time_warm.*'(square-mul|mean-torch|softmax-torch|gelu-torch)'"
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
     asv_machine(tmp_path)
@@ -225,7 +227,13 @@ def test_a_run_cut_off_keeps_what_it_finished_and_goes_on_from_there(tmp_path, t
             if files:
                 break
             time.sleep(0.05)
+        below = _descendants(proc.pid)  # asv's forkserver, in a session of its own, and the case in flight
         os.killpg(proc.pid, signal.SIGTERM)  # cut off after the first save: the next benchmarks are still to run
+        for pid in below:  # not left behind, idle, with torch imported, for the rest of the test run
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
     finally:
         proc.wait(timeout=120)
     assert len(files) == 1, "no result was saved before the run ended"
