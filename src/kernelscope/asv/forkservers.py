@@ -113,7 +113,7 @@ def spawner_for(get_spawner, env, benchmark_dir: str, launch_method, idle: bool 
     key = _key(env, benchmark_dir, launch_method)
     if _KEPT and _KEPT[-1][0] == key and _KEPT[-1][1].server_proc.poll() is None:
         return KeptSpawner(_KEPT[-1][1])
-    if idle and _runs_nothing():  # a forkserver kept for another commit stays for its next round
+    if idle and _runs_nothing():  # none started, and a kept one stays kept
         return IdleSpawner(lambda: spawner_for(get_spawner, env, benchmark_dir, launch_method, idle=False))
     stop_kept()
     spawner = get_spawner(env, benchmark_dir, launch_method)
