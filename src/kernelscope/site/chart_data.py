@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from kernelscope import backends
 from kernelscope.catalog import OPS, variants_of
-from kernelscope.results import compare, history
+from kernelscope.results import compare
 from kernelscope.results.machine import fp32_peak
 from kernelscope.site import charts
 from kernelscope.timing.processes import sampled_per_process
@@ -51,7 +51,7 @@ def interval_note(r: dict) -> str:
 
 def current_commits(data: SiteData) -> dict[tuple[str, str, str], str]:
     """(machine, op, mode) -> the commit its results pages show (the newest that measured it)."""
-    return {(r["machine"], r["op"], r["mode"]): r["commit"] for r in history.current(data.rows, data.order)}
+    return {(r["machine"], r["op"], r["mode"]): r["commit"] for r in data.current}
 
 
 def op_points(data: SiteData, op: str) -> list[dict]:
@@ -165,7 +165,7 @@ def roof_lines(machine: str, copy_gbps: float | None, peak: tuple[float, str] | 
 
 def machine_pair_rows(data: SiteData, machine_a: str, machine_b: str) -> list[dict]:
     """Per benchmark on both machines (each at its current commit): speedup beside the bandwidth ratio."""
-    rows = [r for r in history.current(data.rows, data.order) if r["status"] == "measured" and r["mode"] in MODES]
+    rows = [r for r in data.current if r["status"] == "measured" and r["mode"] in MODES]
     out = []
     for p in compare.machine_ratios(rows, machine_a, machine_b):
         ratio = p["bandwidth_ratio"]

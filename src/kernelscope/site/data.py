@@ -138,6 +138,11 @@ class SiteData:
             found.setdefault((r["machine"], r["commit"]), []).append(r)
         return found
 
+    @cached_property
+    def current(self) -> list[dict]:
+        """Each (machine, op, mode)'s rows from its newest commit (:func:`history.current`), worked out once."""
+        return history.current(self.rows, self.order)
+
     def rows_on(self, machine: str) -> list[dict]:
         """``machine``'s rows, in the order of ``rows``: a page asks per machine, hundreds of times a build."""
         return self._rows_on.get(machine, [])

@@ -399,10 +399,11 @@ def tuning_story(data: SiteData, machine: str, op: str, mode: str = "warm", dtyp
     """The op's tuned variants at its largest size: first and newest time, and the commits that moved each."""
     size = largest_shape(op)
     lines, movers = [], []
+    rows = results_history.matching(data.rows, machine=machine, mode=mode, size=size, dtype=dtype)  # once, not a variant
     for v in variants_of(op):
         if variant_kind(v.name) != "tuned":
             continue
-        found = results_history.steps(data.rows, data.order, machine=machine, variant=v.name, mode=mode, size=size,
+        found = results_history.steps(rows, data.order, machine=machine, variant=v.name, mode=mode, size=size,
                                       dtype=dtype)
         if len(found) < 2:
             continue
