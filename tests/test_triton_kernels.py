@@ -376,3 +376,16 @@ def test_the_interpreter_drops_only_work_whose_result_it_threw_away():
         assert lookup(dtype) == lookup.__wrapped__(dtype) == lookup(dtype), dtype
     assert set(scalars) <= set(lookup.memo)  # pointer and block types are unhashable: never memoized
     assert not any(isinstance(k, (tl.pointer_type, tl.block_type)) for k in lookup.memo)
+    # one value's float conversions, remembered: the same bits out as the interpreter's own, every bfloat16 once
+    import numpy as np
+
+    convert = interpreter._convert_float
+    patterns = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16)
+    for bits in patterns[::7]:
+        one = np.array([bits], dtype=np.uint16)
+        for _ in range(2):  # converted, then remembered
+            assert convert(one, tl.bfloat16, tl.float32, None).tobytes() == \
+                convert.__wrapped__(one, tl.bfloat16, tl.float32, None).tobytes(), bits
+    block = convert(patterns, tl.bfloat16, tl.float32, None)  # a block converts as before, not remembered
+    assert block.tobytes() == convert.__wrapped__(patterns, tl.bfloat16, tl.float32, None).tobytes()
+    assert all(len(key[0]) <= 8 for key in convert.memo)  # single values only

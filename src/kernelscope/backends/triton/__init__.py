@@ -17,12 +17,14 @@ from kernelscope.backends.device import DeviceFacts
 
 
 def _lighter_interpreter() -> None:
-    """Under TRITON_INTERPRET=1, two costs of the interpreter that change nothing a kernel computes or stores.
+    """Under TRITON_INTERPRET=1, costs of the interpreter that change nothing a kernel computes or stores.
 
     Each integer +, - and * builds an overflow check (the operation again in int64, two compares) that only a
     debug build asserts, and compiled it is dead code; the interpreter has no debug mode, so it computed every
-    check in Python and dropped it. And each load, store and cast looked its numpy dtype up in a table built
-    anew. Together 55% of the time of a scalar loop (mean-triton-lecture under the interpreter).
+    check in Python and dropped it. Each load, store and cast looked its numpy dtype up in a table built anew.
+    Together 55% of the time of a scalar loop (mean-triton-lecture under the interpreter). And a bfloat16 value
+    converts bit by bit in a dozen numpy steps; one value at a time (a scalar loop, a load's ``other``), the
+    same few thousand bit patterns convert again and again: another 46% of that loop in bfloat16.
     """
     if not switch_on(TRITON_INTERPRET):
         return
@@ -38,6 +40,9 @@ def _lighter_interpreter() -> None:
     np_dtype = getattr(interpreter, "_get_np_dtype", None)
     if callable(np_dtype) and not hasattr(np_dtype, "memo"):
         interpreter._get_np_dtype = _memoized_np_dtype(np_dtype)
+    convert = getattr(interpreter, "_convert_float", None)
+    if callable(convert) and not hasattr(convert, "memo"):
+        interpreter._convert_float = _memoized_scalar_convert(convert)
 
 
 def _memoized_np_dtype(lookup):
@@ -55,6 +60,33 @@ def _memoized_np_dtype(lookup):
 
     np_dtype.memo = memo
     return np_dtype
+
+
+SCALAR_CONVERSIONS_KEPT = 1 << 16  # a bfloat16 has 65,536 bit patterns
+
+
+def _memoized_scalar_convert(convert):
+    """The interpreter's float conversion (a pure function of the input's bytes and shape, the two dtypes and the
+    rounding), remembered for one-element inputs; any larger input converts as before."""
+    memo = {}
+
+    @functools.wraps(convert)
+    def convert_float(input, input_dtype, output_dtype, rounding_mode):
+        if getattr(input, "size", None) != 1:
+            return convert(input, input_dtype, output_dtype, rounding_mode)
+        key = (input.tobytes(), input.shape, input.dtype.str, input_dtype, output_dtype, rounding_mode)
+        try:
+            found = memo.get(key)
+        except TypeError:  # an unhashable dtype or rounding mode
+            return convert(input, input_dtype, output_dtype, rounding_mode)
+        if found is None:
+            found = convert(input, input_dtype, output_dtype, rounding_mode)
+            if len(memo) < SCALAR_CONVERSIONS_KEPT:
+                memo[key] = found
+        return found.copy()  # the caller's own array, as a fresh conversion is
+
+    convert_float.memo = memo
+    return convert_float
 
 
 _lighter_interpreter()
