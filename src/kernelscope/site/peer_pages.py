@@ -10,6 +10,7 @@ host-bound rows marked. Numbers come only from the file, through
 from __future__ import annotations
 
 import html
+import re
 
 from kernelscope.evidence.peers import agreement
 from kernelscope.evidence.peers.data import FAILED, MEASURED, MODES, PEER_OF, SHORT_TITLES, Record, entry_case, size_label
@@ -35,6 +36,11 @@ def stamp(m: MachinePeers) -> str:
     return (f'<p class="ks-stamp">Measured on {html.escape(man.gpu)} ({html.escape(versions_text(man))}), commit '
             f"<code>{html.escape(man.commit[:8])}</code>, {html.escape(man.date[:10])}, by "
             f"<code>{html.escape(man.command)}</code>.</p>")
+
+
+def micro(text: str) -> str:
+    """The evidence's reasons as the site writes times: "365.0 us" -> "365.0 µs"."""
+    return re.sub(r"(\d) us\b", "\\1 µs", text)
 
 
 def fmt_diff(d: float | None) -> str:
@@ -84,7 +90,7 @@ def gate_note(m: MachinePeers) -> str:
         return note("success", "The gate passed", f"{g.why}: {rule}.")
     body = f"{g.why}. The rule: {rule}."
     if g.failures:
-        body += "\n\n" + "\n".join(f"- `{f['variant']}` {_size(f)}, {f['mode']}: {html.escape(f['why'])}"
+        body += "\n\n" + "\n".join(f"- `{f['variant']}` {_size(f)}, {f['mode']}: {html.escape(micro(f['why']))}"
                                    for f in g.failures)
     return note("failure", "The gate did not pass", body)
 
@@ -98,7 +104,7 @@ def exceptions_table(m: MachinePeers) -> str:
         r = _record(m, e)
         rows.append([variant_cell(e["variant"]), _size(e), f"{e['mode']} ~ {SHORT_TITLES[e['peer']]}",
                      fmt_time(r.clock(e["mode"])), fmt_time(r.clock(e["peer"])), fmt_diff(e["diff_pct"]),
-                     fmt_time(r.host_per_call_s), fmt_diff(r.diff_pct.get("graph")), e["reason"]])
+                     fmt_time(r.host_per_call_s), fmt_diff(r.diff_pct.get("graph")), micro(e["reason"])])
     return table(["variant", "size", "pair", "suite", "peer", "diff", "host per call", "graph diff", "why"], rows,
                  ["l", "l", "l", "r", "r", "r", "r", "r", "l"])
 
@@ -108,7 +114,7 @@ def _marks(r: Record) -> str:
     for mark, test in ((HOST_BOUND_MARK, agreement.host_bound), (DRIFT_MARK, agreement.host_drift)):
         found = [(PEER_OF[mode], why) for mode in MODES if (why := test(r, mode))]
         if found:
-            title = html.escape(" / ".join(why for _, why in found), quote=True)
+            title = html.escape(micro(" / ".join(why for _, why in found)), quote=True)
             marks.append(mark.format(title=title) + " " + ", ".join(SHORT_TITLES[p] for p, _ in found))
     return "; ".join(marks)
 
@@ -133,11 +139,11 @@ def not_measured(m: MachinePeers) -> str:
     parts = []
     if rest:
         rows = [[variant_cell(r.variant), size_label(r.size, r.dtype), "failed" if r.status == FAILED else "skipped",
-                 r.reason] for r in rest]
+                 micro(r.reason)] for r in rest]
         parts.append(f'??? note "Cases not measured here ({len(rest)})"\n\n'
                      + indent(table(["variant", "size", "", "why"], rows, ["l", "l", "l", "l"])))
     if missing:
-        rows = [[variant_cell(r.variant), size_label(r.size, r.dtype), SHORT_TITLES.get(clock, clock), why]
+        rows = [[variant_cell(r.variant), size_label(r.size, r.dtype), SHORT_TITLES.get(clock, clock), micro(why)]
                 for r, clock, why in missing]
         parts.append(f'??? note "Clocks without a reading ({len(missing)})"\n\n'
                      + indent(table(["variant", "size", "clock", "why"], rows, ["l", "l", "l", "l"])))
@@ -170,18 +176,58 @@ def machine_body(m: MachinePeers) -> str:
                f"do_bench_cudagraph rep {b.get('cudagraph_rep_ms'):g} ms; Nsight Compute over "
                f"{b.get('ncu_calls')} calls.") if b else ""
     ratios = any(r.details.get("host_pair_ratio") is not None for r in m.peers.records)
-    parts = [stamp(m), "**Agreement.** The suite's median against its peer's, per case, as suite / peer − 1"
+    n_ex, n_cases = len(m.gate.exceptions), len(m.peers.measured)
+    parts = [stamp(m), takeaway(m),
+             "**Agreement.** The suite's median against its peer's, per case, as suite / peer − 1"
              + ("; host mode's, read in pairs with Timer's, as the median of the pairs' ratios − 1." if ratios else "."),
              agreement_table(m), gate_note(m),
-             "**Excused pairs of gated cases**, listed instead of judged against that peer: the peer's clock reads "
-             "the host, or the host's own cost of a call drifts more than the tolerance while Timer stays inside "
-             "host mode's span:", exceptions_table(m),
-             "**Every case.** Median time per call by each clock. *gated*: a mode ran "
-             f"{agreement.JUDGED_MIN_S * 1e6:.0f} µs or more; *excused*: *host-bound*, the host's cost of a call "
-             "exceeds the GPU time the peer's clock runs behind; *host drifts*, host mode's own samples span more than "
-             f"{agreement.HOST_GATE_PCT:g}% (hover a mark for the numbers).",
-             cases_table(m), budgets, not_measured(m)]
+             fold(f"Excused pairs of gated cases ({n_ex})",
+                  "Listed instead of judged against that peer: the peer's clock reads the host, or the host's own "
+                  "cost of a call drifts more than the tolerance while Timer stays inside host mode's span.\n\n"
+                  + exceptions_table(m)),
+             fold(f"Every case ({n_cases}): each clock's median time per call",
+                  "Median time per call by each clock. *gated*: a mode ran "
+                  f"{agreement.JUDGED_MIN_S * 1e6:.0f} µs or more; *excused*: *host-bound*, the host's cost of a call "
+                  "exceeds the GPU time the peer's clock runs behind; *host drifts*, host mode's own samples span "
+                  f"more than {agreement.HOST_GATE_PCT:g}% (hover a mark for the numbers).\n\n" + cases_table(m)),
+             budgets, not_measured(m)]
     return "\n\n".join(p for p in parts if p)
+
+
+def fold(title: str, body: str) -> str:
+    """A collapsed block: evidence a reader opens when they want every row."""
+    return f'??? abstract "{html.escape(title, quote=True)}"\n\n' + indent(body)
+
+
+def takeaway(m: MachinePeers) -> str:
+    """What the run says, in a few lines counted from it: the verdict, each mode's agreement over every case, and
+    where the pairs that stray lie (under the gate's threshold, where the peers' host clocks read the launch)."""
+    g, n = m.gate, len(m.peers.measured)
+    floor_us = f"{agreement.JUDGED_MIN_S * 1e6:.0f} µs"
+    verdict = "passed" if g.passed else "did not pass"
+    by_pair: dict[str, int] = {}
+    for e in g.exceptions:
+        key = f"{e['mode']} ~ {SHORT_TITLES[e['peer']]}"
+        by_pair[key] = by_pair.get(key, 0) + 1
+    excused = (f"; {len(g.exceptions)} pairs excused and listed instead ("
+               + ", ".join(f"{k}: {v}" for k, v in sorted(by_pair.items(), key=lambda kv: -kv[1])) + ")"
+               if g.exceptions else "")
+    shares = [f"{mode} ~ {SHORT_TITLES[s.peer]} {_share(s.within.get('2', 0), s.compared)}"
+              for mode, s in m.summary.items() if s.compared]
+    off = [(r, mode) for r in m.peers.measured for mode in MODES
+           if (d := r.diff_pct.get(mode)) is not None and abs(d) > 2]
+    short = sum(1 for r, mode in off if (r.clock(mode) or 0) < agreement.JUDGED_MIN_S)
+    lines = [f"- The gate **{verdict}**: {g.judged} pairs of cases of {floor_us} or more judged{excused}.",
+             f"- Within 2% of its peer, over all {n} cases: {'; '.join(shares)}."]
+    if off:
+        long = len(off) - short
+        rest = sum(1 for r, mode in off if (r.clock(mode) or 0) >= agreement.JUDGED_MIN_S and agreement.excuse(r, mode))
+        lines.append(f"- Of the {len(off)} pairs more than 2% apart, {short} time under {floor_us}, where the launch "
+                     "path weighs most beside the kernel and the gate does not judge"
+                     + ((f"; the other {long} are all excused pairs" if rest == long else
+                         f"; of the other {long}, {rest} are excused pairs") if long else "")
+                     + ". Every row is in *Every case* below.")
+    return "**In short.**\n\n" + "\n".join(lines)
 
 
 def page(evidence: EvidenceData) -> str:
