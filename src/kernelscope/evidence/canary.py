@@ -146,7 +146,7 @@ def level_rows(results_dir, base: str, commit: str, machine: str | None, spec: s
     """Every benchmark the two commits have in ``results_dir``, compared by asv's rule (compare.compare)."""
     pct = injected_pct(spec)
     base_run = compare.Run(Path(results_dir), base, machine)
-    found_base = compare._unrolled(base_run)  # for the base's interval; compare() reads the same files
+    found_base = compare.unrolled(base_run)  # for the base's interval; compare() reads the same files
     rows = []
     for r in compare.compare(base_run, compare.Run(Path(results_dir), commit, machine), factor,
                              measured_only=False):

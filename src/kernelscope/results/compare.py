@@ -53,8 +53,8 @@ def _results_of(run: Run):
             log.warning(str(exc))
 
 
-def _unrolled(run: Run) -> dict[str, tuple]:
-    """``{benchmark(params): (value, stats, samples, version)}`` as asv unrolls them."""
+def unrolled(run: Run) -> dict[str, tuple]:
+    """``{benchmark(params): (value, stats, samples, version)}`` as asv unrolls them: what :func:`mark_of` judges."""
     from asv.commands.compare import unroll_result
 
     found = {}
@@ -118,7 +118,7 @@ def compare(a: Run, b: Run, factor: float = 1.1, use_stats: bool = True, measure
     ``measured_only`` keeps the rows where both sides have a time (the noise
     check's view); without it, new failures and version changes are listed too.
     """
-    found_a, found_b = _unrolled(a), _unrolled(b)
+    found_a, found_b = unrolled(a), unrolled(b)
     for run, found in ((a, found_a), (b, found_b)):
         if not found:
             raise FileNotFoundError(f"no results in {run.results_dir}" + (f" for commit {run.commit}" if run.commit else "")

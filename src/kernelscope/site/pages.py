@@ -16,7 +16,7 @@ from kernelscope.ops import numel, parse_shape, shape_str
 from kernelscope.results import compare, history as results_history
 from kernelscope.results.export import mostly_low_clock
 from kernelscope.results.machine import fp32_peak
-from kernelscope.site import chart_data, charts, floor_pages, plan_pages, profile_pages
+from kernelscope.site import answer_pages, chart_data, charts, floor_pages, plan_pages, profile_pages
 from kernelscope.site.data import (BACKEND_TITLES, KIND_WORDS, MODE_WORDS, MODES, SiteData, day, dtype_order,
                                    fmt_gbps, fmt_pct, fmt_time, in_sweep, largest_shape, variant_kind)
 from kernelscope.site.markdown import WIDE, chart, indent, note, table, tabs, variant_cell
@@ -133,7 +133,7 @@ def machine_facts(run) -> str:
 
 def overview(data: SiteData) -> str:
     intro = (
-        WIDE + "# Overview\n\n"
+        "## Each backend at the largest size\n\n"
         "For every op and every way of getting a kernel into PyTorch, the fastest variant at the op's largest "
         "size, timed **warm** (calls back to back, the launch queue held full, see [Timing](../concepts/timing.md)). "
         "Percent is of the machine's measured device-to-device copy bandwidth, the practical ceiling of a "
@@ -141,7 +141,8 @@ def overview(data: SiteData) -> str:
         "Every timed case first matched the float64 reference on fresh random inputs "
         "([the method](../concepts/method.md)); the *gate* column says at how many sizes it did in this run "
         "(✓) or where it did not (✗).\n")
-    return intro + "\n" + per_machine(data, lambda m: _overview_for(data, m))
+    return (WIDE + "# Overview\n\n" + answer_pages.chooser(data) + "\n" + intro + "\n"
+            + per_machine(data, lambda m: _overview_for(data, m)))
 
 
 def _overview_for(data: SiteData, machine: str) -> str:
@@ -191,7 +192,7 @@ def _op_results(data: SiteData, op: str, machine: str) -> str:
     if not modes:
         return note("warning", f"No results for {op} on {machine}", "Nothing measured yet for this op here.")
     dtypes = data.dtypes(op, machine) or ["float32"]
-    parts = ["## Size sweep\n",
+    parts = [answer_pages.op_section(data, op, machine), "## Size sweep\n",
              "GB/s against the number of elements, one line per variant, as the lecture's `perf_report` plot but "
              "for every backend; the dashed line is the machine's measured copy bandwidth. The vertical bars are "
              "99% intervals. Switch the timing mode below the chart; hover a point for its exact numbers. "
@@ -637,6 +638,7 @@ def data_files(data: SiteData) -> dict[str, object]:
     """Path under the site -> the JSON the charts read."""
     files: dict[str, object] = {f"data/{op}.json": chart_data.op_points(data, op) for op in OPS}
     files["data/overview.json"] = [c for m in data.machines for c in chart_data.overview_cells(data, m)]
+    files["data/answers.json"] = answer_pages.records(data)
     files["data/roofline.json"] = [p for m in data.machines for p in chart_data.roofline_points(data, m)]
     for other in data.machines[1:]:
         files[f"data/machines-{other}.json"] = chart_data.machine_pair_rows(data, data.machines[0], other)
