@@ -32,7 +32,7 @@ def _cell(r: dict | None, factor: float) -> str:
 def machine_section(data: dict) -> str:
     heads = canary.level_heads(data)
     bases = [lv.get("base", data["commit"]) for lv in data["levels"]]
-    apart = len(set(bases)) > 1  # levels run in separate sessions (merged), each against its own base
+    apart = len(set(bases)) > 1  # levels run apart and merged into one file, each against its own base
     at = "" if apart else f"At `{data['commit'][:8]}`, "
     out = [f"{at}`{data['command'] or CANARY_COMMAND}`, {data['date'][:10]}; "
            f"`asv continuous` with factor {data['factor']:g}.", ""]

@@ -9,6 +9,8 @@ this module; none of them opens a result file.
 
 from __future__ import annotations
 
+import math
+import re
 import subprocess
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -88,6 +90,17 @@ class SiteData:
         self.rows, self._runs = export.rows_and_runs(self.results_dir, include_failed=True) if found else ([], [])
         self.order: list[str] = history.commit_order(self._runs, history.git_positions(self.repo))
         self._snapshots: dict[tuple, Snapshot] = {}
+        self._unrolled: dict[tuple[str, str], dict[str, tuple]] = {}
+        self._one_copy_bandwidth()
+
+    def _one_copy_bandwidth(self) -> None:
+        """A profiled machine's demos quote its copy bandwidth as the results do: the machine's one value (the
+        median of its boxes'), not the copy the demo's own process timed, so one machine reads one number."""
+        copy = {r["machine"]: r["copy_gbps"] for r in self._runs if r.get("copy_gbps")}
+        for name, m in self.profiles.machines.items():
+            if name in copy and m.demos:
+                for row in m.demos.fixed_block:
+                    row.copy_gbps = copy[name]
 
     @property
     def empty(self) -> bool:
@@ -174,14 +187,95 @@ class SiteData:
                       key=dtype_order)
 
     @cached_property
-    def subjects(self) -> dict[str, str]:
-        """Commit hash -> first line of its message (empty without git)."""
+    def raw_subjects(self) -> dict[str, str]:
+        """Commit hash -> first line of its message as git has it (empty without git)."""
         try:
             out = subprocess.run(["git", "-C", str(self.repo), "log", "--format=%H%x09%s", "--all"],
                                  capture_output=True, text=True, timeout=30)
         except (OSError, subprocess.TimeoutExpired):
             return {}
         return dict(line.split("\t", 1) for line in out.stdout.splitlines() if "\t" in line)
+
+    @cached_property
+    def subjects(self) -> dict[str, str]:
+        """Commit hash -> the first line of its message as the site shows it (:func:`clean_subject`): a line that
+        is about how the work was run rather than about kernelscope reads as what the commit holds in results."""
+        return {c: clean_subject(s, lambda c=c: self.results_summary(c)) for c, s in self.raw_subjects.items()}
+
+    def results_summary(self, commit: str) -> str:
+        """'results for 1,232 cases of square, mean, softmax and gelu' (every machine's), from the rows alone."""
+        rows = [r for m in self.machines for r in self.rows_at(m, commit)]
+        if not rows:
+            return "Changes outside the measured results"
+        ops = [op for op in OPS if any(r["op"] == op for r in rows)]
+        return f"Results for {len(rows):,} cases of " + (" and ".join([", ".join(ops[:-1]), ops[-1]]) if len(ops) > 1
+                                                         else ops[0])
+
+    def unrolled(self, machine: str, commit: str) -> dict[str, tuple]:
+        """asv's unrolled results of one run (:func:`kernelscope.results.compare.unrolled`), read once a build."""
+        key = (machine, commit)
+        if key not in self._unrolled:
+            from kernelscope.results import compare
+
+            read = getattr(compare, "unrolled", None) or getattr(compare, "_unrolled")
+            self._unrolled[key] = read(compare.Run(self.results_dir, commit, machine))
+        return self._unrolled[key]
+
+    def moved(self, machine: str, before: str, after: str, factor: float = 1.1) -> dict[str, int]:
+        """How the cases measured at both commits on ``machine`` moved, by `asv compare`'s rule (its marks: ``+``
+        slower, ``-`` faster, ``!`` newly failing, ``*`` fixed, ``x`` version changed), and how many were compared
+        (measured at both under one benchmark version).
+
+        Only a pair whose ratio passes ``factor`` either way, a failure or a version change goes to the statistics
+        (:func:`kernelscope.results.compare.mark_of`): the others are unmarked by the rule's first test, and the
+        statistics are most of a comparison's cost."""
+        from kernelscope.results import compare
+
+        a, b = self.unrolled(machine, before), self.unrolled(machine, after)
+        counts = {"compared": 0, "+": 0, "-": 0, "!": 0, "*": 0, "x": 0}
+        for name in a.keys() & b.keys():
+            va, vb = a[name][0], b[name][0]
+            version_a, version_b = a[name][3], b[name][3]
+            measured = all(isinstance(v, float) and not math.isnan(v) for v in (va, vb))
+            changed = version_a is not None and version_b is not None and version_a != version_b
+            counts["compared"] += measured and not changed
+            if measured and not changed and not (vb < va / factor or va < vb / factor):
+                continue
+            mark = compare.mark_of(a[name], b[name], factor)
+            if mark in counts:
+                counts[mark] += 1
+        return counts
+
+
+# How the work was organized, not what kernelscope is: a subject that names any of it reads as its results instead.
+PROCESS_WORDS = re.compile(r"\bsessions?\b|\bleas(?:e|es|ed)\b|\bdevice tool\b|\b(?:the|a|its) carry\b|\bcarry-repo\b|"
+                           r"\bresults-proofs\b|\bproofs README\b", re.I)
+# A reference to an issue: "(#9)", "(#13 item 3)", "#15: ", "issue #15's", "#15 item 3"
+ISSUE_IN_PARENS = re.compile(r"\s*\((?:issue\s+)?#\d+(?:\s+item\s+\d+)?(?:'s)?\)")
+ISSUE = re.compile(r"(?:\bissue\s+)?#\d+(?:'s)?(?:\s+item\s+\d+)?(?::)?\s*")
+
+
+def clean_subject(subject: str, summary=None) -> str:
+    """A commit subject as the site prints it: its first line, issue references taken out, and, where it speaks
+    of how the work was run (``PROCESS_WORDS``), ``summary()`` in its place (what the commit holds, from data)."""
+    line = (subject or "").strip().splitlines()[0] if (subject or "").strip() else ""
+    if PROCESS_WORDS.search(line):
+        return summary() if summary else "changes to kernelscope"
+    cleaned = ISSUE.sub("", ISSUE_IN_PARENS.sub("", line))
+    if cleaned == line:
+        return line
+    cleaned = re.sub(r"\(\s+", "(", re.sub(r"\s+([,;:.)])", r"\1", re.sub(r"\s{2,}", " ", cleaned))).strip(" ,;:")
+    cleaned = re.sub(r"\(\s*[,;]?\s*\)", "", cleaned).strip()
+    if not cleaned:
+        return summary() if summary else "changes to kernelscope"
+    return cleaned[:1].upper() + cleaned[1:] if line[:1] == "#" else cleaned
+
+
+def short_subject(subject: str, limit: int = 110) -> str:
+    """``subject`` cut at a word before ``limit`` characters, with an ellipsis where it was cut."""
+    if len(subject) <= limit:
+        return subject
+    return subject[:limit].rsplit(" ", 1)[0].rstrip(" ,;:(") + "…"
 
 
 def dtype_order(dtype: str) -> tuple[bool, str]:
@@ -239,11 +333,11 @@ def fmt_pct(pct: float | None) -> str:
 
 
 def fmt_ci(row: dict) -> str:
-    """'[712 µs, 714 µs]', or '' when asv kept no interval."""
+    """'[712 µs, 714 µs]'; 'under 714 µs' where asv's lower bound is zero or below (no time is); '' without one."""
     if row.get("ci_low") is None or row.get("ci_high") is None:
         return ""
     low = ci_low_of(row)
-    return f"[{fmt_time(low) if low else '0'}, {fmt_time(row['ci_high'])}]"
+    return f"[{fmt_time(low)}, {fmt_time(row['ci_high'])}]" if low else f"under {fmt_time(row['ci_high'])}"
 
 
 def ci_low_of(row: dict) -> float | None:

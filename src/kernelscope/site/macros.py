@@ -18,6 +18,7 @@ yet" instead of a number.
     {{ demo_host_clock() }}    the host-clock demo's readings, in a sentence (from profiles/<machine>/demos.json)
     {{ demo_fixed_block() }}   where the fixed-BLOCK_SIZE row kernel fails and what its plot then reports
     {{ profile_link("square-torch") }}                  a link to a variant's profile page ("not profiled yet" without)
+    {% if captured("square-triton-row", "ptx") %}...{% endif %}   whether a profile holds that compiled code
     {{ peer_agreement() }}     the suite's clocks against their peer timers, and the gate (evidence/<machine>/peers.json)
     {{ canary_detection() }}   injected slowdowns and what asv continuous flagged (evidence/<machine>/canary.json)
     {{ launch_bound_intervals() }}   how many launch-bound results the newest run sampled per process, how wide
@@ -34,6 +35,8 @@ profiles, else the first profiled machine; with none they say so.
 """
 
 from __future__ import annotations
+
+from functools import cached_property
 
 from kernelscope.catalog import OPS, VARIANTS
 from kernelscope.ops import numel, parse_shape
@@ -55,6 +58,7 @@ FIELDS = {
     "pct": lambda r: fmt_pct(r["pct_of_peak"]),
     "samples": lambda r: str(r["samples"] or ""),
 }
+CODE_KINDS = ("ptx", "sass", "ptxas", "inductor")  # the compiled code a profile keeps (CodeArtifact.kind)
 HEADERS = {"time": "median time", "interval": "99% interval", "gbps": "bandwidth", "pct": "% of copy BW",
            "samples": "samples"}
 
@@ -88,8 +92,23 @@ class Macros:
         if self.machine is None:
             return None
         snap = self.data.snapshot(self.machine, op=v.op, mode=mode)
-        return next((r for r in snap.rows if r["variant"] == variant and r["size"] == size and r["dtype"] == dtype
-                     and r["status"] == "measured"), None)
+        found = next((r for r in snap.rows if r["variant"] == variant and r["size"] == size and r["dtype"] == dtype
+                      and r["status"] == "measured"), None)
+        # a newest run that timed part of the op leaves the rest to an older run: a result exists, so it is shown
+        return found or self._newest.get((variant, size, mode, dtype))
+
+    @cached_property
+    def _newest(self) -> dict[tuple, dict]:
+        """(variant, size, mode, dtype) -> its newest measured row on the quoted machine."""
+        order = {c: i for i, c in enumerate(self.data.order)}
+        found: dict[tuple, dict] = {}
+        for r in self.data.rows_on(self.machine) if self.machine else []:
+            if r["status"] != "measured":
+                continue
+            key = (r["variant"], r["size"], r["mode"], r["dtype"])
+            if key not in found or order.get(r["commit"], -1) > order.get(found[key]["commit"], -1):
+                found[key] = r
+        return found
 
     # -- what pages call --
 
@@ -203,6 +222,15 @@ class Macros:
             return f"`{variant}` *(not profiled yet)*"
         return f"[{text or f'`{variant}`'}](../results/profiles/{variant}.md)"
 
+    def captured(self, variant: str, kind: str) -> bool:
+        """Whether some profiled machine holds ``variant``'s compiled code of ``kind`` ("ptx", "sass", "ptxas",
+        "inductor"): a page says what exists, so its words hold before and after a profiling run."""
+        self._variant(variant)
+        if kind not in CODE_KINDS:
+            raise KeyError(f"unknown code kind {kind!r} (kinds: {', '.join(CODE_KINDS)})")
+        return any(c.kind == kind for m in self.data.profiles.machines.values()
+                   if variant in m.variants for c in m.variants[variant].code)
+
     def peer_agreement(self) -> str:
         """The quoted machine's (else the first machine's) peer-timer evidence: agreement per mode, the gate."""
         return agreement_summary(self.data.evidence.pick(self.machine))
@@ -233,7 +261,9 @@ class Macros:
             return f"±{100 * widths[len(widths) // 2]:.1f}%" if widths else "n/a"
 
         n_proc = sorted({r["samples"] for r in mine})
-        return (f"On `{self.machine}` at `{commit[:8]}` ({self.data.subjects.get(commit, '')[:60]}…): "
+        from kernelscope.site.notes import commit_line
+
+        return (f"On `{self.machine}` at {commit_line(self.data, self.machine, commit, 60)}: "
                 f"**{len(mine)} launch-bound warm and cold results**, each from "
                 f"{' or '.join(map(str, n_proc))} processes, one value each; the median half-width of their 99% "
                 f"intervals is **{half_width(mine)}** of the median. The {len(others)} warm and cold results above "
@@ -295,6 +325,7 @@ class Macros:
                 "stress_table": self.stress_table, "machine": self.machine,
                 "demo_host_clock": self.demo_host_clock, "demo_fixed_block": self.demo_fixed_block,
                 "profile_link": self.profile_link, "has_profiles": not self.data.profiles.empty,
+                "captured": self.captured,
                 "peer_agreement": self.peer_agreement, "launch_bound_intervals": self.launch_bound_intervals,
                 "interval_replay": self.interval_replay,
                 "canary_detection": self.canary_detection, "dispatch_floor": self.dispatch_floor,

@@ -63,12 +63,15 @@ def per_machine(data: SiteData, render: Callable[[str], str]) -> str:
 
 
 def fmt_interval(row: dict) -> str:
-    """The 99% interval in the median's unit, with as many digits as it takes to tell its ends apart: '[713–715]'."""
+    """The 99% interval in the median's unit, with as many digits as it takes to tell its ends apart: '[713–715]';
+    one-sided, '[under 715]', where asv's lower bound is zero or below (no time is: :func:`ci_low_of`)."""
     lo, hi, t = row.get("ci_low"), row.get("ci_high"), row.get("time_s")
     if lo is None or hi is None or not t:
         return ""
     unit = fmt_time(t).split()[-1]
     scale = {"s": 1, "ms": 1e-3, "µs": 1e-6, "ns": 1e-9}[unit]
+    if lo <= 0:
+        return f"[under {hi / scale:.3g}]"
     for digits in range(3, 7):
         a, b = f"{lo / scale:.{digits}g}", f"{hi / scale:.{digits}g}"
         if a != b:
@@ -278,7 +281,7 @@ def _first_calls(data: SiteData, op: str) -> str:
         if not snap:
             continue
         found = True
-        rows = [[f"`{r['variant']}`", r["backend"], fmt_time(r["time_s"]) + (f" {fmt_interval(r)}" if r.get('ci_low') else "")]
+        rows = [[f"`{r['variant']}`", r["backend"], fmt_time(r["time_s"]) + (f" {fmt_interval(r)}" if fmt_interval(r) else "")]
                 for r in snap.rows if r["status"] == "measured"]
         out += [f"On `{machine}`:", stamp(snap.run), table(["variant", "backend", "first call"], rows)]
     if not found:
@@ -287,12 +290,25 @@ def _first_calls(data: SiteData, op: str) -> str:
 
 
 def _variants_table(data: SiteData, op: str) -> str:
+    timed: dict[str, set[str]] = {}  # variant -> the dtypes some machine has a timed result in
+    for r in data.rows:
+        if r["op"] == op and r["mode"] in MODES and r["status"] == "measured":
+            timed.setdefault(r["variant"], set()).add(r["dtype"])
+
+    def dtypes_cell(v) -> str:
+        mine = sorted(timed.get(v.name, ()), key=dtype_order)
+        checked = [d for d in sorted(v.dtypes, key=dtype_order) if d not in mine]
+        return "; ".join(([", ".join(mine)] if mine else ["none timed yet"])
+                         + ([f"{', '.join(checked)} checked only"] if checked else []))
+
     rows = [[f"`{v.name}`", BACKEND_TITLES[v.backend], variant_kind(v.name) if variant_kind(v.name) != "other" else "",
-             ", ".join(v.dtypes), v.teaches] for v in variants_of(op)]
+             dtypes_cell(v), v.teaches] for v in variants_of(op)]
     limits = [f"- `{v.name}`, stress input `{lim.input}` in {', '.join(lim.dtypes)}: {lim.why}"
               for v in variants_of(op) for lim in v.limits]
     kinds = "; ".join(f"*{k}*: {KIND_WORDS[k]}" for k in ("lecture", "tuned"))
-    return "## Variants\n\n" + f"Kind: {kinds}; the rest are studies beside them (a block size, a spelling).\n\n" \
+    return "## Variants\n\n" + f"Kind: {kinds}; the rest are studies beside them (a block size, a spelling). " \
+        "*Dtypes*: those with a timed result in `results/`; *checked only*: dtypes the variant takes, which the " \
+        "correctness check runs it in ([the method](../concepts/method.md)) but the suite has not timed.\n\n" \
         + table(["variant", "backend", "kind", "dtypes", "what it shows"], rows, ["l", "l", "c", "l", "l"]) + (
         "\n\n**Known limits** (stress inputs the check reports instead of failing; "
         "[the method](../concepts/method.md#stress-inputs)):\n\n" + "\n".join(limits) if limits else "")
@@ -417,9 +433,10 @@ def tuning_story(data: SiteData, machine: str, op: str, mode: str = "warm", dtyp
                       ", ".join(f"`{s['commit'][:8]}` ×{s['ratio']:.2f}" for s in moved) or "none", str(len(found))])
     if not lines:
         return f"No tuned {op} variant has {mode} results at {size} on two commits of `{machine}` yet."
+    from kernelscope.site.notes import commit_line
+
     order = {c: i for i, c in enumerate(data.order)}
-    commits = "\n".join(f"- `{c[:8]}`: {data.subjects.get(c, 'not in this history')}"
-                         for c in sorted(movers, key=lambda c: order.get(c, -1)))
+    commits = "\n".join(f"- {commit_line(data, machine, c)}" for c in sorted(movers, key=lambda c: order.get(c, -1)))
     return (f"**The tuned variants' story** ({mode}, {dtype}, {size}): each one's first and newest time at this "
             f"benchmark version, and every commit that moved it by more than "
             f"{100 * results_history.STEP:.0f}% (what a same-commit rerun is held to for benchmarks of 20 µs or more: "
@@ -465,8 +482,10 @@ def regressions(data: SiteData) -> list[str]:
         one_box = len(boxes[0]) == 1 and boxes[0] == boxes[1] and not next(iter(boxes[0])).startswith("unrecorded-")
         between_boxes = [] if one_box else [r for r in flagged if r["mark"] in "+-" and _launch_bound(r)]
         counted = [r for r in flagged if r not in between_boxes]
-        parts.append(f"From `{a[:8]}` (*{data.subjects.get(a, 'not in this history')}*, measured {day(ra.run_at)}) "
-                     f"to `{b[:8]}` (*{data.subjects.get(b, 'not in this history')}*, measured {day(rb.run_at)}): "
+        from kernelscope.site.notes import commit_line
+
+        parts.append(f"- From {commit_line(data, machine, a)}, measured {day(ra.run_at)}\n"
+                     f"- To {commit_line(data, machine, b)}, measured {day(rb.run_at)}\n\n"
                      f"{len(judged)} benchmarks "
                      f"measured at both, **{sum(r['mark'] == '+' for r in counted)} slower**, "
                      f"**{sum(r['mark'] == '-' for r in counted)} faster**, "
@@ -535,19 +554,53 @@ def regressions(data: SiteData) -> list[str]:
     return parts
 
 
-@needs_results("# Commits with results\n\nEvery commit that has stored results, newest first; history charts "
-               "link here.\n")
+@needs_results(WIDE + "# Commits with results\n\n"
+               "Every commit that has stored results, newest first, a row for each machine that measured it; history "
+               "charts link here. *Measured*: how many cases the run holds, and its ops and modes where it did not "
+               "time all of them. *Against the previous run*: the cases measured both here and at the machine's "
+               "previous commit that measured any of the same, judged by `asv compare`'s rule (a ratio past 1.1 "
+               "either way **and** a significant difference, as on [Regressions](regressions.md)): how many ran "
+               "slower and faster of how many. `asv compare PREVIOUS HASH --machine MACHINE` lists them; "
+               "`kernelscope results --commit HASH` lists a run's results.\n")
 def commits(data: SiteData) -> list[str]:
-    parts = []
-    for run in reversed(data.runs()):
-        measured = data.rows_at(run.machine, run.commit)
-        modes, count = sorted({r["mode"] for r in measured}), len(measured)
-        parts.append(f'## `{run.short}` on {run.machine} {{ #{run.short} }}\n\n'
-                     f"{data.subjects.get(run.commit, '*(not in this repository’s history)*')}\n\n"
-                     f"Committed {day(run.date)}, measured {day(run.run_at)} on {run.gpu} ({run.software()}): "
-                     f"{count} results, modes {', '.join(modes)}. Full hash `{run.commit}`; "
-                     f"`kernelscope results --commit {run.short}` lists them.")
-    return parts
+    from kernelscope.site.data import short_subject
+
+    rows, anchored = [], set()
+    position = {c: i for i, c in enumerate(data.order)}
+    mode_names = {"first_call": "first call"}
+    for machine in data.machines:
+        runs = data.runs(machine)
+        every_mode = [m for m in (*MODES, "first_call") if any(r["mode"] == m for r in data.rows_on(machine))]
+        cases = {run.commit: {(r["op"], r["mode"]) for r in data.rows_at(machine, run.commit)} for run in runs}
+        for i, run in enumerate(runs):
+            measured = data.rows_at(machine, run.commit)
+            ops = [op for op in OPS if any(r["op"] == op for r in measured)]
+            modes = [m for m in every_mode if any(r["mode"] == m for r in measured)]
+            failed = sum(r["status"] == "failed" for r in measured)
+            scope = [] if ops == list(OPS) else [", ".join(ops)]
+            scope += [] if modes == every_mode else [", ".join(mode_names.get(m, m) for m in modes)]
+            what = f"{len(measured):,}" + (f" ({'; '.join(scope)})" if scope else "") + \
+                (f", {failed} failed" if failed else "")
+            # the machine's newest earlier run that measured any of the same ops in the same modes
+            before = next((b for b in reversed(runs[:i]) if cases[b.commit] & cases[run.commit]), None)
+            if before is None:
+                moved = "first run of these cases"
+            else:
+                counts = data.moved(machine, before.commit, run.commit)
+                words = [f"{counts['+']} slower", f"{counts['-']} faster"] + \
+                    [f"{counts[k]} {w}" for k, w in (("!", "newly failing"), ("*", "fixed")) if counts[k]]
+                changed = f"{counts['x']:,} of a changed benchmark version" if counts["x"] else ""
+                moved = (f"`{before.short}`: {', '.join(words)} of {counts['compared']:,}" + (f"; {changed}" if changed
+                                                                                             else "")
+                         if counts["compared"] else f"`{before.short}`: none comparable ({changed or 'no case in common'})")
+            anchor = f'<span id="{run.short}"></span>' if run.short not in anchored else ""
+            anchored.add(run.short)
+            subject = short_subject(data.subjects.get(run.commit, "not in this repository's history"), 80)
+            rows.append((position.get(run.commit, -1), machine,
+                         [f"{anchor}`{run.short}`", day(run.date), f"`{machine}`", subject, what, moved]))
+    rows.sort(key=lambda row: (-row[0], row[1]))
+    return [table(["commit", "date", "machine", "subject", "measured", "against the previous run"],
+                  [r for *_, r in rows], ["l", "l", "l", "l", "r", "l"])]
 
 
 # --- Machines ------------------------------------------------------------------------------------------------------
