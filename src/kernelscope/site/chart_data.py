@@ -13,7 +13,7 @@ from kernelscope.results import compare
 from kernelscope.results.machine import fp32_peak
 from kernelscope.site import charts
 from kernelscope.timing.processes import sampled_per_process
-from kernelscope.site.data import (MODES, SiteData, ci_low_of, fmt_ci, fmt_gbps, fmt_pct, fmt_time, in_sweep, largest_shape,
+from kernelscope.site.data import (MODES, SiteData, ci_low_of, day, fmt_ci, fmt_gbps, fmt_pct, fmt_time, in_sweep, largest_shape,
                                    short_subject, variant_kind)
 
 
@@ -65,7 +65,7 @@ def op_points(data: SiteData, op: str) -> list[dict]:
         points.append({**_timing_fields(r),
                        "current": current.get((r["machine"], op, r["mode"])) == r["commit"],
                        "sweep": in_sweep(r["size"]), "order": order.get(r["commit"], -1),
-                       "subject": short_subject(data.subjects.get(r["commit"], "")),
+                       "subject": f"{day(r.get('date'))}: {short_subject(data.subjects.get(r['commit'], ''))}",
                        "href": f"../commits/#{r['commit'][:8]}"})
     return points
 
