@@ -279,15 +279,15 @@ def agreement_summary(m: MachinePeers | None, link: str = "../results/peers.md")
     g = m.gate
     measured = len(m.peers.measured)
     verdict = "passed" if g.passed else "did not pass"
-    text = [f"On {html.escape(m.peers.stamp.gpu)}, {measured} cases (every variant at its op's sizes that ran there):",
-            agreement_table(m),
-            f"The gate (every mode of every case of {agreement.JUDGED_MIN_S * 1e6:.0f} µs or more within "
-            f"{agreement.GATE_PCT:g}% of its peer) **{verdict}**: {g.why}."]
+    text = [f"On {html.escape(m.peers.stamp.gpu)}, {measured} cases (every variant at its op's sizes that ran there), "
+            f"the gate (every mode of every case of {agreement.JUDGED_MIN_S * 1e6:.0f} µs or more within "
+            f"{agreement.GATE_PCT:g}% of its peer) **{verdict}**: {g.why}.",
+            fold("Agreement per mode: within 1% and 2% of its peer, and the worst case", agreement_table(m))]
     if g.exceptions:
         worst = max(g.exceptions, key=lambda e: abs(e["diff_pct"] or 0))
         graph = _record(m, worst).diff_pct.get("graph")
         text.append(f"{len(g.exceptions)} pairs of gated cases were excused and listed instead; the farthest, "
                     f"`{worst['variant']}` at {_size(worst)}, read {fmt_diff(worst['diff_pct'])} against "
-                    f"{SHORT_TITLES[worst['peer']]} because {worst['reason']}; its graph pair read {fmt_diff(graph)}.")
+                    f"{SHORT_TITLES[worst['peer']]} because {micro(worst['reason'])}; its graph pair read {fmt_diff(graph)}.")
     text.append(f"Every case, with the stamp of the run: [Peer timers]({link}).")
     return "\n\n".join(text)
