@@ -49,8 +49,8 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def built_site(tmp_path_factory):
-    """The site built once from the committed results (mkdocs build --strict), for every test process of the run."""
-    from shared import once
-    from sitebuild import build
+    """The site built once from the committed results (mkdocs build --strict), for every test process of the run:
+    with the test fixture's profiles, the one build the browser tests read too."""
+    from sitebuild import profiled_site
 
-    return once(tmp_path_factory, "site", lambda folder: build(folder / "site")) / "site"
+    return profiled_site(tmp_path_factory)[0]

@@ -16,10 +16,13 @@ RESULTS = ROOT / "results"
 MKDOCS = Path(sys.executable).parent / "mkdocs"
 
 
-def run_build(dest: Path, results_dir: Path | None = None, profiles_dir: Path | None = None
-              ) -> subprocess.CompletedProcess:
-    """``mkdocs build --strict`` into ``dest`` (None: the repository's results/ and profiles/)."""
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+def run_build(dest: Path, results_dir: Path | None = None, profiles_dir: Path | None = None,
+              search_index: bool = False) -> subprocess.CompletedProcess:
+    """``mkdocs build --strict`` into ``dest`` (None: the repository's results/ and profiles/).
+
+    Without the search index unless asked: indexing the pages is half a build's time, and one test builds it.
+    """
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "KERNELSCOPE_SEARCH_INDEX": "true" if search_index else "false"}
     if results_dir is not None:
         env["KERNELSCOPE_RESULTS_DIR"] = str(results_dir)
     if profiles_dir is not None:
@@ -28,9 +31,10 @@ def run_build(dest: Path, results_dir: Path | None = None, profiles_dir: Path | 
                           capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
 
 
-def build(dest: Path, results_dir: Path | None = None, profiles_dir: Path | None = None) -> Path:
+def build(dest: Path, results_dir: Path | None = None, profiles_dir: Path | None = None,
+          search_index: bool = False) -> Path:
     """``mkdocs build --strict`` into ``dest``; fails the test with mkdocs' own message."""
-    proc = run_build(dest, results_dir, profiles_dir)
+    proc = run_build(dest, results_dir, profiles_dir, search_index)
     if proc.returncode != 0:
         raise AssertionError(f"mkdocs build --strict failed:\n{proc.stderr[-4000:]}")
     return dest
