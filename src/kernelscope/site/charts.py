@@ -19,9 +19,16 @@ INTENSITY_RANGE = (1 / 32, 256)  # FLOP/byte: the four ops sit between 1/8 and 9
 # Point shapes on the roofline: the lecture's kernels, the ones written for speed, the rest.
 KIND_SHAPES = {"lecture": "circle", "tuned": "triangle-up", "other": "square"}
 LEGEND_HINT = "Click a legend entry to isolate its series, shift-click to add more, double-click to show all."
+# Sizes: tables and tooltips name a case as its shape ("4096x4096", 1-D "16777216"); an axis of element counts
+# labels its ticks as powers of two, and its title says so.
 POW2_X = {"field": "numel", "type": "quantitative", "scale": {"type": "log", "base": 2},
-          "axis": {"title": "elements (log scale)", "labelExpr": "'2^' + round(log(datum.value) / log(2))",
+          "axis": {"title": "elements, 2^n (log scale)", "labelExpr": "'2^' + round(log(datum.value) / log(2))",
                    "tickCount": 10}}
+# The overview's cells: under the copy bandwidth red, at it near white, over it (a kernel the copy does not bound,
+# or noise) blue; the domain is the data's own range, with 100 always in it and at the middle colour. The ends are
+# mid-tones, so black text reads on every cell.
+PCT_OF_COPY_COLOUR = {"type": "linear", "domain": {"unionWith": [100]}, "domainMid": 100,
+                      "range": ["#d6604d", "#f7f7f7", "#4393c3"]}
 
 
 def _title(text: str, hint: str = LEGEND_HINT) -> dict:
@@ -172,7 +179,8 @@ def overview_matrix(data_url: str, machines: list[str], ops: list[str], backends
     cell_tip = [{"field": "op"}, {"field": "backend"}, {"field": "variant", "title": "best variant"},
                 {"field": "time", "title": "median time"}, {"field": "ci", "title": "99% interval"},
                 {"field": "gbps_text", "title": "bandwidth"}, {"field": "pct_text", "title": "of copy bandwidth"},
-                {"field": "speedup_text", "title": "vs best PyTorch eager"}, {"field": "size"}, {"field": "commit"},
+                {"field": "speedup_text", "title": "speedup vs best PyTorch eager"}, {"field": "size"},
+                {"field": "commit"},
                 {"field": "why", "title": "empty because"}]
     return {
         "$schema": SCHEMA, "title": _title(title, "Hover a cell for its numbers."), "width": "container",
@@ -187,10 +195,9 @@ def overview_matrix(data_url: str, machines: list[str], ops: list[str], backends
             {"transform": [{"filter": "datum.variant != null"}],
              "mark": {"type": "rect", "stroke": "white", "strokeWidth": 2},
              "encoding": {"color": {"field": "pct", "type": "quantitative", "title": "% of copy BW",
-                                    "scale": {"domain": [0, 100], "scheme": "blues", "clamp": True}}}},
-            {"mark": {"type": "text", "baseline": "middle", "lineBreak": "\n", "fontSize": 11},
-             "encoding": {"text": {"field": "label"},
-                          "color": {"condition": {"test": "datum.pct > 60", "value": "white"}, "value": "black"}}},
+                                    "scale": PCT_OF_COPY_COLOUR, "legend": {"gradientLength": 160}}}},
+            {"mark": {"type": "text", "baseline": "middle", "lineBreak": "\n", "fontSize": 12, "color": "black"},
+             "encoding": {"text": {"field": "label"}}},
         ],
     }
 
@@ -277,7 +284,8 @@ def history(data_url: str, modes: list[str], machines: list[str], dtypes: list[s
 
 
 def machine_ratio(data_url: str, modes: list[str], ops: list[str], machine_a: str, machine_b: str) -> dict:
-    """Per benchmark, time on A / time on B against size, beside the ratio of copy bandwidths."""
+    """Per benchmark, B's speedup over A (time on A / time on B) against size, beside the ratio of copy
+    bandwidths."""
     params = [{"name": "mode", "value": modes[0], "bind": {"input": "radio", "options": modes, "name": "timing mode "}},
               {"name": "op", "value": ops[0], "bind": {"input": "select", "options": ops, "name": "op "}}]
     color = {"field": "variant", "type": "nominal", "scale": {"scheme": "tableau20"},
@@ -293,7 +301,7 @@ def machine_ratio(data_url: str, modes: list[str], ops: list[str], machine_a: st
                                                      "color": color, "opacity": _faded_unless_selected()}},
             {"mark": {"type": "point", "filled": True, "size": 60}, "params": [_series_selection()],
              "encoding": {"x": x, "y": {"field": "speedup", "type": "quantitative",
-                                        "title": f"time on {machine_a} / time on {machine_b}"},
+                                        "title": f"speedup: time on {machine_a} / time on {machine_b}"},
                           "color": color, "opacity": _faded_unless_selected(),
                           "tooltip": [{"field": "variant"}, {"field": "size"}, {"field": "mode"},
                                       {"field": "time_a_text", "title": f"time on {machine_a}"},
