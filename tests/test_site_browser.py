@@ -6,7 +6,10 @@ The site served is the committed results with the test fixture's profiles
 Each page must render every chart with marks for its data, show a tooltip
 when a point is hovered, log no error (nor a Vega warning, which means a chart
 lost data), and make no request off 127.0.0.1. Full-page screenshots are kept
-in .artifacts/screenshots/ (or $KERNELSCOPE_ARTIFACTS) to be looked at.
+in .artifacts/screenshots/ (or $KERNELSCOPE_ARTIFACTS) to be looked at. And
+every page of the site, as it loads at 1400x900 (folded blocks folded), is
+at most eight screens long: per-case evidence and tuning tables go behind a
+fold or onto a page of their own, with what a reader should take away first.
 
 Playwright drives Debian's chromium (no browser download); without it the
 test is skipped with the reason, except in CI (CI=true), where a missing
@@ -37,6 +40,10 @@ PAGES = ["results/", "results/square/", "results/mean/", "results/softmax/", "re
          "results/profiles/square-torch/", "results/profiles/square-triton-flat1024/",
          "results/profiles/square-cuda-vec4/", "results/demos/", "concepts/timing/", "concepts/fusion/",
          "concepts/coalescing/", "concepts/profilers/"]
+
+# The page budget: a page as it loads, at the reader's 1400x900, is at most this many screens long.
+BUDGET_VIEWPORT = {"width": 1400, "height": 900}
+BUDGET_SCREENS = 8
 
 # One Chromium and one server for the module's tests: under pytest-xdist they run in one test process.
 pytestmark = pytest.mark.xdist_group("browser")
@@ -264,3 +271,35 @@ def test_the_dtype_switch_redraws_the_sweep_in_bfloat16(browser, bf16_server):
         assert pg.problems == [] and pg.offhost == []
     finally:
         context.close()
+
+
+def _every_page(site: Path) -> list[str]:
+    """Every page of a built site as served ('' for the home page, 'results/square/', ...), sorted."""
+    found = [p.parent.relative_to(site).as_posix() for p in site.rglob("index.html")]
+    return sorted("" if p == "." else p + "/" for p in found if not p.startswith(("assets", "search")))
+
+
+def test_no_page_is_longer_than_eight_screens_as_it_loads(browser, server, built_site):
+    """Every page, loaded at 1400x900 with its visible charts drawn and its folded blocks folded: the document's
+    height is at most eight screens. A page over it names itself with its length."""
+    pages = _every_page(built_site)
+    assert len(pages) > len(PAGES)  # every page, the generated and the profile pages included
+    context = browser.new_context(viewport=BUDGET_VIEWPORT)
+    pg = context.new_page()
+    over = []
+    try:
+        for path in pages:
+            pg.goto(f"{server}/{path}", wait_until="networkidle")
+            charts = pg.locator("vegachart")
+            for i in range(charts.count()):
+                if charts.nth(i).is_visible():
+                    charts.nth(i).locator("svg").wait_for(timeout=10_000)
+            height = pg.evaluate("() => document.documentElement.scrollHeight")
+            if height > BUDGET_SCREENS * BUDGET_VIEWPORT["height"]:
+                over.append(f"{path or '/'} ({height / BUDGET_VIEWPORT['height']:.1f} screens)")
+    finally:
+        context.close()
+    assert not over, (f"{len(over)} pages longer than {BUDGET_SCREENS} screens of {BUDGET_VIEWPORT['width']}x"
+                      f"{BUDGET_VIEWPORT['height']} as they load: {', '.join(over)}; fold per-case evidence and tuning "
+                      "tables (??? blocks) or move them to a page of their own, with a short summary first")
+
