@@ -431,10 +431,8 @@ def test_demos_page_shows_the_measured_demonstrations(profiled):
     assert "no profiles yet" not in profilers
 
 
-def test_site_without_profiles_says_so_and_gives_the_command(tmp_path):
-    empty = tmp_path / "profiles"
-    empty.mkdir()
-    site = build(tmp_path / "site", RESULTS, empty)
+def test_site_without_profiles_says_so_and_gives_the_command(tmp_path_factory):
+    site = bfloat16_site(tmp_path_factory)  # built with no profiles folder
     for page in ("results/profiles", "results/demos", "results/square"):
         text = _text(_html(site, page))
         assert "No profiles yet" in text and "kernelscope profile --ncu --demos" in text, page
