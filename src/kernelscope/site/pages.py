@@ -579,7 +579,7 @@ def commits(data: SiteData) -> list[str]:
             failed = sum(r["status"] == "failed" for r in measured)
             scope = [] if ops == list(OPS) else [", ".join(ops)]
             scope += [] if modes == every_mode else [", ".join(mode_names.get(m, m) for m in modes)]
-            what = f"{len(measured):,}" + (f" ({'; '.join(scope)})" if scope else "") + \
+            what = f"{len(measured):,} cases" + (f": {'; '.join(scope)}" if scope else "") + \
                 (f", {failed} failed" if failed else "")
             # the machine's newest earlier run that measured any of the same ops in the same modes
             before = next((b for b in reversed(runs[:i]) if cases[b.commit] & cases[run.commit]), None)
@@ -590,17 +590,18 @@ def commits(data: SiteData) -> list[str]:
                 words = [f"{counts['+']} slower", f"{counts['-']} faster"] + \
                     [f"{counts[k]} {w}" for k, w in (("!", "newly failing"), ("*", "fixed")) if counts[k]]
                 changed = f"{counts['x']:,} of a changed benchmark version" if counts["x"] else ""
-                moved = (f"`{before.short}`: {', '.join(words)} of {counts['compared']:,}" + (f"; {changed}" if changed
-                                                                                             else "")
-                         if counts["compared"] else f"`{before.short}`: none comparable ({changed or 'no case in common'})")
+                moved = (f"vs `{before.short}`: {', '.join(words)} of {counts['compared']:,}"
+                         + (f"; {changed}" if changed else "")
+                         if counts["compared"] else f"vs `{before.short}`: none comparable ({changed or 'none in common'})")
             anchor = f'<span id="{run.short}"></span>' if run.short not in anchored else ""
             anchored.add(run.short)
             subject = short_subject(data.subjects.get(run.commit, "not in this repository's history"), 80)
             rows.append((position.get(run.commit, -1), machine,
-                         [f"{anchor}`{run.short}`", day(run.date), f"`{machine}`", subject, what, moved]))
+                         [f"{anchor}`{run.short}`<br>{day(run.date)}", f"`{machine}`", f"{what}<br>{moved}",
+                          subject]))
     rows.sort(key=lambda row: (-row[0], row[1]))
-    return [table(["commit", "date", "machine", "subject", "measured", "against the previous run"],
-                  [r for *_, r in rows], ["l", "l", "l", "l", "r", "l"])]
+    return [table(["commit, date", "machine", "measured<br>against the previous run", "subject"],
+                  [r for *_, r in rows], ["l", "l", "l", "l"])]
 
 
 # --- Machines ------------------------------------------------------------------------------------------------------
