@@ -54,3 +54,13 @@ def built_site(tmp_path_factory):
     from sitebuild import profiled_site
 
     return profiled_site(tmp_path_factory)[0]
+
+
+@pytest.fixture(scope="session")
+def committed_site_data():
+    """What the site knows of the committed results (SiteData): read once a test process, for every test that
+    only reads it."""
+    from kernelscope.site.data import SiteData
+    from sitebuild import RESULTS, ROOT
+
+    return SiteData(RESULTS, ROOT)

@@ -7,8 +7,8 @@ import pytest
 
 from kernelscope.results import compare
 from kernelscope.site import answer_pages, answers
-from kernelscope.site.data import MODES, SiteData
-from sitebuild import RESULTS, ROOT, profiled_site
+from kernelscope.site.data import MODES
+from sitebuild import RESULTS, profiled_site
 
 
 def _row(variant, time_s, ci=None, **kw):
@@ -53,8 +53,8 @@ def test_the_case_key_is_the_name_asv_unrolls():
 
 
 @pytest.fixture(scope="module")
-def data():
-    return SiteData(RESULTS, ROOT)
+def data(committed_site_data):
+    return committed_site_data
 
 
 def test_every_current_case_is_answered_by_the_rule_on_the_stored_samples(data):

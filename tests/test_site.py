@@ -28,8 +28,8 @@ pytestmark = pytest.mark.skipif(not (RESULTS / "benchmarks.json").exists(), reas
 
 
 @pytest.fixture(scope="module")
-def data():
-    return SiteData(RESULTS, ROOT)
+def data(committed_site_data):
+    return committed_site_data
 
 
 # --- what the pages compute ----------------------------------------------------------------------------------------
@@ -72,7 +72,8 @@ def test_chart_points_are_the_exported_rows_of_the_current_commit(data):
     machine = data.reference_machine
     points = [p for p in chart_data.op_points(data, "softmax")
               if p["current"] and p["mode"] == "warm" and p["machine"] == machine]
-    commit, rows = history.snapshot(export.rows(RESULTS), data.order, machine=machine, op="softmax", mode="warm")
+    exported = [r for r in data.rows if r["status"] == export.MEASURED]  # export.rows(RESULTS), read once a run
+    commit, rows = history.snapshot(exported, data.order, machine=machine, op="softmax", mode="warm")
     assert {p["commit"] for p in points} == {commit[:8]}
     by_key = {(r["variant"], r["size"], r["dtype"]): r for r in rows}
     assert len(points) == len(by_key)
@@ -369,7 +370,7 @@ def test_compiled_code_is_highlighted_in_tabs_and_long_code_is_collapsed(profile
     assert "ncu not found on PATH" in skipped
 
 
-def test_op_page_links_each_profiled_variant_and_marks_lecture_and_tuned(profiled):
+def test_op_page_links_each_profiled_variant_and_marks_lecture_and_tuned(profiled, data):
     site, _ = profiled
     html = _html(site, "results/square")
     assert 'id="profiles"' in html
@@ -389,7 +390,7 @@ def test_op_page_links_each_profiled_variant_and_marks_lecture_and_tuned(profile
         v = VARIANTS[name]
         assert kind == ("lecture" if v.lecture else "tuned" if getattr(v, "tuned", False) else ""), name
     numbers = html.split('id="numbers"')[1].split('id="first-call')[0]  # badges beside the names in the tables
-    measured = {r["variant"] for r in SiteData(RESULTS, ROOT).rows if r["op"] == "square"}
+    measured = {r["variant"] for r in data.rows if r["op"] == "square"}
     for v in VARIANTS.values():
         if v.name in measured and (v.lecture or getattr(v, "tuned", False)):
             kind = "lecture" if v.lecture else "tuned"
