@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from kernelscope.results import dispatch
 from kernelscope.site.data import BACKEND_TITLES, SiteData, fmt_time
-from kernelscope.site.markdown import table, tabs, variant_cell
+from kernelscope.site.markdown import indent, table, tabs, variant_cell
 from kernelscope.site.pages import stamp as stamp_line
 
 NO_HOST = ("*(no host-mode results on `{machine}` yet: `asv run` on a GPU box times every variant's Python "
@@ -52,9 +52,14 @@ def dispatch_section(data: SiteData, machine: str | None) -> str:
     if not costs:
         return NO_HOST.format(machine=machine)
     ops = list(dict.fromkeys(c.op for c in costs))
+    never = [c for c in costs if not c.overtakes_at]
+    per_op = ("Per op: each variant's call cost (host mode at the op's smallest size), the GPU time of the same call "
+              "(warm mode), and the first size at which the GPU time reaches the call cost; from there on a loop of "
+              "calls runs at the GPU's pace.")
     out = [stamp_line(host.run), floor_table(dispatch.floors(costs)),
-           "Per op: each variant's call cost (host mode at the op's smallest size), the GPU time of the same call "
-           "(warm mode), and the first size at which the GPU time reaches the call cost; from there on a loop of "
-           "calls runs at the GPU's pace.",
-           tabs([(op, op_table([c for c in costs if c.op == op])) for op in ops])]
+           f"Of {len(costs)} variants, {len(costs) - len(never)} reach the GPU's pace by their op's largest size"
+           + (f"; {len(never)} stay host-bound up to it: {', '.join(f'`{c.variant}`' for c in never)}." if never
+              else "."),
+           f'??? abstract "Per op: each variant\'s call cost against its GPU time ({len(costs)} variants)"\n\n'
+           + indent(per_op + "\n\n" + tabs([(op, op_table([c for c in costs if c.op == op])) for op in ops]))]
     return "\n\n".join(out)

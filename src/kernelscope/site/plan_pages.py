@@ -28,25 +28,42 @@ def _cell(p) -> str:
 
 
 def plan_table(variants: list[Variant], gpus: tuple[str, ...] = GPUS, dtype: str = "float32") -> str:
+    """For a page of prose: a line saying where the GPUs' plans differ, then the table (:func:`_table`) folded."""
+    text, differ = _table(variants, gpus, dtype)
+    n = sum(len(v.op_spec.bench_shapes) for v in variants)
+    where = ", ".join(f"`{name}` at {k} size{'' if k == 1 else 's'}" for name, k in differ.items())
+    gpu_names = " and ".join(g.upper() for g in gpus)
+    lead = (f"{len(variants)} variants at their benchmark sizes, {n} calls: the {gpu_names} plans differ for "
+            f"{where}." if differ and len(gpus) > 1 else
+            f"{len(variants)} variants at their benchmark sizes, {n} calls"
+            + (f": the {gpu_names} plans are the same for every one." if len(gpus) > 1 else "."))
+    names = ", ".join(f"`{v.name}`" for v in variants)
+    return lead + f'\n\n??? abstract "Every call\'s plan: {names} ({n} rows)"\n\n' + indent(text)
+
+
+def _table(variants: list[Variant], gpus: tuple[str, ...] = GPUS, dtype: str = "float32") -> tuple[str, dict]:
     """A row a variant and benchmark size, one plan column: the strategy, kernel, grid x block and cluster of the
-    call's launches, a line a GPU only where the GPUs' plans differ (so the table fits the page)."""
+    call's launches, a line a GPU only where the GPUs' plans differ (so the table fits the page); and, per variant,
+    how many of its sizes the GPUs' plans differ at."""
     from kernelscope.plan import PRESETS, plan_of
 
     for gpu in gpus:
         if gpu not in PRESETS:
             raise KeyError(f"unknown GPU preset {gpu!r} (presets: {', '.join(PRESETS)})")
-    rows = []
+    rows, differ = [], {}
     for v in variants:
         for shape in v.op_spec.bench_shapes:
             cells = [_cell(plan_of(v, shape, dtype, gpu)) for gpu in gpus]
             plan = cells[0] if len(set(cells)) == 1 else "<br>".join(
                 f"**{g.upper()}** {c}" for g, c in zip(gpus, cells))
+            if len(set(cells)) > 1:
+                differ[v.name] = differ.get(v.name, 0) + 1
             rows.append([f"`{v.name}`", "x".join(map(str, shape)), plan])
     names = "; ".join(f"{g.upper()}: {PRESETS[g].name}, {PRESETS[g].summary()}" for g in gpus)
     return (table(["variant", "size", f"plan on {' and '.join(g.upper() for g in gpus)}"], rows, ["l", "l", "l"])
             + f"\n\n<p class=\"ks-stamp\">From <code>kernelscope plan --gpu {' / '.join(gpus)}</code>, {dtype}: "
               "grid × threads a block; a persistent grid as the most blocks it takes; a line a GPU where their "
-              f"plans differ. {names}.</p>")
+              f"plans differ. {names}.</p>", differ)
 
 
 def op_section(op: str) -> str:
@@ -60,6 +77,6 @@ def op_section(op: str) -> str:
            "on this machine's GPU; [which launch a call takes](../concepts/kernels-into-pytorch.md"
            "#which-launch-a-call-takes) explains the strategies.\n"]
     for v in planned:
-        out.append(f"??? info \"`{v.name}`: {v.teaches}\"\n\n" + indent(plan_table([v])))
+        out.append(f"??? info \"`{v.name}`: {v.teaches}\"\n\n" + indent(_table([v])[0]))
     return "\n\n".join(out)
 

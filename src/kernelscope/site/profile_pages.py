@@ -125,9 +125,33 @@ def op_section(profiles: ProfileData, op: str) -> str:
             "[all profiles](profiles/index.md) adds the cross-check against the timings, and "
             "[the demos](demos.md) measure what the lecture shows.\n")
     names = [v.name for v in variants_of(op)]
-    body = per_machine(profiles, lambda m: table(KERNEL_HEADER, kernel_rows(
-        profiles, m.name, names, lambda n: f"profiles/{n}.md"), KERNEL_ALIGN))
-    return head + "\n" + body
+
+    def body(m: MachineProfiles) -> str:
+        rows = kernel_rows(profiles, m.name, names, lambda n: f"profiles/{n}.md")
+        return (op_summary(profiles, m.name, names) + "\n\n"
+                + f'??? abstract "Every kernel launch of a call, per variant ({len(names)} variants)"\n\n'
+                + indent(table(KERNEL_HEADER, rows, KERNEL_ALIGN)))
+
+    return head + "\n" + per_machine(profiles, body)
+
+
+def op_summary(profiles: ProfileData, machine: str, names: list[str]) -> str:
+    """What the op's profiles say at a glance: how many variants have metrics, which launch more than one kernel a
+    call, and the range of their longest kernel's DRAM throughput."""
+    found = [(n, vp) for n in names if (vp := profiles.profile(machine, n)) is not None and vp.ncu]
+    if not found:
+        return f"No variant of these {len(names)} has Nsight Compute metrics on this machine yet."
+    multi = [f"`{n}` {len(vp.ncu)}" for n, vp in found if len(vp.ncu) > 1]
+    main = [(n, max(vp.ncu, key=lambda k: k.duration_us or 0)) for n, vp in found]
+    dram = sorted(((k.dram_pct, n) for n, k in main if k.dram_pct is not None))
+    text = [f"{len(found)} of {len(names)} variants with Nsight Compute metrics here"
+            + (f"; more than one kernel a call: {', '.join(multi)}" if multi else "; each launches one kernel a call")
+            + "."]
+    if dram:
+        (lo, lo_name), (hi, hi_name) = dram[0], dram[-1]
+        text.append(f"Their longest kernels' DRAM throughput: from {fmt_ncu_pct(lo)} (`{lo_name}`) to "
+                    f"{fmt_ncu_pct(hi)} (`{hi_name}`) of peak.")
+    return " ".join(text)
 
 
 # --- the overview: every kernel, and the cross-check --------------------------------------------------------------
