@@ -94,7 +94,7 @@ def test_no_interval_reads_below_zero():
 
 
 def test_a_reading_over_the_copy_is_explained_only_where_there_is_one():
-    assert over_copy_note([{"pct_of_peak": 99.0}, {"pct_of_peak": None}]) == ""
+    assert over_copy_note([{"pct_of_peak": 99.0}, {"pct_of_peak": None}, {"pct_of_peak": 100.3}]) == ""  # reads 100%
     note = over_copy_note([{"pct_of_peak": 99.0}, {"pct_of_peak": 103.2}])
     assert "103%" in note and "L2" in note and "method.md#percent-of-the-measured-copy-bandwidth" in note
 

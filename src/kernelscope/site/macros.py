@@ -47,6 +47,7 @@ from kernelscope.site.canary_pages import detection_section
 from kernelscope.site.dispatch_pages import dispatch_section
 from kernelscope.site.peer_pages import agreement_summary
 from kernelscope.site.profile_pages import fixed_block_sentence, host_clock_sentence
+from kernelscope.site.notes import OVER_COPY_MARK, over_copy, over_copy_note
 from kernelscope.site.profiles import PROFILE_COMMAND
 from kernelscope.site.sources import source as source_ref
 from kernelscope.timing.processes import HOST_BOUND_SHARE, LAUNCH_BOUND_PROCESSES, LAUNCH_BOUND_S, sampled_per_process
@@ -133,12 +134,14 @@ class Macros:
         return f"{a['time_s'] / b['time_s']:.2f}x" if (a and b) else "*(no result yet)*"
 
     def results_table(self, variants: list[str], sizes: list[str] | None = None, modes: list[str] = ("warm",),
-                      fields: list[str] = ("time", "interval", "gbps", "pct")) -> str:
-        """One row per variant, size and mode, with the stamp of the run it came from."""
+                      fields: list[str] = ("time", "interval", "gbps", "pct"),
+                      method: str = "method.md") -> str:
+        """One row per variant, size and mode, with the stamp of the run it came from; a percent of copy over 100
+        is marked and explained under the table (``method``: the method page, relative to the calling page)."""
         for f in fields:
             if f not in FIELDS:
                 raise KeyError(f"unknown field {f!r} (fields: {', '.join(FIELDS)})")
-        rows, stamps = [], []
+        rows, stamps, found = [], [], []
         for name in variants:
             v = self._variant(name)
             chosen = sizes or ["x".join(map(str, s)) for s in OPS[v.op].bench_shapes]
@@ -146,14 +149,18 @@ class Macros:
                 for mode in modes:
                     r = self.row(name, size, mode)
                     if r:
+                        found.append(r)
                         run = self.data.run(self.machine, r["commit"])
                         if run not in stamps:
                             stamps.append(run)
-                    rows.append([f"`{name}`", size, mode,
-                                 *([FIELDS[f](r) for f in fields] if r else ["*(no result yet)*"] + [""] * (len(fields) - 1))])
+                    cells = [FIELDS[f](r) + (OVER_COPY_MARK if f == "pct" and over_copy(r) else "")
+                             for f in fields] if r else ["*(no result yet)*"] + [""] * (len(fields) - 1)
+                    rows.append([f"`{name}`", size, mode, *cells])
         out = table(["variant", "size", "mode", *[HEADERS[f] for f in fields]], rows, ["l", "l", "l"] + ["r"] * len(fields))
-        return out + "\n\n" + ("\n".join(stamp_line(s) for s in stamps) if stamps else
-                               '<p class="ks-stamp">No results yet for these variants.</p>')
+        over = over_copy_note(found, f"{method}#percent-of-the-measured-copy-bandwidth") if "pct" in fields else ""
+        return out + ("\n\n" + over if over else "") + "\n\n" + (
+            "\n".join(stamp_line(s) for s in stamps) if stamps else
+            '<p class="ks-stamp">No results yet for these variants.</p>')
 
     def bytes_moved(self, op: str, size: str, dtype: str = "float32") -> str:
         """The op's bytes model at a size (each input read once, each output written once), in GB."""

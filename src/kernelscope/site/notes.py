@@ -18,11 +18,17 @@ def commit_line(data: SiteData, machine: str, commit: str, limit: int = 110) -> 
     return f"`{commit[:8]}` ({when}): {subject}"
 
 
-def over_copy_note(rows: list[dict], link: str = "../concepts/method.md#percent-of-the-measured-copy-bandwidth") -> str:
-    """Why a reading passes 100% of the copy bandwidth, when any of ``rows`` does (``pct_of_peak`` > 100); else ''.
+def over_copy(row: dict) -> bool:
+    """Whether a row's percent of copy reads over 100% as the tables print it (whole percents)."""
+    return round(row.get("pct_of_peak") or 0) > 100
 
-    For a table that shows percent of copy: put the text under it (and :data:`OVER_COPY_MARK` by such cells)."""
-    over = [r for r in rows if (r.get("pct_of_peak") or 0) > 100]
+
+def over_copy_note(rows: list[dict], link: str = "../concepts/method.md#percent-of-the-measured-copy-bandwidth") -> str:
+    """Why a reading passes 100% of the copy bandwidth, when any of ``rows`` reads so (:func:`over_copy`); else ''.
+
+    For a table that shows percent of copy: put the text under it, and :data:`OVER_COPY_MARK` after each such
+    cell's percent. ``link``: the method page's section, relative to the page the table is on."""
+    over = [r for r in rows if over_copy(r)]
     if not over:
         return ""
     top = max(r["pct_of_peak"] for r in over)
