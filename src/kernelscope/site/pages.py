@@ -20,6 +20,7 @@ from kernelscope.site import answer_pages, chart_data, charts, floor_pages, plan
 from kernelscope.site.data import (BACKEND_TITLES, KIND_WORDS, MODE_WORDS, MODES, SiteData, day, dtype_order,
                                    fmt_gbps, fmt_pct, fmt_time, in_sweep, largest_shape, variant_kind)
 from kernelscope.site.markdown import WIDE, chart, indent, note, table, tabs, variant_cell
+from kernelscope.site.notes import OVER_COPY_MARK, over_copy, over_copy_note
 from kernelscope.site.sources import SourceRef, module_path, variant_sources
 from kernelscope.timing.clocks import THROTTLE_FRACTION
 from kernelscope.timing.processes import (HOST_BOUND_SHARE, LAUNCH_BOUND_PROCESSES, LAUNCH_BOUND_S,
@@ -84,18 +85,12 @@ LOW_CLOCK_MARK = "‡"  # most of a result's samples read the SM clock low: the 
 COMPILE_MARK = "†"  # a torch.compile variant: Inductor's compile-time autotuning may choose differently run to run
 BOX_MARK = "§"  # a launch-bound case measured on two boxes, which read such cases further apart than one box does
 LAUNCH_BOUND_WORDS = (
-    f"Hollow points and {LAUNCH_BOUND_MARK} are launch-bound results (under {LAUNCH_BOUND_S * 1e6:.0f} µs a call "
-    "warm, and the same cases cold and, since its version 2, host mode; in host mode since its version 3 also the "
-    f"host-bound cases, whose host cost of a call is {HOST_BOUND_SHARE:.0%} of their GPU time or more): most of "
-    "their time is the GPU's "
-    "(or the host's) cost of taking each launch off its "
-    "stream, and that cost differs from one process to the next more than one process's samples differ from each "
-    f"other. So they are sampled one value per process, in {LAUNCH_BOUND_PROCESSES} processes, and their interval "
-    "is where a rerun's median lands (99%), from the spread between processes pooled over the run's cases of "
-    "that mode: wide, and honest. Results stored before this rule took all "
-    "their samples in one process (more than "
-    f"{LAUNCH_BOUND_PROCESSES} samples): their intervals are too narrow. "
-    "[How it was measured](../concepts/method.md#launch-bound-intervals).")
+    f"Hollow points and {LAUNCH_BOUND_MARK} mark launch-bound results: calls of under "
+    f"{LAUNCH_BOUND_S * 1e6:.0f} µs (in host mode also calls whose host cost is {HOST_BOUND_SHARE:.0%} of their GPU "
+    "time or more), where most of the time is the cost of getting each launch onto the GPU rather than the "
+    "kernel's work. That cost varies more from one process to the next than within one, so each such result is "
+    f"one value from each of {LAUNCH_BOUND_PROCESSES} processes, and its 99% interval says where a rerun's median "
+    "would land: wide, because the cost is. [How it was measured](../concepts/method.md#launch-bound-intervals).")
 
 
 def sizes_of(op: str, sweep: bool | None = None) -> list[str]:
@@ -140,7 +135,8 @@ def overview(data: SiteData) -> str:
         "For every op and every way of getting a kernel into PyTorch, the fastest variant at the op's largest "
         "size, timed **warm** (calls back to back, the launch queue held full, see [Timing](../concepts/timing.md)). "
         "Percent is of the machine's measured device-to-device copy bandwidth, the practical ceiling of a "
-        "memory-bound kernel; *vs best eager* is the best PyTorch eager variant's time divided by this one's. "
+        "memory-bound kernel; *speedup vs eager* is the best PyTorch eager variant's time over this one's "
+        "(above 1: faster than eager). "
         "Every timed case first matched the float64 reference on fresh random inputs "
         "([the method](../concepts/method.md)); the *gate* column says at how many sizes it did in this run "
         "(✓) or where it did not (✗).\n")
@@ -162,7 +158,7 @@ def _overview_for(data: SiteData, machine: str) -> str:
             continue
         same_run = data.rows_at(machine, r["commit"])
         rows.append([op_page, backend, f"`{r['variant']}`", f"{fmt_time(r['time_s'])} {fmt_interval(r)}",
-                     f"{fmt_gbps(r['gbps'])} ({fmt_pct(r['pct_of_peak'])})",
+                     f"{fmt_gbps(r['gbps'])} ({fmt_pct(r['pct_of_peak'])}{OVER_COPY_MARK if over_copy(r) else ''})",
                      f"{eager['time_s'] / r['time_s']:.2f}x" if eager else "—", gate_status(same_run, r["variant"])])
     spec = charts.overview_matrix("data/overview.json", [machine], list(OPS), list(backends.BACKENDS),
                                   f"Best variant per op and backend, % of copy bandwidth ({machine})")
@@ -172,7 +168,8 @@ def _overview_for(data: SiteData, machine: str) -> str:
         chart(spec),
         f"Sizes: {sizes}; float32. Hover a cell for its numbers.",
         table(["op", "backend", "best variant", "median time [99% interval]", "bandwidth (% of copy BW)",
-               "vs best eager", "gate"], rows, ["l", "l", "l", "r", "r", "r", "l"]),
+               "speedup vs eager", "gate"], rows, ["l", "l", "l", "r", "r", "r", "l"]),
+        over_copy_note(measured),
         "### The machine\n\n" + machine_facts(data.latest_run(machine)),
     ])
 
@@ -230,9 +227,11 @@ def _op_results(data: SiteData, op: str, machine: str) -> str:
     floor = floor_pages.op_section(data.evidence.floors.get(machine), op, suite, warm.run.commit if warm.run else "")
     if floor:
         parts.append(floor)
-    parts += ["## Numbers\n", "Median time per call and its 99% interval (asv's), then bandwidth and percent of "
-              "the copy bandwidth. A dash: not measured (the variant does not take that size, or failed).\n",
-              tabs([(mode, _mode_tables(data, op, machine, mode)) for mode in MODES if mode in modes])]
+    parts += ["## Numbers\n", "Every variant at every size: the median time per call and its 99% interval "
+              "(asv's), then bandwidth and percent of the copy bandwidth, per timing mode. A dash: not measured (the "
+              "variant does not take that size, or failed).\n",
+              '??? abstract "The tables, per mode"\n\n'
+              + indent(tabs([(mode, _mode_tables(data, op, machine, mode)) for mode in MODES if mode in modes]))]
     missing = [m for m in MODES if m not in modes]
     if missing:
         parts.append(note("info", "Modes without results here",
@@ -259,12 +258,16 @@ def _mode_tables(data: SiteData, op: str, machine: str, mode: str) -> str:
                     cells_b.append("—")
                     continue
                 cells_t.append(f"{fmt_time(r['time_s'])} {fmt_interval(r)}" + (LAUNCH_BOUND_MARK if r["launch_bound"] else ""))
-                cells_b.append(f"{fmt_gbps(r['gbps']).replace(' GB/s', '')} ({fmt_pct(r['pct_of_peak'])})")
+                cells_b.append(f"{fmt_gbps(r['gbps']).replace(' GB/s', '')} ({fmt_pct(r['pct_of_peak'])}"
+                               f"{OVER_COPY_MARK if over_copy(r) else ''})")
             time_rows.append([variant_cell(name), *cells_t])
             bw_rows.append([variant_cell(name), *cells_b])
         label = f" ({dtype})" if len({k[2] for k in by}) > 1 else ""
         out += [f"**Median time [99% interval]{label}**", table(["variant", *sizes], time_rows),
                 f"**GB/s (% of copy bandwidth){label}**", table(["variant", *sizes], bw_rows)]
+    over = over_copy_note([r for r in snap.rows if r["status"] == "measured"])
+    if over:
+        out.append(over)
     if any(r["launch_bound"] for r in snap.rows):
         out.append(f"{LAUNCH_BOUND_MARK} launch-bound: {LAUNCH_BOUND_WORDS}")
     return "\n\n".join(out)
@@ -274,18 +277,17 @@ def _first_calls(data: SiteData, op: str) -> str:
     out = ["## First call in a fresh process\n",
            "Importing and compiling: the Triton JIT, torch.compile's trace and code generation, loading the CUDA "
            "extension (built once, then cached on disk). Timed by `FirstCall.time_first_call`, never inside the "
-           "numbers above.\n"]
-    found = False
-    for machine in data.machines:
-        snap = data.snapshot(machine, op=op, mode="first_call")
-        if not snap:
-            continue
-        found = True
-        rows = [[f"`{r['variant']}`", r["backend"], fmt_time(r["time_s"]) + (f" {fmt_interval(r)}" if fmt_interval(r) else "")]
-                for r in snap.rows if r["status"] == "measured"]
-        out += [f"On `{machine}`:", stamp(snap.run), table(["variant", "backend", "first call"], rows)]
-    if not found:
-        out.append("No first-call results yet.")
+           "numbers above; one column a machine.\n"]
+    snaps = [(m, data.snapshot(m, op=op, mode="first_call")) for m in data.machines]
+    snaps = [(m, snap) for m, snap in snaps if snap]
+    if not snaps:
+        return "\n\n".join(out + ["No first-call results yet."])
+    cells = {(m, r["variant"]): fmt_time(r["time_s"]) + (f" {fmt_interval(r)}" if fmt_interval(r) else "")
+             for m, snap in snaps for r in snap.rows if r["status"] == "measured"}
+    rows = [[f"`{v.name}`", v.backend, *[cells.get((m, v.name), "—") for m, _ in snaps]]
+            for v in variants_of(op) if any((m, v.name) in cells for m, _ in snaps)]
+    out += [*[stamp(snap.run) for _, snap in snaps],
+            table(["variant", "backend", *[f"`{m}`" for m, _ in snaps]], rows, ["l", "l", *["r"] * len(snaps)])]
     return "\n\n".join(out)
 
 
