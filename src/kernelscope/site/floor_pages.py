@@ -53,7 +53,7 @@ def _pct(value: float | None) -> str:
 
 
 def case_table(case: floors.Case, suite: dict | None = None, suite_commit: str = "") -> str:
-    """One case in full, folded: its verdicts against the target, its fastest free-exps plans, and every row (each
+    """One case in full: its verdicts against the target, its fastest free-exps plans, and every row (each
     plan timed, and timed with free exps); ``suite``: (variant, shape, dtype) -> the suite's committed % of copy
     (its run of ``suite_commit``), which judges a variant's own plan."""
     rows = [[_what(ln.config), f"{ln.time_us:.2f} µs", _pct(ln.pct_copy), _pct(ln.free_pct)] for ln in case.lines]
@@ -70,9 +70,7 @@ def case_table(case: floors.Case, suite: dict | None = None, suite_commit: str =
         out.append(f"Fastest way of moving these rows with free exps: {'; '.join(said)}. "
                    f"The copy at this size: {case.copy.pct_copy:.1f}%.")
     out.append(table(["what", "time", "% of copy", "with its exps free"], rows, ["l", "r", "r", "r"]))
-    n = len(rows)
-    return (f'??? abstract "{case.shape}, {case.dtype}: the verdicts in full, and every plan timed '
-            f'({n} row{"" if n == 1 else "s"})"\n\n' + indent("\n\n".join(out)))
+    return "\n\n".join(out)
 
 
 def _verdicts(case: floors.Case, suite: dict | None) -> list[tuple[str, floors.Verdict]]:
@@ -136,15 +134,17 @@ def op_section(data: dict | None, op: str, suite: dict | None = None, suite_comm
         "row has been read. The copy of the input at each size is the least such a kernel moves. Each plan of the "
         "tuned kernels was checked against the reference, timed with the warm clock, then timed again with every "
         "exp made free (an identity in Triton, a subtract in CUDA C++): the same loads, stores, reductions and "
-        "cluster exchanges, no exp math. A plan's free-exps time is as fast as its way of moving the row can go.",
+        "cluster exchanges, no exp math. A plan's free-exps time is as fast as its way of moving the row can go. "
+        "Per case, in % of the copy bandwidth: where each tuned kernel's own plan stands against the wide rows' "
+        "target (read in the suite's committed run where this page has one, else in the probe), and its fastest "
+        "plan with free exps; *out of reach*: under the target even then.",
         f"Measured on {data['gpu']} at `{data['commit'][:8]}` ({data['date'][:10]}), `{data['command']}`; "
         f"% of the copy bandwidth measured in the same process ({data['copy_gbps']:.0f} GB/s on 1 GiB). "
         f"`evidence/{data['machine']}/{floors.FILE}` holds every row.",
-        "Per case, % of the copy bandwidth: where each tuned kernel's own plan stands against the wide rows' "
-        "target (read in the suite's committed run where this page has one, else in the probe), and its fastest "
-        "plan with free exps; a kernel *out of reach* stays under the target even then.",
         summary_table(mine, suite),
-        *[case_table(c, suite, suite_commit) for c in mine],
+        f'??? abstract "Each case in full: the verdicts, and every plan timed and with its exps free '
+        f'({sum(len(c.lines) for c in mine)} rows)"\n\n'
+        + indent("\n\n".join(case_table(c, suite, suite_commit) for c in mine)),
         '??? note "Why even free exps stay under the copy"\n\n' + indent(
             "What keeps even that under the copy is the row's dependency. A block cannot write any of its row before "
             "the whole row is read, so within a row its loads and stores do not overlap; other rows' blocks must "
