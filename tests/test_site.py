@@ -508,7 +508,9 @@ def test_launch_bound_results_are_marked_with_where_their_interval_comes_from(da
     square = (built_site / "results" / "square" / "index.html").read_text()
     assert square.count(pages.LAUNCH_BOUND_MARK) >= len([p for p in per_process if p["current"] and p["mode"] == "warm"
                                                          and p["dtype"] == "float32"])
-    assert "sampled one value per process" in html_lib.unescape(square)
+    from kernelscope.timing.processes import LAUNCH_BOUND_PROCESSES
+
+    assert f"one value from each of {LAUNCH_BOUND_PROCESSES} processes" in html_lib.unescape(square)
 
 
 def test_regressions_mark_launch_bound_flags_and_discount_one_process_intervals(data, built_site):

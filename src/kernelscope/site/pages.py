@@ -286,8 +286,14 @@ def _first_calls(data: SiteData, op: str) -> str:
              for m, snap in snaps for r in snap.rows if r["status"] == "measured"}
     rows = [[f"`{v.name}`", v.backend, *[cells.get((m, v.name), "—") for m, _ in snaps]]
             for v in variants_of(op) if any((m, v.name) in cells for m, _ in snaps)]
-    out += [*[stamp(snap.run) for _, snap in snaps],
-            table(["variant", "backend", *[f"`{m}`" for m, _ in snaps]], rows, ["l", "l", *["r"] * len(snaps)])]
+    machine, snap = snaps[0]
+    timed = sorted((r for r in snap.rows if r["status"] == "measured"), key=lambda r: r["time_s"])
+    if timed:
+        out.append(f"On `{machine}` a fresh process's first call takes from {fmt_time(timed[0]['time_s'])} "
+                   f"(`{timed[0]['variant']}`) to {fmt_time(timed[-1]['time_s'])} (`{timed[-1]['variant']}`).")
+    out.append(f'??? abstract "Every variant\'s first call ({len(rows)} variants)"\n\n' + indent("\n\n".join([
+        *[stamp(s.run) for _, s in snaps],
+        table(["variant", "backend", *[f"`{m}`" for m, _ in snaps]], rows, ["l", "l", *["r"] * len(snaps)])])))
     return "\n\n".join(out)
 
 
