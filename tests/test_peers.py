@@ -594,7 +594,7 @@ def test_site_shows_the_evidence_the_gate_and_the_host_bound_rows(tmp_path, monk
     text = re.sub(r"<[^>]+>", " ", page)
     assert "NVIDIA H100 80GB HBM3" in text and "01234567" in text and "kernelscope crosscheck --gate" in text
     assert "The gate passed" in text and "all 6 judged pairs within 2% (host mode's against Timer: 3%)" in text
-    assert "530.0 us on the host and 365.0 us on the GPU" in text  # the exception's reason, with its numbers
+    assert "530.0 µs on the host and 365.0 µs on the GPU" in text  # the exception's reason, with its numbers
     assert page.count(">host-bound</span>") == 2  # mean-numba and softmax-manual's rows are marked
     assert "1 of 3 (33%)" in text and "3 of 3 (100%)" in text  # warm within 1%; graph within 2%
     words = " ".join(text.split())

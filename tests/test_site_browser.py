@@ -303,3 +303,26 @@ def test_no_page_is_longer_than_eight_screens_as_it_loads(browser, server, built
                       f"{BUDGET_VIEWPORT['height']} as they load: {', '.join(over)}; fold per-case evidence and tuning "
                       "tables (??? blocks) or move them to a page of their own, with a short summary first")
 
+
+
+def test_the_overview_chooser_answers_from_the_built_answers(page, server, built_site):
+    records = json.loads((built_site / "data" / "answers.json").read_text())
+    page.goto(f"{server}/results/", wait_until="networkidle")
+    chooser = page.locator(".ks-chooser")
+    chooser.locator(".ks-chooser-best").wait_for()
+
+    def pick(name, value):
+        chooser.locator(f"select[name={name}]").select_option(value)
+
+    want = next(r for r in records if r["op"] == "softmax" and r["mode"] == "host" and r["ties"] and r["next"])
+    for name in ("op", "size", "dtype", "machine", "mode"):  # each choice narrows the next one's options
+        pick(name, want[name])
+    answer = chooser.locator(".ks-chooser-answer").inner_text()
+    assert f"Use {want['best']['variant']} {want['best']['time']}" in answer
+    assert all(f"{t['variant']} {t['time']} ({t['slower']})" in answer for t in want["ties"])
+    assert f"Next, told apart: {want['next']['variant']} {want['next']['time']} ({want['next']['slower']})" in answer
+    pick("op", "mean")  # another op offers its own sizes, smallest first
+    sizes = chooser.locator("select[name=size] option").all_inner_texts()
+    mean = sorted({(r["numel"], r["size"]) for r in records if r["op"] == "mean"})
+    assert sizes == [s for _, s in mean]
+    assert page.problems == [] and page.offhost == []

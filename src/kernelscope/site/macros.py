@@ -128,9 +128,10 @@ class Macros:
             raise KeyError(f"unknown field {field!r} (fields: {', '.join(FIELDS)})")
         return FIELDS[field](r) if r else "*(no result yet)*"
 
-    def ratio(self, slower: str, faster: str, size: str, mode: str = "warm", faster_mode: str | None = None) -> str:
-        """Time of ``slower`` / time of ``faster`` (in ``faster_mode``, default the same mode), as '2.31x'."""
-        a, b = self.row(slower, size, mode), self.row(faster, size, faster_mode or mode)
+    def ratio(self, reference: str, variant: str, size: str, mode: str = "warm", variant_mode: str | None = None) -> str:
+        """``variant``'s speedup over ``reference``, the site's one convention: the reference's time over the
+        variant's (in ``variant_mode``, default the same mode), as '2.31x'; above 1, the variant is faster."""
+        a, b = self.row(reference, size, mode), self.row(variant, size, variant_mode or mode)
         return f"{a['time_s'] / b['time_s']:.2f}x" if (a and b) else "*(no result yet)*"
 
     def results_table(self, variants: list[str], sizes: list[str] | None = None, modes: list[str] = ("warm",),

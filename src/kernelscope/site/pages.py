@@ -438,7 +438,7 @@ def tuning_story(data: SiteData, machine: str, op: str, mode: str = "warm", dtyp
         lines.append([variant_cell(v.name), f"{fmt_time(first['time_s'])} at `{first['commit'][:8]}`",
                       f"{fmt_time(last['time_s'])} at `{last['commit'][:8]}`",
                       f"{100 * (last['time_s'] / first['time_s'] - 1):+.1f}%",
-                      ", ".join(f"`{s['commit'][:8]}` ×{s['ratio']:.2f}" for s in moved) or "none", str(len(found))])
+                      ", ".join(f"`{s['commit'][:8]}` {1 / s['ratio']:.2f}x" for s in moved) or "none", str(len(found))])
     if not lines:
         return f"No tuned {op} variant has {mode} results at {size} on two commits of `{machine}` yet."
     from kernelscope.site.notes import commit_line
@@ -448,8 +448,9 @@ def tuning_story(data: SiteData, machine: str, op: str, mode: str = "warm", dtyp
     return (f"**The tuned variants' story** ({mode}, {dtype}, {size}): each one's first and newest time at this "
             f"benchmark version, and every commit that moved it by more than "
             f"{100 * results_history.STEP:.0f}% (what a same-commit rerun is held to for benchmarks of 20 µs or more: "
-            "[the method](../concepts/method.md#launch-bound-intervals)), with the ratio of its time to the "
-            "previous commit's.\n\n"
+            "[the method](../concepts/method.md#launch-bound-intervals)), with its speedup over the previous "
+            "commit: the previous time over this one's ([the convention](../concepts/method.md#speedups-one-convention)"
+            "; below 1, slower).\n\n"
             + table(["variant", "first", "newest", "change", "moved by", "commits"], lines,
                     ["l", "r", "r", "r", "l", "r"])
             + (f"\n\nThe commits that moved one:\n\n{commits}" if movers else ""))
@@ -531,7 +532,7 @@ def regressions(data: SiteData) -> list[str]:
             regex = r["benchmark"].removeprefix("benchmarks.").replace(".", r"\.").replace("(", r"\(").replace(")", r"\)")
             commands += [f"# {r['mark']} {info['class']}.{info['method']}({', '.join(info['params'])}): {ratio}",
                          f'asv continuous {a[:8]} {b[:8]} --machine {machine} -b "{regex}"']
-        parts.append(table(["", "benchmark", "parameters", "before", "after", "ratio"], table_rows,
+        parts.append(table(["", "benchmark", "parameters", "before", "after", "after / before (asv's ratio)"], table_rows,
                            ["c", "l", "l", "r", "r", "r"]))
         if one_process_before:
             parts.append(f"{LAUNCH_BOUND_MARK} launch-bound. {one_process_before} of these flags compare a launch-bound "
