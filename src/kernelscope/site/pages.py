@@ -15,7 +15,7 @@ from kernelscope.catalog import OPS, VARIANTS, variants_of
 from kernelscope.ops import numel, parse_shape, shape_str
 from kernelscope.results import compare, history as results_history
 from kernelscope.results.export import mostly_low_clock
-from kernelscope.results.machine import fp32_peak
+from kernelscope.results.machine import boxes as machine_boxes, fp32_peak
 from kernelscope.site import answer_pages, chart_data, charts, floor_pages, plan_pages, profile_pages
 from kernelscope.site.data import (BACKEND_TITLES, KIND_WORDS, MODE_WORDS, MODES, SiteData, day, dtype_order,
                                    fmt_gbps, fmt_pct, fmt_time, in_sweep, largest_shape, variant_kind)
@@ -111,18 +111,24 @@ def gate_status(rows: list[dict], variant: str) -> str:
     return "not run"
 
 
-def machine_facts(run) -> str:
+def machine_facts(run, results_dir) -> str:
+    """A machine's facts from its newest run; the CPU and the copy bandwidth from its boxes (boxes.jsonl): the
+    host is a box's, not the machine's, and the copy bandwidth the median of every box's reading."""
     p = run.params
     peak = fp32_peak(p)
+    boxes = machine_boxes(results_dir, run.machine)
+    cpus = sorted({f"{b.get('cpu') or '?'}, {b.get('num_cpu') or '?'} cores" for b in boxes if b.get("cpu")})
+    copies = [b for b in boxes if b.get("copy_gbps")]
     rows = [["GPU", p.get("gpu", run.machine)],
             ["SMs, L2, memory", f"{p.get('gpu_sms', '?')} SMs, {p.get('gpu_l2_mib', '?')} MiB L2, "
                                 f"{p.get('gpu_memory_gib', '?')} GiB"],
             ["compute capability", p.get("compute_capability", "?")],
             ["driver, CUDA", f"{p.get('driver', '?')}, CUDA {p.get('cuda', '?')}"],
             ["torch, triton, numba-cuda", f"{p.get('torch', '?')}, {p.get('triton', '?')}, {p.get('numba_cuda', '?')}"],
-            ["measured copy bandwidth", fmt_gbps(run.copy_gbps) + " (read + write, device to device)"],
+            ["measured copy bandwidth", fmt_gbps(run.copy_gbps) + " (read + write, device to device"
+             + (f"; the median of {len(copies)} readings on its boxes)" if len(copies) > 1 else ")")],
             ["FP32 compute roof", f"{peak[0]:.1f} TFLOP/s ({peak[1]})" if peak else "unknown"],
-            ["CPU", f"{p.get('cpu', '?')}, {p.get('num_cpu', '?')} cores"],
+            ["CPU" + ("s of its boxes" if len(cpus) > 1 else ""), "; ".join(cpus) or "not recorded"],
             ["asv machine name", f"`{run.machine}`"]]
     return table(["", ""], rows, ["l", "l"])
 
@@ -170,7 +176,7 @@ def _overview_for(data: SiteData, machine: str) -> str:
         table(["op", "backend", "best variant", "median time [99% interval]", "bandwidth (% of copy BW)",
                "speedup vs eager", "gate"], rows, ["l", "l", "l", "r", "r", "r", "l"]),
         over_copy_note(measured),
-        "### The machine\n\n" + machine_facts(data.latest_run(machine)),
+        "### The machine\n\n" + machine_facts(data.latest_run(machine), data.results_dir),
     ])
 
 
@@ -624,7 +630,7 @@ def machines(data: SiteData) -> list[str]:
     parts = []
     for machine in data.machines:
         run = data.latest_run(machine)
-        parts.append(f"## `{machine}`\n\n" + stamp(run) + "\n\n" + machine_facts(run) + evidence_list(data, machine))
+        parts.append(f"## `{machine}`\n\n" + stamp(run) + "\n\n" + machine_facts(run, data.results_dir) + evidence_list(data, machine))
     if len(data.machines) < 2:
         parts.append(note("info", "One machine so far",
                           f"Only `{data.machines[0]}` has results. The comparison appears here when a second "
