@@ -15,36 +15,15 @@ KERNELSCOPE_CHROMIUM).
 from __future__ import annotations
 
 import argparse
-import contextlib
-import functools
-import http.server
 import json
 import os
 import shutil
-import socketserver
 import sys
-import threading
 from pathlib import Path
 
+from kernelscope.site.serving import CHROMIUM_FLAGS, serving
+
 WIDTH, HEIGHT = 1400, 900
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--disable-default-apps"]
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-@contextlib.contextmanager
-def serving(directory: Path):
-    httpd = socketserver.ThreadingTCPServer(("127.0.0.1", 0), functools.partial(_Quiet, directory=directory))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def pages_of(site: Path) -> list[str]:
@@ -77,7 +56,7 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     records = []
     with serving(args.site) as url, sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=FLAGS)
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
         context = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT})
         page = context.new_page()
         for i, path in enumerate(paths, 1):

@@ -16,25 +16,19 @@ test is skipped with the reason, except in CI (CI=true), where a missing
 browser is a failure: .ci/run installs it.
 """
 
-import contextlib
-import functools
-import http.server
 import json
 import os
 import shutil
-import socketserver
-import threading
 from pathlib import Path
 
 import pytest
+
+from kernelscope.site.serving import CHROMIUM_FLAGS as FLAGS, serving
 
 from sitebuild import ROOT, bfloat16_site, profiled_site
 
 CHROMIUM = os.environ.get("KERNELSCOPE_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 ARTIFACTS = Path(os.environ.get("KERNELSCOPE_ARTIFACTS", ROOT / ".artifacts")) / "screenshots"
-# Flags for a closed network: without the background-networking ones Chromium dials Google's hosts.
-FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--disable-default-apps"]
 PAGES = ["results/", "results/square/", "results/mean/", "results/softmax/", "results/gelu/", "results/roofline/",
          "results/history/", "results/regressions/", "results/machines/", "results/profiles/",
          "results/profiles/square-torch/", "results/profiles/square-triton-flat1024/",
@@ -54,22 +48,6 @@ if CHROMIUM is None:
         raise RuntimeError("CI needs chromium for the browser test: .ci/run installs Debian's package")
     pytest.skip("no chromium on PATH (apt-get install chromium); set KERNELSCOPE_CHROMIUM to use another",
                 allow_module_level=True)
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-@contextlib.contextmanager
-def serving(directory: Path):
-    httpd = socketserver.ThreadingTCPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=directory))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 @pytest.fixture(scope="module")
