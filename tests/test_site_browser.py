@@ -100,11 +100,19 @@ def page(browser, server):
     context.close()
 
 
+MARKS = ("svg g.role-mark.mark-symbol > path, svg g.role-mark.mark-rect > path, svg g.role-mark.mark-line > path, "
+         "svg g.role-mark.mark-area > path")
+
+
 def _marks(pg, chart) -> int:
-    """Data marks (points, bars, cells, lines, areas) drawn in one chart: legend symbols not counted."""
-    return chart.evaluate("""el => el.querySelectorAll(
-        'svg g.role-mark.mark-symbol > path, svg g.role-mark.mark-rect > path, svg g.role-mark.mark-line > path,'
-        + ' svg g.role-mark.mark-area > path').length""")
+    """Data marks (points, bars, cells, lines, areas) drawn in one chart: legend symbols not counted. vega-embed
+    adds the svg before its marks, so this waits (up to 10 s) for the first one."""
+    try:
+        pg.wait_for_function("([el, sel]) => el.querySelectorAll(sel).length > 0", arg=[chart.element_handle(), MARKS],
+                             timeout=10_000)
+    except playwright.TimeoutError:
+        return 0
+    return chart.evaluate("(el, sel) => el.querySelectorAll(sel).length", MARKS)
 
 
 def _hover_first_point(pg, chart) -> str:
@@ -152,7 +160,10 @@ def test_size_sweep_draws_one_point_per_result_and_switches_mode(page, server, b
     def drawn():
         return sweep.evaluate("el => el.querySelectorAll('svg g.role-mark.mark-symbol > path').length")
 
-    assert drawn() == expected("warm") > 0
+    assert expected("warm") > 0
+    page.wait_for_function(f"() => document.querySelector('vegachart svg')"
+                           f".querySelectorAll('g.role-mark.mark-symbol > path').length === {expected('warm')}")
+    assert drawn() == expected("warm")
     tooltip = _hover_first_point(page, sweep)
     assert "median time" in tooltip and "99% interval" in tooltip and "commit" in tooltip
     assert "warm" in tooltip
@@ -240,11 +251,15 @@ def test_the_dtype_switch_redraws_the_sweep_in_bfloat16(browser, bf16_server):
             return sum(1 for p in points if p["machine"] == machine and p["mode"] == "warm" and p["current"]
                        and p["sweep"] and p["gbps"] is not None and p["dtype"] == dtype)
 
-        drawn = "el => el.querySelectorAll('svg g.role-mark.mark-symbol > path').length"
-        assert sweep.evaluate(drawn) == expected("float32") > expected("bfloat16") > 0
+        assert expected("float32") > expected("bfloat16") > 0
+
+        def drawn(n):  # vega-embed adds the svg before its marks: wait for the count, not for the svg
+            pg.wait_for_function(f"() => document.querySelector('vegachart svg')"
+                                 f".querySelectorAll('g.role-mark.mark-symbol > path').length === {n}")
+
+        drawn(expected("float32"))
         sweep.locator("select").select_option("bfloat16")
-        pg.wait_for_function(f"() => document.querySelector('vegachart svg')"
-                             f".querySelectorAll('g.role-mark.mark-symbol > path').length === {expected('bfloat16')}")
+        drawn(expected("bfloat16"))
         assert "bfloat16" in _hover_first_point(pg, sweep)
         assert pg.problems == [] and pg.offhost == []
     finally:

@@ -56,14 +56,10 @@ def op_section(data: SiteData, op: str, machine: str) -> str:
         if not here:
             continue
         dtypes = sorted({a.dtype for a in here}, key=dtype_order)
-        blocks = [f"*{MODE_QUESTIONS.get(mode, MODE_WORDS[mode])}.*"]
-        for dtype in dtypes:
-            rows = _rows([a for a in here if a.dtype == dtype], op)
-            if len(dtypes) > 1:
-                blocks.append(f"**{dtype}**")
-            blocks.append(table(["size", "fastest", "median", "next (slower by)", "ties (slower by)"], rows,
-                                ["l", "l", "r", "l", "l"]))
-        items.append((mode, "\n\n".join(blocks)))
+        per_dtype = [(dtype, table(["size", "fastest", "median", "next (slower by)", "ties (slower by)"],
+                                   _rows([a for a in here if a.dtype == dtype], op), ["l", "l", "r", "l", "l"]))
+                     for dtype in dtypes]  # a tab a dtype where there are several (linked across the site)
+        items.append((mode, f"*{MODE_QUESTIONS.get(mode, MODE_WORDS[mode])}.*\n\n" + tabs(per_dtype)))
     return "\n\n".join(["## Which variant at which size\n",
                         f"The fastest variant at each size, per timing mode. {RULE_WORDS} Names drop the op's "
                         f"prefix (`torch` is `{op}-torch`).\n", tabs(items)])
