@@ -297,7 +297,6 @@ def test_no_page_is_longer_than_eight_screens_as_it_loads(browser, server, built
                       "tables (??? blocks) or move them to a page of their own, with a short summary first")
 
 
-
 def test_the_overview_chooser_answers_from_the_built_answers(page, server, built_site):
     records = json.loads((built_site / "data" / "answers.json").read_text())
     page.goto(f"{server}/results/", wait_until="networkidle")
