@@ -59,8 +59,7 @@
     root.appendChild(out);
 
     const byNumel = (a, b) => a.numel - b.numel;
-    fill(fields.op, unique(rows.map((r) => r.op)).map((o) => [o, o]));
-    fill(fields.machine, unique(rows.map((r) => r.machine)).map((m) => [m, rows.find((r) => r.machine === m).gpu]));
+    fill(fields.op, unique(rows.map((r) => r.op)).map((o) => [o, o]));  // update() fills the others from it
 
     function update() {
       const op = fields.op.value;

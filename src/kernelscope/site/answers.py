@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
-from pathlib import Path
-
 from kernelscope.ops import numel, parse_shape
 from kernelscope.results import compare
 from kernelscope.site.data import MODES, SiteData, dtype_order
@@ -75,9 +73,8 @@ def answer(rows: list[dict], cases: dict[str, tuple]) -> Answer | None:
             after = row
             break
         ties.append(row)
-    first = timed[0]
-    return Answer(first["machine"], first["op"], first["mode"], first["dtype"], first["size"], best, tuple(ties),
-                  after, len(timed))
+    return Answer(best["machine"], best["op"], best["mode"], best["dtype"], best["size"], best, tuple(ties), after,
+                  len(timed))
 
 
 _MEMO: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -91,19 +88,12 @@ def answers(data: SiteData) -> list[Answer]:
     for r in data.current:
         if r["mode"] in MODES and r.get("size"):
             groups.setdefault((r["machine"], r["op"], r["mode"], r["dtype"], r["size"]), []).append(r)
-    files: dict[tuple[str, str], dict] = {}
     found = []
     mode_order = {m: i for i, m in enumerate(MODES)}
     for key in sorted(groups, key=lambda k: (k[0], k[1], mode_order[k[2]], dtype_order(k[3]),
                                              numel(parse_shape(k[4])))):
-        rows = groups[key]
-        run = (rows[0]["machine"], rows[0]["commit"])
-        if run not in files:
-            try:
-                files[run] = compare.unrolled(compare.Run(Path(data.results_dir), run[1], run[0]))
-            except FileNotFoundError:
-                files[run] = {}
-        got = answer(rows, files[run])
+        rows = groups[key]  # one (machine, op, mode): one commit's rows
+        got = answer(rows, data.unrolled(rows[0]["machine"], rows[0]["commit"]))
         if got is not None:
             found.append(got)
     _MEMO[data] = found

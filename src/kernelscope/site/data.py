@@ -217,8 +217,7 @@ class SiteData:
         if key not in self._unrolled:
             from kernelscope.results import compare
 
-            read = getattr(compare, "unrolled", None) or getattr(compare, "_unrolled")
-            self._unrolled[key] = read(compare.Run(self.results_dir, commit, machine))
+            self._unrolled[key] = compare.unrolled(compare.Run(self.results_dir, commit, machine))
         return self._unrolled[key]
 
     def moved(self, machine: str, before: str, after: str, factor: float = 1.1) -> dict[str, int]:
@@ -250,7 +249,7 @@ class SiteData:
 # How the work was organized, not what kernelscope is: a subject that names any of it reads as its results instead.
 PROCESS_WORDS = re.compile(r"\bsessions?\b|\bleas(?:e|es|ed)\b|\bdevice tool\b|\b(?:the|a|its) carry\b|\bcarry-repo\b|"
                            r"\bresults-proofs\b|\bproofs README\b", re.I)
-# A reference to an issue: "(#9)", "(#13 item 3)", "#15: ", "issue #15's", "#15 item 3"
+# A reference to an issue: "(#N)", "(#N item M)", "#N: ", "issue #N's", "#N item M"
 ISSUE_IN_PARENS = re.compile(r"\s*\((?:issue\s+)?#\d+(?:\s+item\s+\d+)?(?:'s)?\)")
 ISSUE = re.compile(r"(?:\bissue\s+)?#\d+(?:'s)?(?:\s+item\s+\d+)?(?::)?\s*")
 
