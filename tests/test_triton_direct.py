@@ -119,3 +119,99 @@ def test_gpu_direct_launch_matches_tritons_own_and_is_captured_in_a_graph():
     direct.forget()
     check_direct_square(square_flat, square_flat_direct, [(64, 64), (1000, 1000), (4096, 4096), (33, 7)])
     assert len(direct._KEPT) == 2  # numel divisible by 16 or not: two specializations
+
+
+# --- the tuned variants: every launch of a call through direct.launch ---------------------------------------------
+
+def _launches_through_direct(monkeypatch, call) -> tuple[list[str], list[str]]:
+    """(kernels ``call`` launched through direct.launch, kernels it launched as ``kernel[grid]`` outside it)."""
+    from kernelscope.backends.triton.gelu import gelu_kernel
+
+    inside, through, stray = [False], [], []
+    cls = type(gelu_kernel)  # JITFunction, or the interpreter's stand-in for it
+    getitem, launch = cls.__getitem__, direct.launch
+
+    def watched_getitem(self, grid):
+        if not inside[0]:
+            stray.append(self.__name__)
+        return getitem(self, grid)
+
+    def watched_launch(kernel, grid, *args, **keywords):
+        inside[0] = True
+        try:
+            through.append(kernel.__name__)
+            return launch(kernel, grid, *args, **keywords)
+        finally:
+            inside[0] = False
+
+    monkeypatch.setattr(cls, "__getitem__", watched_getitem)
+    monkeypatch.setattr(direct, "launch", watched_launch)
+    call()
+    return through, stray
+
+
+def test_tuned_gelu_and_mean_launch_through_direct_launch(monkeypatch):
+    from kernelscope.backends.triton.gelu import gelu
+    from kernelscope.backends.triton.mean import mean_tuned
+
+    x = torch.randn(37, 29)
+    assert _launches_through_direct(monkeypatch, lambda: gelu(x)) == (["gelu_kernel"], [])
+    assert _launches_through_direct(monkeypatch, lambda: mean_tuned(x)) == (["mean_one_pass_kernel"], [])
+
+
+SOFTMAX_KERNELS = {"narrow": {"softmax_rows_tuned_kernel"}, "row": {"softmax_rows_tuned_kernel"},
+                   "split": {"softmax_chunk_stats_kernel", "softmax_chunk_write_kernel"},
+                   "pipe": {"softmax_pipe_kernel"}, "persist": {"softmax_persistent_kernel"},
+                   "tiles": {"softmax_tiles_kernel"}}
+
+
+@pytest.mark.parametrize("path", ["narrow", "row", "split", "pipe", "persist", "tiles"])
+def test_every_softmax_plan_launches_through_direct_launch(monkeypatch, path):
+    from test_triton_kernels import PATHS
+
+    from kernelscope.backends.triton import softmax as tsoftmax
+    from kernelscope.backends.triton.softmax.plan import softmax_plan
+
+    shape, kwargs, strategy = PATHS[path]
+    plan = softmax_plan(*shape, 4, **kwargs)
+    x = torch.randn(shape)
+    through, stray = _launches_through_direct(monkeypatch, lambda: tsoftmax.softmax_planned(x, torch.empty_like(x),
+                                                                                           plan))
+    assert (plan.strategy, set(through), stray) == (strategy, SOFTMAX_KERNELS[strategy], [])
+
+
+@pytest.mark.gpu
+def test_gpu_tuned_kernels_give_the_same_bits_through_the_kept_kernel():
+    """Each tuned gelu, mean and softmax plan: its first call through ``kernel[grid]``, its second through the kept
+    compiled kernel, the same bits; then a launch during graph capture is captured."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    from test_triton_kernels import PATHS
+
+    from kernelscope.backends.triton import softmax as tsoftmax
+    from kernelscope.backends.triton.gelu import gelu
+    from kernelscope.backends.triton.mean import mean_tuned
+    from kernelscope.backends.triton.softmax.plan import softmax_plan
+
+    direct.forget()
+    calls = [(gelu, torch.randn(4096, 4096, device="cuda")), (mean_tuned, torch.randn(1 << 24, device="cuda")),
+             (mean_tuned, torch.randn(1000, device="cuda"))]
+    for path, (shape, kwargs, _) in PATHS.items():
+        plan = softmax_plan(*shape, 4, **kwargs)
+        calls.append((lambda x, out=None, plan=plan: tsoftmax.softmax_planned(x, torch.empty_like(x) if out is None
+                                                                              else out, plan),
+                      torch.randn(shape, device="cuda")))
+    for fn, x in calls:
+        direct.forget()
+        first = fn(x).clone()
+        assert direct._KEPT  # the first call kept its kernels
+        assert torch.equal(fn(x), first)
+    fn, x = calls[0]
+    out = torch.empty_like(x)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn(x, out)
+    x.copy_(torch.randn_like(x))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, gelu(x))

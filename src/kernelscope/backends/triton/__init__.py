@@ -94,6 +94,12 @@ _lighter_interpreter()
 DEFAULT_WARPS = 4  # Triton's num_warps where a launch gives none: a program of 128 threads
 
 
+def cdiv(a: int, b: int) -> int:
+    """ceil(a / b) of two ints, for the host side of a launch: ``triton.cdiv`` is a constexpr_function in Triton
+    3.6, whose call unwraps its arguments (microseconds of host time, paid on every call of a kernel's wrapper)."""
+    return -(-a // b)
+
+
 @cache
 def gpu_facts(device: torch.device) -> DeviceFacts | None:
     """What the tuned kernels' launches read of ``device``'s GPU (its SMs and L2); None on the CPU (the interpreter,

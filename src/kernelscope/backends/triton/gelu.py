@@ -4,6 +4,8 @@ import torch
 import triton
 import triton.language as tl
 
+from kernelscope.backends.triton import cdiv, direct
+
 BLOCK_SIZE = 1024
 
 
@@ -26,7 +28,8 @@ def gelu_kernel(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr):
 def gelu(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     y = torch.empty_like(x) if out is None else out
     n = x.numel()
-    gelu_kernel[(triton.cdiv(n, BLOCK_SIZE),)](x, y, n, BLOCK_SIZE=BLOCK_SIZE)
+    # through the compiled kernel after the first call (direct.py): the same kernel, a cheaper call
+    direct.launch(gelu_kernel, (cdiv(n, BLOCK_SIZE),), x, y, n, BLOCK_SIZE=BLOCK_SIZE)
     return y
 
 

@@ -4,7 +4,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernelscope.backends.triton import direct, launch_per_row
+from kernelscope.backends.triton import cdiv, direct, launch_per_row
 
 
 @triton.jit
@@ -44,9 +44,7 @@ def square_flat_direct(x: torch.Tensor, out: torch.Tensor | None = None) -> torc
     """square_flat's kernel, launched through its compiled kernel after the first call (direct.py): a cheaper call."""
     y = torch.empty_like(x) if out is None else out
     n = x.numel()
-    # -(-n // b), not triton.cdiv: in Triton 3.6 cdiv is a constexpr_function, whose call unwraps
-    # its arguments (about 3 us of host a call on the H100's host, launch_path_probe.py)
-    direct.launch(square_flat_kernel, (-(-n // FLAT_BLOCK_SIZE),), x, y, n, BLOCK_SIZE=FLAT_BLOCK_SIZE)
+    direct.launch(square_flat_kernel, (cdiv(n, FLAT_BLOCK_SIZE),), x, y, n, BLOCK_SIZE=FLAT_BLOCK_SIZE)
     return y
 
 

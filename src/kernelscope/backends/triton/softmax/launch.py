@@ -1,11 +1,14 @@
-"""softmax-triton-tuned's launches: the plan plan.py picks for the shape on this GPU, run as its kernels' grids."""
+"""softmax-triton-tuned's launches: the plan plan.py picks for the shape on this GPU, run as its kernels' grids.
+
+Every launch goes through the compiled kernel after its first call (``direct.launch``): the same kernels, a
+cheaper call. Constexpr parameters are passed by name, as direct.launch keys a kept kernel by their values.
+"""
 
 from functools import cache
 
 import torch
-import triton
 
-from kernelscope.backends.triton import gpu_facts, next_power_of_2
+from kernelscope.backends.triton import cdiv, direct, gpu_facts, next_power_of_2
 
 from .persistent import persist_vec, softmax_persistent_kernel
 from .pipe import softmax_pipe_kernel
@@ -23,19 +26,19 @@ def softmax_planned(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torc
         return _softmax_piped(x, y, plan)
     if plan.strategy == "persist":
         keep, last_use = plan.eviction_policies()
-        softmax_persistent_kernel[(plan.grid(rows),)](x, y, rows, cols, x.stride(0), y.stride(0), CHUNK=plan.block,
-                                                      GROUP=plan.group, VEC=persist_vec(plan, x, y),
-                                                      STAGES=plan.stages, KEEP=keep, LAST_USE=last_use,
-                                                      num_warps=plan.num_warps)
+        direct.launch(softmax_persistent_kernel, (plan.grid(rows),), x, y, rows, cols, x.stride(0), y.stride(0),
+                      CHUNK=plan.block, GROUP=plan.group, VEC=persist_vec(plan, x, y), STAGES=plan.stages,
+                      KEEP=keep, LAST_USE=last_use, num_warps=plan.num_warps)
         return y
     if plan.strategy == "tiles":
-        softmax_tiles_kernel[(plan.grid(rows),)](x, y, cols, x.stride(0), y.stride(0), *plan.tiles,
-                                                 VEC=cut_vec(x, y), num_warps=plan.num_warps)
+        a, b, c = plan.tiles
+        direct.launch(softmax_tiles_kernel, (plan.grid(rows),), x, y, cols, x.stride(0), y.stride(0), A=a, B=b, C=c,
+                      VEC=cut_vec(x, y), num_warps=plan.num_warps)
         return y
     if plan.strategy != "split":
         grid = (plan.grid(rows),)
-        softmax_rows_tuned_kernel[grid](x, y, rows, cols, x.stride(0), y.stride(0), ROWS=plan.rows_per_program,
-                                        BLOCK=plan.block, num_warps=plan.num_warps)
+        direct.launch(softmax_rows_tuned_kernel, grid, x, y, rows, cols, x.stride(0), y.stride(0),
+                      ROWS=plan.rows_per_program, BLOCK=plan.block, num_warps=plan.num_warps)
         return y
     # One (max, sum) pair per chunk of the group's rows, reused by every group:
     # the stream runs group g's pass 2 before group g + 1's pass 1 overwrites it.
@@ -44,12 +47,11 @@ def softmax_planned(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torc
     for row0 in range(0, rows, plan.group_rows):
         group_rows = min(plan.group_rows, rows - row0)
         grid = (plan.grid(group_rows),)
-        softmax_chunk_stats_kernel[grid](x, chunk_max, chunk_sum, row0, cols, x.stride(0), plan.chunks,
-                                         CHUNK=plan.block, KEEP=keep, num_warps=plan.num_warps)
-        softmax_chunk_write_kernel[grid](x, y, chunk_max, chunk_sum, row0, group_rows, cols, x.stride(0),
-                                         y.stride(0), plan.chunks, CHUNK=plan.block,
-                                         CHUNKS_BLOCK=next_power_of_2(plan.chunks), LAST_USE=last_use,
-                                         num_warps=plan.num_warps)
+        direct.launch(softmax_chunk_stats_kernel, grid, x, chunk_max, chunk_sum, row0, cols, x.stride(0),
+                      plan.chunks, CHUNK=plan.block, KEEP=keep, num_warps=plan.num_warps)
+        direct.launch(softmax_chunk_write_kernel, grid, x, y, chunk_max, chunk_sum, row0, group_rows, cols,
+                      x.stride(0), y.stride(0), plan.chunks, CHUNK=plan.block,
+                      CHUNKS_BLOCK=next_power_of_2(plan.chunks), LAST_USE=last_use, num_warps=plan.num_warps)
     return y
 
 
@@ -60,7 +62,7 @@ def _softmax_piped(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torch
     stream orders launch k + 1's writes to that slot after launch k's reads.
     """
     rows, cols = x.shape
-    groups = triton.cdiv(rows, plan.group_rows)
+    groups = cdiv(rows, plan.group_rows)
 
     def group(g: int) -> tuple[int, int]:  # (first row, rows) of group g; (0, 0) before the first, past the last
         return (g * plan.group_rows, min(plan.group_rows, rows - g * plan.group_rows)) if 0 <= g < groups else (0, 0)
@@ -70,10 +72,10 @@ def _softmax_piped(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torch
     for k in range(groups + 1):
         (write_row0, n_write), (stats_row0, n_stats) = group(k - 1), group(k)  # pass 2 of k - 1, pass 1 of k
         w, st = slots[(k - 1) % 2], slots[k % 2]
-        softmax_pipe_kernel[(plan.grid(n_write + n_stats),)](
-            x, y, w[0], w[1], st[0], st[1], write_row0, n_write, stats_row0, n_stats, cols, x.stride(0),
-            y.stride(0), plan.chunks, CHUNK=plan.block, CHUNKS_BLOCK=next_power_of_2(plan.chunks), KEEP=keep,
-            LAST_USE=last_use, num_warps=plan.num_warps)
+        direct.launch(softmax_pipe_kernel, (plan.grid(n_write + n_stats),),
+                      x, y, w[0], w[1], st[0], st[1], write_row0, n_write, stats_row0, n_stats, cols, x.stride(0),
+                      y.stride(0), plan.chunks, CHUNK=plan.block, CHUNKS_BLOCK=next_power_of_2(plan.chunks),
+                      KEEP=keep, LAST_USE=last_use, num_warps=plan.num_warps)
     return y
 
 

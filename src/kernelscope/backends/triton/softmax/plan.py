@@ -11,10 +11,9 @@ from dataclasses import dataclass
 from functools import cached_property
 from types import SimpleNamespace
 
-import triton
 
 from kernelscope.backends.device import DeviceFacts
-from kernelscope.backends.triton import next_power_of_2
+from kernelscope.backends.triton import cdiv, next_power_of_2
 
 # row, narrow: rows up to MAX_ROW_BLOCK columns (a power of two) held whole in one program's registers, about
 # ELEMS_PER_THREAD values a thread, at most MAX_WARPS warps. Rows up to NARROW_COLS wide are packed several to a
@@ -86,10 +85,10 @@ class SoftmaxPlan:
             return self.programs
         if self.strategy == "tiles":
             return rows
-        return triton.cdiv(rows, self.rows_per_program)
+        return cdiv(rows, self.rows_per_program)
 
     def launches(self, rows: int) -> int:
-        groups = triton.cdiv(rows, self.group_rows) if self.group_rows else 1
+        groups = cdiv(rows, self.group_rows) if self.group_rows else 1
         return {"split": 2 * groups, "pipe": groups + 1}.get(self.strategy, 1)
 
     def predict(self, rows: int, cols: int, itemsize: int) -> dict:
@@ -266,14 +265,14 @@ class _Shape:
 
     @cached_property
     def chunks(self) -> int:
-        return triton.cdiv(self.cols, self.split_chunk)
+        return cdiv(self.cols, self.split_chunk)
 
     @cached_property
     def group_rows(self) -> int:
         """Rows of about a group's bytes, the groups made even: 64 rows as 22+21+21, not 24+24+16."""
         group_bytes = self.asked.pipe_group_bytes if self.pipelined else self.asked.group_bytes
         group_rows = max(1, min(self.rows, group_bytes // (self.cols * self.itemsize)))
-        return triton.cdiv(self.rows, triton.cdiv(self.rows, group_rows))
+        return cdiv(self.rows, cdiv(self.rows, group_rows))
 
 
 def _warps(elements: int, elems_per_thread: int, max_warps: int) -> int:
