@@ -1,5 +1,6 @@
 """The correctness harness catches what it must: no test here can pass a wrong kernel."""
 
+import dataclasses
 import math
 
 import pytest
@@ -148,3 +149,44 @@ def test_a_small_gpu_inputs_reference_is_computed_on_the_cpu_and_a_large_ones_wh
         x = torch.randn(n)
         assert check.error_against_reference(op, x, x * x) < 1e-6
     assert copied == [64, check.HOST_REFERENCE_NUMEL]
+
+
+@pytest.mark.parametrize("op, shape, wrong_at", [("square", (37, 53), (36, 52)), ("gelu", (37, 53), (0, 0)),
+                                                 ("softmax", (37, 53), (20, 7)), ("mean", (37 * 53,), None)])
+def test_a_reference_taken_in_chunks_gives_the_whole_ones_error(monkeypatch, op, shape, wrong_at):
+    import kernelscope.check as check
+
+    spec = OPS[op]
+    x = spec.make_input(shape, "float32", "cpu", 5)
+    out = spec.reference(x.double()).float()
+    if wrong_at is None:
+        out = out * (1 + 3e-4)
+    else:
+        out[wrong_at] += 0.25  # one element wrong, in the last chunk for square
+    whole = error_against_reference(spec, x, out)
+    monkeypatch.setattr(check, "CHUNKED_REFERENCE_NUMEL", 200)  # chunks of a few rows (or 200 values)
+    chunked = error_against_reference(spec, x, out)
+    assert whole > spec.tolerance["float32"] and chunked == pytest.approx(whole, rel=1e-9)
+    out[wrong_at or ()] = float("nan")
+    assert math.isnan(error_against_reference(spec, x, out))
+
+
+def test_a_gpu_only_stress_input_is_listed_as_not_run_on_the_cpu_and_checked_in_its_dtypes_alone(monkeypatch):
+    from kernelscope import check
+    from kernelscope.ops import Stress
+
+    made = []
+
+    def make(shape, dtype, device, seed):
+        made.append((shape, dtype))
+        return OPS["square"].make_input(shape, dtype, device, seed)
+
+    huge = Stress("huge", "too large for the CPU path", (5, 6), make, gpu_only=True)
+    one_dtype = Stress("one-dtype", "checked in float16 alone", (4, 9), make, dtypes=("float16",))
+    monkeypatch.setitem(OPS, "square", dataclasses.replace(OPS["square"], stress=(huge, one_dtype)))
+    right = Variant("square-fake-right", "square", "torch", "a right kernel", "kernelscope.backends.torch_ops:square",
+                    dtypes=("float32", "float16"))
+    res = check.check_variant(right, device="cpu")
+    assert res.status == PASS and "checked on a GPU only: huge 5x6" in res.not_run
+    assert made == [((4, 9), "float16")]
+    assert [(s.input, s.dtype) for s in res.shapes if s.input != "random"] == [("one-dtype", "float16")]

@@ -59,15 +59,50 @@ def relative_error(out: torch.Tensor, ref: torch.Tensor, scale: float | None = N
 HOST_REFERENCE_NUMEL = 2**20
 
 
+# Past this many elements the reference is taken in chunks (of about this many): a float64 copy of a 2^31-element
+# input, its reference and their difference would not fit beside the input and the output on one GPU.
+CHUNKED_REFERENCE_NUMEL = 2**27
+
+
 def error_against_reference(op: Op, x: torch.Tensor, out: torch.Tensor) -> float:
     """rel_err of ``out`` = variant(x) against the float64 reference of op on the same x (on the CPU for
     small inputs: ``HOST_REFERENCE_NUMEL``; ``out`` follows the reference in :func:`relative_error`)."""
+    if x.numel() > CHUNKED_REFERENCE_NUMEL:
+        return _chunked_error(op, x, out)
     if x.is_cuda and x.numel() <= HOST_REFERENCE_NUMEL:
         x = x.cpu()
     x64 = x.to(torch.float64)
     ref = op.reference(x64)
     scale = max(op.error_scale(x64, ref), torch.finfo(x.dtype).tiny)
     return relative_error(out, ref, scale)
+
+
+def _chunked_error(op: Op, x: torch.Tensor, out: torch.Tensor) -> float:
+    """:func:`error_against_reference` a chunk at a time: the same value, as the error and the scale are maxima.
+
+    A reduction's reference comes from its chunks (``Op.reference_of_chunks``); any other op's rows are
+    independent (elementwise, or a row at a time), so chunks of whole rows are compared one after another.
+    """
+    if out.shape != op.out_shape(tuple(x.shape)):
+        return float("inf")
+    rows = x.shape[0] if x.dim() > 1 else x.numel()
+    step = max(1, CHUNKED_REFERENCE_NUMEL // max(1, x.numel() // rows))
+    if op.reduces:
+        if op.reference_of_chunks is None:
+            raise ValueError(f"{op.name}: an input of {x.numel()} elements needs the op's reference_of_chunks")
+        ref = op.reference_of_chunks([c.to(torch.float64) for c in x.split(step)], x.numel())
+        scale = max(op.error_scale(x[:1].to(torch.float64), ref), torch.finfo(x.dtype).tiny)
+        return relative_error(out, ref, scale)
+    err, scale = 0.0, torch.finfo(x.dtype).tiny
+    for xc, oc in zip(x.split(step), out.split(step)):
+        x64 = xc.to(torch.float64)
+        ref = op.reference(x64)
+        oc = oc.to(torch.float64)
+        if not torch.isfinite(oc).all():
+            return float("nan")
+        err = max(err, (oc - ref).abs().max().item())
+        scale = max(scale, op.error_scale(x64, ref))
+    return err / scale
 
 
 def poison(t: torch.Tensor) -> torch.Tensor:
@@ -170,14 +205,20 @@ def check_variant(variant: Variant, device: str | None = None, dtypes: tuple[str
     cases = [(shape, None) for shape in shapes]
     if stress:
         cases += [(s.shape, s) for s in variant.op_spec.stress]
+    gpu_only = []
     for i, (shape, st) in enumerate(cases):
         if variant.unsupported(shape, dtypes[0]):
             continue  # e.g. wider than the kernel's block: declared, and refused by validation
+        if st and st.gpu_only and device != "cuda":
+            gpu_only.append(f"{st.name} {shape_str(shape)}")
+            continue
         limit = min(cap or STRESS_INTERPRETED_MAX_NUMEL, STRESS_INTERPRETED_MAX_NUMEL) if (st and interpreted) else cap
         if limit is not None and numel(shape) > limit:
             too_big.append(f"{st.name} {shape_str(shape)}" if st else shape_str(shape))
             continue
         for j, dtype in enumerate(dtypes):
+            if st and st.dtypes is not None and dtype not in st.dtypes:
+                continue
             case_seed = (base_seed + 7919 * i + 104729 * j) % 2**31
             what = f"stress input {st.name} ({st.what}) " if st else ""
             try:
@@ -206,9 +247,13 @@ def check_variant(variant: Variant, device: str | None = None, dtypes: tuple[str
         result.max_rel_err = float("nan") if nan else max(errs)
         result.worst_margin = float("nan") if nan else max(s.rel_err / s.tolerance for s in counted)
     result.status = FAIL if failures else PASS
+    not_run = []
     if too_big:
-        result.not_run = f"not run under the {variant.backend} interpreter (over {cap or STRESS_INTERPRETED_MAX_NUMEL} " \
-                         f"elements): {', '.join(too_big)}"
+        not_run.append(f"not run under the {variant.backend} interpreter (over {cap or STRESS_INTERPRETED_MAX_NUMEL} "
+                       f"elements): {', '.join(too_big)}")
+    if gpu_only:
+        not_run.append(f"checked on a GPU only: {', '.join(gpu_only)}")
+    result.not_run = "; ".join(not_run)
     result.reason = "; ".join(failures)
     return result
 

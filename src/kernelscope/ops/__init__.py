@@ -87,6 +87,14 @@ class Stress:
     what: str  # one line: what it is and where workloads produce it
     shape: Shape
     make: Callable[[Shape, str, str, int], torch.Tensor]  # (shape, dtype, device, seed)
+    gpu_only: bool = False  # too large for the CPU path (its memory and its interpreters): checked on a GPU alone
+    dtypes: tuple[str, ...] | None = None  # checked in these of the variant's dtypes only (None: every one)
+
+
+# Past 2^31 elements an index of 32 bits no longer reaches every element: each op's stress input of this size
+# is how the check holds a kernel to 64-bit offsets (rows x columns, or a block's start) on the GPU.
+PAST_INT32 = "past-2^31"
+PAST_INT32_WHAT = "more elements than a 32-bit index reaches"
 
 
 @dataclass(frozen=True)
@@ -103,9 +111,13 @@ class Op:
     check_shapes: tuple[Shape, ...]  # edge shapes for correctness: 1 element, primes, wider than one block
     bench_shapes: tuple[Shape, ...]  # the benchmark sweep, launch-bound to bandwidth-bound
     reduces: bool = False  # the output is a scalar
-    # What errors are measured against: (x, ref) in float64 -> a positive number
+    # What errors are measured against: (x, ref) in float64 -> a positive number. A maximum over elements (or
+    # rows), so the check can take it chunk by chunk on an input too large to hold in float64 at once.
     error_scale: Callable[[torch.Tensor, torch.Tensor], float] = lambda x, ref: ref.abs().max().item()
     stress: tuple[Stress, ...] = ()
+    # A reduction's reference from its input's chunks (float64) and its element count, for inputs too large to
+    # convert at once; an op that does not reduce is checked chunk of rows by chunk of rows instead.
+    reference_of_chunks: Callable[[list[torch.Tensor], int], torch.Tensor] | None = None
 
     def out_shape(self, shape: Shape) -> Shape:
         return () if self.reduces else shape

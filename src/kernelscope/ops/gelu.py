@@ -4,8 +4,8 @@ import math
 
 import torch
 
-from kernelscope.ops import Op, Stress, normal, numel, scaled
-from kernelscope.ops.square import ELEMENTWISE_BENCH_SHAPES, ELEMENTWISE_CHECK_SHAPES, STRESS_SHAPE
+from kernelscope.ops import PAST_INT32, PAST_INT32_WHAT, Op, Stress, normal, numel, scaled
+from kernelscope.ops.square import ELEMENTWISE_BENCH_SHAPES, ELEMENTWISE_CHECK_SHAPES, PAST_INT32_SHAPE, STRESS_SHAPE
 
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 
@@ -43,5 +43,7 @@ OP = Op(
     stress=(
         Stress("saturating", "standard deviation 30: tails past +-100, where tanh saturates and x^3 is huge",
                STRESS_SHAPE, lambda shape, dtype, device, seed: scaled(shape, dtype, device, seed, scale=30.0)),
+        Stress(PAST_INT32, f"{PAST_INT32_WHAT}: 16,384 x 131,073 values", PAST_INT32_SHAPE, normal, gpu_only=True,
+               dtypes=("float32",)),
     ),
 )

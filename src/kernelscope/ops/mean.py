@@ -1,6 +1,6 @@
 """mean: the full reduction of a 1-D tensor to a scalar."""
 
-from kernelscope.ops import Op, Stress, normal, numel
+from kernelscope.ops import PAST_INT32, PAST_INT32_WHAT, Op, Stress, normal, numel
 
 
 def make_input(shape, dtype, device, seed):
@@ -28,5 +28,8 @@ OP = Op(
         Stress("offset", "65,536 values around 1000 (counts, un-normalized activations): their sum passes 65,504",
                (2**16,), lambda shape, dtype, device, seed: normal(shape, dtype, device, seed, mean=1000.0)),
         Stress("long", "a long reduction: 4 million values of mean 1", (2**22,), make_input),
+        Stress(PAST_INT32, f"{PAST_INT32_WHAT}: 2^31 + 2^20 values of mean 1", (2**31 + 2**20,), make_input,
+               gpu_only=True, dtypes=("float32",)),
     ),
+    reference_of_chunks=lambda chunks, n: sum(c.sum() for c in chunks) / n,
 )

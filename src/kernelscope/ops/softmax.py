@@ -2,7 +2,7 @@
 
 import torch
 
-from kernelscope.ops import Op, Stress, normal, numel, scaled
+from kernelscope.ops import PAST_INT32, PAST_INT32_WHAT, Op, Stress, normal, numel, scaled
 
 STRESS_SHAPE = (64, 4099)
 
@@ -44,5 +44,7 @@ OP = Op(
         Stress("long-row", "rows of 131,072 near-equal logits (a large vocabulary early in training): "
                            "the row's sum of exponentials passes 65,504", (2, 131072),
                lambda shape, dtype, device, seed: scaled(shape, dtype, device, seed, scale=0.01)),
+        Stress(PAST_INT32, f"{PAST_INT32_WHAT}: a batch of 16,384 tokens' logits over a 151,936-word vocabulary",
+               (16384, 151936), normal, gpu_only=True, dtypes=("float32",)),
     ),
 )
