@@ -6,6 +6,9 @@ of the numba-cuda installed), run in a process without the simulator, where
 numba-cuda's real dispatcher imports without a GPU. Under the simulator every
 call goes through Numba's dispatcher: the variant's answer is checked there
 like every variant's; on a GPU the marked test checks the direct launch itself.
+gelu-numba, mean-numba and softmax-numba launch through direct.py too: the CPU
+tests check that every one of their kernel launches goes through it, and the
+marked tests that on a GPU the kept launches give Numba's own answer bit for bit.
 """
 
 import json
@@ -57,20 +60,38 @@ NUMBA_PACKING = textwrap.dedent("""
         def data_ptr(self): return self.ptr
         def stride(self): return self.t.stride()
 
+    import numpy as np
+    from numba import typeof
+    from kernelscope.backends.numba.direct import arg_codes, flat_words
+
     kernel = _Kernel.__new__(_Kernel)
     kernel.extensions = []
     out = []
     x = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    f32, i32 = types.Array(types.float32, 1, "C"), types.Array(types.int32, 1, "C")
+    # mean's and softmax's launches pass tensors flat (direct.launch(..., flat=True)): Numba packs the 1-D views,
+    # direct.py the tensors themselves (x 2-D, y 0-d, a row of a 2-D buffer), and the sizes are np.int64
+    mean_args = (Fake(x, 0x7f0000004000), Fake(torch.empty(5), 0x7f0000005000),
+                 Fake(torch.zeros(1, dtype=torch.int32), 0x7f0000006000), Fake(torch.empty(()), 0x7f0000007000),
+                 np.int64(12))
+    stats = torch.empty(2, 6)
+    split_args = (Fake(x, 0x7f0000008000), Fake(x, 0x7f0000009000), Fake(stats[0], 0x7f000000a000),
+                  Fake(stats[1], 0x7f000000a018), np.int64(4), np.int64(12), np.int64(2**40 + 3))
+    scalars = [np.int64(12), 12, -5, 2**40]  # as the launches pass them; a Python int is int64 too
     cases = [
-        ((types.Array(types.float32, 1, "C"), types.Array(types.float32, 1, "C")),
-         (Fake(x.view(-1), 0x7f0000001000), Fake(x.view(-1), 0x7f0000002000))),
+        ((f32, f32), (Fake(x.view(-1), 0x7f0000001000), Fake(x.view(-1), 0x7f0000002000)), False),
         ((types.Array(types.float32, 2, "A"), types.int64, types.float32, types.int32),
-         (Fake(x.t(), 0x7f0000003000), -5, 0.1, 7)),
+         (Fake(x.t(), 0x7f0000003000), -5, 0.1, 7), False),
+        ((f32, f32, i32, f32, typeof(mean_args[-1])), mean_args, True),  # mean_one_launch
+        ((f32, f32, typeof(mean_args[-1])), (mean_args[1], mean_args[3], mean_args[-1]), True),  # finish_mean
+        ((f32, f32, typeof(np.int64(4))), split_args[:2] + split_args[4:5], True),  # softmax_regs, softmax_row
+        ((f32, f32, f32, f32) + tuple(typeof(a) for a in split_args[4:]), split_args, True),  # chunk_write
     ]
-    for tys, args in cases:
+    for tys, args, flat in cases:
         theirs = []
         for ty, a in zip(tys, args):
-            value = Hint(Device(a.t, a.ptr)) if isinstance(a, Fake) else a
+            t = a.t.reshape(-1) if flat and isinstance(a, Fake) else getattr(a, "t", None)
+            value = Hint(Device(t, a.ptr)) if isinstance(a, Fake) else a
             kernel._prepare_args(ty, value, 0, [], theirs)
         as_words = []
         for w in theirs:  # ints as they are; ctypes scalars as the bytes the driver copies
@@ -80,8 +101,9 @@ NUMBA_PACKING = textwrap.dedent("""
                 import ctypes
                 raw = ctypes.string_at(ctypes.addressof(w), ctypes.sizeof(w))
                 as_words.append(int.from_bytes(raw.ljust(8, b"\\0"), "little"))
-        ours = arg_words(tys, args)
+        ours = (flat_words if flat else arg_words)(tys, args)
         out.append({"numba": as_words, "ours": ours, "count": word_count(tys)})
+    out.append({"scalars": [[str(typeof(v)), arg_codes((typeof(v),))[0]] for v in scalars]})
     print(json.dumps(out))
 """)
 
@@ -90,12 +112,20 @@ def test_direct_words_are_numbas_own_packing_of_the_same_arguments():
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
     proc = subprocess.run([sys.executable, "-c", NUMBA_PACKING], env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    cases = json.loads(proc.stdout.strip().splitlines()[-1])
+    *cases, scalars = json.loads(proc.stdout.strip().splitlines()[-1])
     for case in cases:
         assert case["ours"] == case["numba"] and len(case["ours"]) == case["count"]
-    flat, mixed = cases
+    flat, mixed, mean_one, finish, regs, chunk_write = cases
     assert flat["ours"][:7] == [0, 0, 12, 4, 0x7f0000001000, 12, 4]  # meminfo, parent, nitems, itemsize, data, shape, strides
     assert mixed["ours"][4:9] == [0x7f0000003000, 4, 3, 4, 16]  # x.t(): shape (4, 3), strides (4, 16) bytes
+    # mean: x 3x4 as 12 elements; the int32 counter's item size 4; y 0-d as one element; n in the last word
+    assert mean_one["ours"][:7] == [0, 0, 12, 4, 0x7f0000004000, 12, 4]
+    assert mean_one["ours"][14:21] == [0, 0, 1, 4, 0x7f0000006000, 1, 4] and mean_one["ours"][-1] == 12
+    assert finish["ours"][7:14] == [0, 0, 1, 4, 0x7f0000007000, 1, 4]
+    assert regs["ours"][-1] == 4 and chunk_write["ours"][-3:] == [4, 12, 2**40 + 3]  # int64: 8 whole bytes
+    # the scalar types a launch's key pins (its Python type): np.int64 and a Python int are Numba's int64, packed
+    # as struct code "q" on every later call
+    assert scalars["scalars"] == [["int64", "q"]] * 4
 
 
 def test_a_scalar_sits_in_the_low_bytes_of_its_word_and_other_types_are_refused():
@@ -317,3 +347,193 @@ def test_launch_map_keeps_the_lean_path_only_for_what_it_checks_each_call(monkey
         assert calls[n] == "numba"
     direct.forget()
     assert direct._MAPS == {} and direct._LAUNCHES == {}
+
+
+# --- gelu-numba, mean-numba and softmax-numba: every launch through direct.py ----------------------------------
+
+def _routed(monkeypatch):
+    """direct.launch and direct.launch_map recorded (and still called), and each simulated kernel launch with
+    whether a direct.py entry was under way: [(what, kernel name, inside a direct call)]."""
+    from numba.cuda.simulator.kernel import FakeCUDAKernel
+
+    seen, depth = [], [0]
+
+    def recorded(kind, real):
+        def call(kernel, *args, **keywords):
+            seen.append((kind, kernel.__name__, args, keywords))
+            depth[0] += 1
+            try:
+                return real(kernel, *args, **keywords)
+            finally:
+                depth[0] -= 1
+        return call
+
+    monkeypatch.setattr(direct, "launch", recorded("launch", direct.launch))
+    monkeypatch.setattr(direct, "launch_map", recorded("map", direct.launch_map))
+    run = FakeCUDAKernel.__call__
+
+    def kernel_call(self, *args):
+        if not self._device:  # a launch, not a device function
+            seen.append(("kernel", self.fn.__name__, (), {"inside": depth[0] > 0}))
+        return run(self, *args)
+
+    monkeypatch.setattr(FakeCUDAKernel, "__call__", kernel_call)
+    return seen
+
+
+def _launched(seen):
+    """(kernel, inside a direct call) of each simulated kernel launch."""
+    return [(name, keywords["inside"]) for kind, name, _, keywords in seen if kind == "kernel"]
+
+
+def test_gelu_goes_through_the_direct_map_with_the_default_form_and_launch_shape(monkeypatch):
+    from kernelscope.backends.numba.gelu import gelu, launch_gelu
+
+    seen = _routed(monkeypatch)
+    x = torch.randn(5, 77)
+    out = gelu(x)
+    assert [(kind, name) for kind, name, *_ in seen if kind != "kernel"][:1] == [("map", "gelu_fast_tiled")]
+    assert _launched(seen) == [("gelu_fast_tiled", True)]
+    blocks, threads = seen[0][2][:2]
+    assert (blocks, threads) == (-(-x.numel() // (32 * 2)), 32)  # the simulator's tile: 32 threads x 2
+    seen.clear()
+    assert torch.equal(out, launch_gelu(x))  # Numba's dispatcher, the same kernel
+    assert not [kind for kind, *_ in seen if kind != "kernel"]
+
+
+@pytest.mark.parametrize("one_launch", [True, False])
+def test_every_mean_launch_goes_through_direct_launch_flat_with_n_an_int64(monkeypatch, one_launch):
+    import numpy as np
+
+    from kernelscope.backends.numba import mean as nmean
+
+    monkeypatch.setattr(nmean, "ONE_LAUNCH", one_launch)
+    seen = _routed(monkeypatch)
+    x = torch.randn(700)
+    nmean.default_launch.cache_clear()
+    for _ in range(2):
+        out = nmean.mean(x)
+    info = nmean.default_launch.cache_info()
+    assert (info.misses, info.hits) == (1, 1)  # the launch shape worked out once
+    names = ["mean_one_launch"] if one_launch else ["partial_sums", "finish_mean"]
+    assert _launched(seen) == [(name, True) for name in names] * 2
+    calls = [(name, args, keywords) for kind, name, args, keywords in seen if kind == "launch"]
+    assert [name for name, *_ in calls] == names * 2
+    for name, args, keywords in calls:
+        assert keywords == {"flat": True}
+        scalars = [a for a in args[2:] if not isinstance(a, torch.Tensor)]
+        assert all(type(a) is np.int64 and a == x.numel() for a in scalars) and len(scalars) == (name != "partial_sums")
+    assert torch.allclose(out, x.double().mean().float(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape, plan, names", [
+    ((3, 40), None, ["softmax_regs"]),  # the default plan under the simulator: 2 elements a thread
+    ((2, 20), dict(path="row", threads=32, unroll=2), ["softmax_row"]),
+    ((3, 30), dict(path="split", threads=32, unroll=2, chunk=12, group_rows=2), ["chunk_stats", "chunk_write"] * 2),
+])
+def test_every_softmax_launch_goes_through_direct_launch_flat(monkeypatch, shape, plan, names):
+    """Each plan's launches, the split plan's two a row group included: the regs plan is the default at the
+    simulator's check shapes; the row and split plans stand in for it (the GPU's default past 16384 columns)."""
+    import numpy as np
+
+    from kernelscope.backends.numba.softmax import Plan, launch
+
+    if plan is not None:
+        monkeypatch.setattr(launch, "default_plan", lambda rows, cols, device: Plan(**plan))
+    seen = _routed(monkeypatch)
+    x = torch.randn(shape)
+    out = launch.softmax(x)
+    assert _launched(seen) == [(name, True) for name in names]
+    calls = [(args, keywords) for kind, _, args, keywords in seen if kind == "launch"]
+    assert len(calls) == len(names)
+    for args, keywords in calls:
+        assert keywords == ({"flat": True, "shared": shape[1] * 4} if names == ["softmax_row"] else {"flat": True})
+        assert all(type(a) is np.int64 for a in args[2:] if not isinstance(a, torch.Tensor))
+    if plan and plan["path"] == "split":  # row0 of each group
+        assert [int(args[-1]) for args, _ in calls] == [0, 0, 2, 2]
+    assert torch.allclose(out, torch.softmax(x.double(), -1).float(), rtol=1e-5, atol=1e-7)
+
+
+def test_softmax_keeps_its_default_plan_per_shape_and_device():
+    from kernelscope.backends.numba.softmax import default_plan, plan_softmax, softmax
+
+    x = torch.randn(4, 24)
+    default_plan.cache_clear()
+    softmax(x)
+    softmax(x)
+    info = default_plan.cache_info()
+    assert (info.misses, info.hits) == (1, 1)
+    assert default_plan(4, 24, x.device) == plan_softmax(4, 24, x.device)
+
+
+def test_a_direct_launch_hands_the_driver_its_dynamic_shared_memory(monkeypatch):
+    from numba import types
+
+    one_d = types.Array(types.float32, 1, "C")
+    tys = (one_d, one_d, types.int64)
+    seen = _recording_driver(monkeypatch, tys)
+    monkeypatch.setattr(direct.streams, "current_stream_handle", lambda: 0x5150)
+    kept = direct._Launch("softmax_row", 0xC0FFEE, tys, direct.word_count(tys))
+    x, y = torch.randn(3, 20), torch.empty(3, 20)
+    kept(3, 64, (x, y, 20), flat=True, shared=80)
+    assert seen[-1][:5] == (0xC0FFEE, (3, 1, 1), (64, 1, 1), 80, 0x5150)
+    kept(3, 64, (x, y, 20), flat=True)
+    assert seen[-1][3] == 0
+
+
+def _driver_launches(monkeypatch):
+    """The handles of the kernels the driver launches, libcuda's cuLaunchKernel still called."""
+    launched = []
+    real = direct._cu_launch_kernel()
+    monkeypatch.setattr(direct, "_cu_launch_kernel", lambda: lambda handle, *a: launched.append(handle) or
+                        real(handle, *a))
+    return launched
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant, shape", [("gelu", (1000, 1000)), ("mean", (2**20 + 3,)), ("mean", (1000,)),
+                                            ("softmax", (256, 1000)), ("softmax", (64, 20000)),
+                                            ("softmax", (40, 70000))])
+def test_gpu_default_path_matches_numbas_own_launches_bit_for_bit(monkeypatch, variant, shape):
+    """The first call after forget() goes through Numba's dispatcher; the next, on a fresh input of the same
+    types, through the kept launches only (none added, each launch a driver call); both match Numba's own launch
+    of the same input bit for bit, in a captured graph too. softmax: the regs plan, the row plan (80 KB of dynamic
+    shared memory, opted in) and the split plan."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    from kernelscope.backends.numba.gelu import gelu, launch_gelu
+    from kernelscope.backends.numba.mean import mean
+    from kernelscope.backends.numba.softmax import default_plan, softmax
+
+    fn = {"gelu": gelu, "mean": mean, "softmax": softmax}[variant]
+    launches = 1
+    if variant == "softmax":
+        plan = default_plan(*shape, torch.device("cuda", torch.cuda.current_device()))
+        assert plan.path == {1000: "regs", 20000: "row", 70000: "split"}[shape[1]]
+        launches = 2 * -(-shape[0] // plan.group_rows) if plan.path == "split" else 1
+    x1, x2 = torch.randn(shape, device="cuda"), torch.randn(shape, device="cuda")
+    direct.forget()
+    fn(x1)
+    kept = dict(direct._LAUNCHES)  # one a kernel and set of argument types
+    assert kept
+    driver = _driver_launches(monkeypatch)
+    second = fn(x2)
+    torch.cuda.synchronize()
+    assert direct._LAUNCHES == kept and len(driver) == launches
+    assert set(driver) <= {launch.handle for launch in kept.values()}
+    if variant == "gelu":
+        assert list(direct._MAPS.values()) == list(kept.values())  # and kept as a map
+    direct.forget()
+    monkeypatch.undo()
+    assert torch.equal(second, fn(x2))  # Numba's own launch of the same kernels
+    if variant == "gelu":
+        assert torch.equal(second, launch_gelu(x2))
+    out = torch.empty_like(second)
+    fn(x1, out)  # kept again
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        fn(x2, out)
+    x2.copy_(x1)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, fn(x1))

@@ -102,18 +102,23 @@ def jit_bounded(threads: int, blocks_per_sm: int = 1):
     return cuda.jit if SIMULATED else cuda.jit(launch_bounds=(threads, blocks_per_sm), cache=True)
 
 
-@contextlib.contextmanager
 def quick_barriers():
     """Under the simulator, hand the GIL over more often while kernels with barriers run.
 
     A simulated barrier waits until every thread of the block has reached it,
     each a Python thread that needs the GIL to get there: at Python's default
     switch interval (5 ms) a barrier of 32 threads takes about 8 ms; at 0.1 ms,
-    about 1 ms. On a GPU this does nothing.
+    about 1 ms. On a GPU this does nothing, and costs next to nothing: one kept
+    nullcontext, not a generator's context manager (a microsecond or two a call).
     """
-    if not SHARED_ARRAYS_SERIALIZED:
-        yield
-        return
+    return _quick_barriers() if SHARED_ARRAYS_SERIALIZED else _NO_SWITCH
+
+
+_NO_SWITCH = contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def _quick_barriers():
     before = sys.getswitchinterval()
     sys.setswitchinterval(1e-4)
     try:

@@ -121,15 +121,16 @@ class _Launch:
         base = ctypes.addressof(self.words)
         self.params = (ctypes.c_void_p * words)(*(base + 8 * i for i in range(words)))
 
-    def __call__(self, grid, block, args, flat: bool = False) -> None:
+    def __call__(self, grid, block, args, flat: bool = False, shared: int = 0) -> None:
         words = self.words
         for i, w in enumerate((flat_words if flat else arg_words)(self.types, args, self.codes)):
             words[i] = w
-        self._launch(*_dims(grid), *_dims(block))
+        self._launch(*_dims(grid), *_dims(block), shared)
 
-    def _launch(self, gx: int, gy: int, gz: int, bx: int, by: int, bz: int) -> None:
-        """The driver call, with the parameters as the buffer holds them, on torch's current stream."""
-        rc = _cu_launch_kernel()(self.handle, gx, gy, gz, bx, by, bz, 0, streams.current_stream_handle(),
+    def _launch(self, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, shared: int = 0) -> None:
+        """The driver call, with the parameters as the buffer holds them and ``shared`` bytes of dynamic shared
+        memory, on torch's current stream."""
+        rc = _cu_launch_kernel()(self.handle, gx, gy, gz, bx, by, bz, shared, streams.current_stream_handle(),
                                  self.params, None)
         if rc:
             raise RuntimeError(f"{self.name}: cuLaunchKernel returned CUDA error {rc}")
@@ -175,20 +176,22 @@ def _key(kernel, args, flat: bool) -> tuple:
                                 else type(a) for a in args))
 
 
-def launch(kernel, grid, block, *args, flat: bool = False) -> None:
-    """``kernel[grid, block, stream()](*args)`` for tensors and numbers: through Numba the first time for these
-    argument types (and always under the simulator), then straight through the driver.
+def launch(kernel, grid, block, *args, flat: bool = False, shared: int = 0) -> None:
+    """``kernel[grid, block, stream(), shared](*args)`` for tensors and numbers: through Numba the first time for
+    these argument types (and always under the simulator), then straight through the driver.
 
     ``flat``: each tensor is passed as its ``view(-1)`` (a contiguous tensor as a 1-D array), the views made
-    only on the first call.
+    only on the first call. ``shared``: bytes of dynamic shared memory a block (a launch setting, not part of
+    the key). A number's Numba type is fixed by its Python type, which is in the key: pass a size as
+    ``np.int64`` (always int64), not as an int (int64, or uint64 past 2^63).
     """
     key = _key(kernel, args, flat)
     found = _LAUNCHES.get(key)  # only launches on a GPU are kept
     if found is not None:
-        found(grid, block, args, flat)
+        found(grid, block, args, flat, shared)
         return
     wrapped = [as_array(a.view(-1) if flat else a) if isinstance(a, torch.Tensor) else a for a in args]
-    kernel[grid, block, stream()](*wrapped)
+    kernel[grid, block, stream(), shared](*wrapped)
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
     # flat_words describes a tensor as contiguous: a view(-1) of another (a column, say) keeps Numba's path
     if any(a.is_cuda for a in tensors) and not (flat and not all(a.is_contiguous() for a in tensors)):

@@ -2,7 +2,11 @@
 
 elementwise.py's map of ``gelu_f32``, as ``square_flat`` maps its square: tiled
 (the default; one contiguous tile of threads * unroll elements a block, one
-lap) or grid-stride. It moves 8 bytes an element: x read once, y written once;
+lap) or grid-stride. ``gelu`` (gelu-numba) launches its kernel through the
+driver after its first call (direct.py, as square-numba-direct does): the same
+kernel and grid, a call of a few microseconds of Python where Numba's
+dispatcher costs the host a hundred or more; ``launch_gelu`` (the tuning
+script's) goes through Numba's dispatcher unless asked. It moves 8 bytes an element: x read once, y written once;
 the arithmetic has to stay under what the SMs issue while DRAM delivers an
 element, which on the H200 libdevice's tanhf (a few dozen instructions) did
 not: the default form is x / (1 + exp(-2u)) through libdevice's fast exp and
@@ -67,10 +71,11 @@ else:
 
 def launch_gelu(x: torch.Tensor, out: torch.Tensor | None = None, threads: int | None = None,
                 blocks_per_sm: int | None = None, unroll: int | None = None,
-                tiled: bool | None = None, fast: bool | None = None) -> torch.Tensor:
-    """gelu with an explicit launch shape, mode and form (None: the module defaults)."""
+                tiled: bool | None = None, fast: bool | None = None, direct: bool = False) -> torch.Tensor:
+    """gelu with an explicit launch shape, mode and form (None: the module defaults); ``direct``: launched
+    through the driver after the first call, as ``gelu`` is."""
     f, name = _form(fast)
-    return elementwise.launch(f, name, _defaults(), x, out, threads, blocks_per_sm, unroll, tiled)
+    return elementwise.launch(f, name, _defaults(), x, out, threads, blocks_per_sm, unroll, tiled, direct)
 
 
 def _defaults() -> elementwise.Defaults:
@@ -82,10 +87,17 @@ def _form(fast: bool | None):
     return (gelu_fast_f32, "gelu_fast") if (FAST if fast is None else fast) else (gelu_f32, "gelu")
 
 
+# The default form and launch shape, worked out on the first call and kept (elementwise.direct_map).
+_gelu_direct = elementwise.direct_map(*_form(None), _defaults())
+
+
 def gelu(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    return launch_gelu(x, out)
+    """launch_gelu's default kernel and grid, launched through the driver after its first call: a cheaper call."""
+    return _gelu_direct(x, out)
 
 
 def gelu_plan_of(shape: tuple[int, ...], dtype: str, facts):
-    """gelu-numba's launch at ``shape`` on the GPU of ``facts`` (`kernelscope plan`): the default form's map."""
-    return elementwise.map_plan_of(_form(None)[1], _defaults(), shape, facts)
+    """gelu-numba's launch at ``shape`` on the GPU of ``facts`` (`kernelscope plan`): the default form's map,
+    through the driver after the first call."""
+    return elementwise.map_plan_of(_form(None)[1], _defaults(), shape, facts,
+                                   "launched through the driver after the first call")

@@ -25,6 +25,11 @@ sums the partials and divides by n. The one launch saves the second launch's
 The partials live in a small torch buffer on the same device, so a call makes
 no host round trip and can be captured in a CUDA graph.
 
+Every launch goes through the driver after its first call with given argument
+types (direct.py): the same kernels and grids, at a few microseconds of Python
+a call where Numba's dispatcher costs the host a hundred or more. ``mean``
+keeps its launch shape per (n, device, alignment), a pure function of them.
+
 It moves 4 bytes an element (x read once) and writes one float.
 """
 
@@ -34,7 +39,7 @@ import numpy as np
 import torch
 from numba import cuda, float32, float64, int32, uint64
 
-from kernelscope.backends.numba import as_array, stream
+from kernelscope.backends.numba import direct as numba_direct
 from kernelscope.backends.device import DeviceFacts
 from kernelscope.backends.numba.common import (SIM_THREADS, SIMULATED, ZERO, block_sum, check_threads, gpu_facts,
                                                 jit_bounded, launch_blocks, quick_barriers, resident_blocks_per_sm)
@@ -217,28 +222,41 @@ def launch_mean(x: torch.Tensor, out: torch.Tensor | None = None, threads: int |
     the grid balanced to whole laps or full, the 16-byte loads evict-first or not (None: the module defaults).
     16-byte loads only where x's data is 16-byte aligned (a sliced view may not be)."""
     n = x.numel()
-    threads, blocks_per_sm, unroll, vector, streaming, blocks = mean_launch(
-        n, None if SIMULATED else gpu_facts(x.device.index or 0), x.data_ptr() % 16 == 0, threads, blocks_per_sm,
-        unroll, vector_loads, balanced_grid, streaming_loads)
-    check_threads(threads)
-    y = torch.empty((), device=x.device, dtype=x.dtype) if out is None else out
-    partials = torch.empty(blocks, device=x.device, dtype=torch.float32)
-    s = stream()
-    finish = SIM_THREADS if SIMULATED else FINISH_THREADS
-    with quick_barriers():
-        if ONE_LAUNCH if one_launch is None else one_launch:
-            counter = ticket_counter(x.device)
-            mean_one_launch_kernel(threads, blocks_per_sm, unroll, vector, streaming)[blocks, threads, s](
-                as_array(x.view(-1)), as_array(partials), as_array(counter), as_array(y.view(1)), np.int64(n))
-            return y
-        partial_sums_kernel(threads, blocks_per_sm, unroll, vector, streaming)[blocks, threads, s](
-            as_array(x.view(-1)), as_array(partials))
-        finish_mean[1, finish, s](as_array(partials), as_array(y.view(1)), np.int64(n))
-    return y
+    shape = mean_launch(n, None if SIMULATED else gpu_facts(x.device.index or 0), x.data_ptr() % 16 == 0, threads,
+                        blocks_per_sm, unroll, vector_loads, balanced_grid, streaming_loads)
+    check_threads(shape[0])
+    return _mean(x, out, shape, ONE_LAUNCH if one_launch is None else one_launch)
+
+
+@cache
+def default_launch(n: int, device: torch.device, aligned: bool) -> tuple:
+    """mean_launch's defaults for n elements on ``device``, x 16-byte ``aligned`` or not: worked out once."""
+    shape = mean_launch(n, None if SIMULATED else gpu_facts(device.index or 0), aligned)
+    check_threads(shape[0])
+    return shape
 
 
 def mean(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    return launch_mean(x, out)
+    """launch_mean's defaults, the launch shape kept per (n, device, alignment)."""
+    return _mean(x, out, default_launch(x.numel(), x.device, x.data_ptr() % 16 == 0), ONE_LAUNCH)
+
+
+def _mean(x: torch.Tensor, out: torch.Tensor | None, shape: tuple, one_launch: bool) -> torch.Tensor:
+    """The launches of a mean with launch shape ``shape`` (mean_launch's), each through direct.launch: every
+    tensor passed flat (x, and y 0-d, as 1-D arrays), n as an np.int64, so its Numba type is int64 on every call."""
+    threads, blocks_per_sm, unroll, vector, streaming, blocks = shape
+    y = torch.empty((), device=x.device, dtype=x.dtype) if out is None else out
+    partials = torch.empty(blocks, device=x.device, dtype=torch.float32)
+    n = np.int64(x.numel())
+    with quick_barriers():
+        if one_launch:
+            numba_direct.launch(mean_one_launch_kernel(threads, blocks_per_sm, unroll, vector, streaming), blocks,
+                                threads, x, partials, ticket_counter(x.device), y, n, flat=True)
+            return y
+        numba_direct.launch(partial_sums_kernel(threads, blocks_per_sm, unroll, vector, streaming), blocks, threads,
+                            x, partials, flat=True)
+        numba_direct.launch(finish_mean, 1, SIM_THREADS if SIMULATED else FINISH_THREADS, partials, y, n, flat=True)
+    return y
 
 
 def mean_plan_of(shape: tuple[int, ...], dtype: str, facts: DeviceFacts):
@@ -253,9 +271,11 @@ def mean_plan_of(shape: tuple[int, ...], dtype: str, facts: DeviceFacts):
     src = "src/kernelscope/backends/numba/mean.py"
     fields = {"loads a lap": f"{unroll} x {'16' if vector else '4'} bytes", "streaming loads": streaming,
               "launch bound (blocks an SM)": blocks_per_sm, "balanced grid": BALANCED_GRID}
+    direct = "launched through the driver after the first call"
     if ONE_LAUNCH:
         note = ("one block: its sum is the mean" if blocks == 1 else
                 "grid-stride; the last block to take a ticket sums the partials")
-        return LaunchPlan(None, (Launch("mean_one_launch", src, (blocks,), threads, note=note),), fields)
-    return LaunchPlan(None, (Launch("partial_sums", src, (blocks,), threads, note="grid-stride"),
-                             Launch("finish_mean", src, (1,), FINISH_THREADS)), fields)
+        return LaunchPlan(None, (Launch("mean_one_launch", src, (blocks,), threads, note=f"{note}; {direct}"),),
+                          fields)
+    return LaunchPlan(None, (Launch("partial_sums", src, (blocks,), threads, note=f"grid-stride; {direct}"),
+                             Launch("finish_mean", src, (1,), FINISH_THREADS, note=direct)), fields)

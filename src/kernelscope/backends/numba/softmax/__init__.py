@@ -1,6 +1,7 @@
 """Numba CUDA row softmax over the last dimension of a 2-D tensor (softmax-numba).
 
-launch.py runs the plan plan.py picks for its (rows, cols) on its GPU, one kernel family a plan:
+launch.py runs the plan plan.py picks for its (rows, cols) on its GPU, one kernel family a plan, each launch
+through the driver after its first call (direct.py):
 
 * regs (registers.py): a block a row, the row held in registers; the default for rows up to 16384 columns.
 * row (shared_row.py): a block a row, the row cached in dynamic shared memory, while shared memory holds it.
@@ -16,7 +17,7 @@ A row needs one finite element, as torch.softmax does.
 """
 
 from .gpu import device_limits, gpu_facts
-from .launch import launch_softmax, plan_softmax, softmax
+from .launch import default_plan, launch_softmax, plan_softmax, softmax
 from .plan import (
     CHUNK, COLS_PER_THREAD, L2_SHARE, LONE_BLOCK_THREADS, MAX_CACHED_COLS, MAX_THREADS, PLAN_TABLE, RECOMPUTE,
     REGS_DEFAULT_MAX_COLS, REGS_EPT, REGS_EPT_WIDE_DRAM, REGS_FAST_EXP, REGS_MAX_EPT, REGS_MAX_THREADS,
@@ -31,6 +32,6 @@ __all__ = ["CHUNK", "COLS_PER_THREAD", "L2_SHARE", "LONE_BLOCK_THREADS", "MAX_CA
            "PLAN_TABLE", "RECOMPUTE", "REGS_DEFAULT_MAX_COLS", "REGS_EPT", "REGS_EPT_WIDE_DRAM", "REGS_FAST_EXP",
            "REGS_MAX_EPT", "REGS_MAX_THREADS", "REGS_MIN_THREADS", "REGS_VECTOR", "ROW_UNROLL", "SCRATCH_BYTES",
            "SIM_CHUNK", "SIM_MAX_CACHED_COLS", "SIM_UNROLL", "SPLIT_THREADS", "UNROLL", "Plan", "allow_large_shared",
-           "chunk_stats_kernel", "chunk_write_kernel", "device_limits", "exp_accurate", "exp_fast", "gpu_facts",
-           "launch_softmax", "online_update", "plan_softmax", "regs_plan", "softmax", "softmax_launch",
+           "chunk_stats_kernel", "chunk_write_kernel", "default_plan", "device_limits", "exp_accurate", "exp_fast",
+           "gpu_facts", "launch_softmax", "online_update", "plan_softmax", "regs_plan", "softmax", "softmax_launch",
            "softmax_plan_of", "softmax_regs_kernel", "softmax_row_kernel"]

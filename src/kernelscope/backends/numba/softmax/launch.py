@@ -1,10 +1,18 @@
 """softmax-numba's launches: the plan plan.py picks for the input on this GPU (or the simulator), run as its
-kernels' grids."""
+kernels' grids.
+
+Every launch goes through the driver after its first call with given argument types (direct.py): the same
+kernels, grids and blocks, at a few microseconds of Python a call where Numba's dispatcher costs the host a hundred
+or more. ``softmax`` keeps its plan per (rows, cols, device) (``default_plan``).
+"""
+
+from functools import cache
 
 import numpy as np
 import torch
 
-from kernelscope.backends.numba import as_array, stream
+from kernelscope.backends.numba import as_array
+from kernelscope.backends.numba import direct as numba_direct
 from kernelscope.backends.numba.common import SIMULATED, check_threads, quick_barriers
 
 from .gpu import gpu_facts
@@ -33,43 +41,66 @@ def launch_softmax(x: torch.Tensor, out: torch.Tensor | None = None, plan: Plan 
     if x.numel() == 0:
         return y
     plan = plan or plan_softmax(rows, cols, x.device, **overrides)
-    check_threads(plan.threads)
-    if plan.path == "regs" and plan.threads * plan.unroll < cols:
-        raise ValueError(f"softmax-numba: the regs plan's {plan.threads} threads x {plan.unroll} elements hold "
-                         f"{plan.threads * plan.unroll} of a row's {cols} columns")
+    _check(plan, cols)
     with quick_barriers():
         return _launch(x, y, plan, overrides)
 
 
-def _launch(x: torch.Tensor, y: torch.Tensor, plan: Plan, overrides: dict) -> torch.Tensor:
+@cache
+def default_plan(rows: int, cols: int, device: torch.device) -> Plan:
+    """plan_softmax's default plan for a (rows, cols) input on ``device``, checked: worked out once."""
+    plan = plan_softmax(rows, cols, device)
+    _check(plan, cols)
+    return plan
+
+
+def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """launch_softmax's default plan, kept per (rows, cols, device)."""
     rows, cols = x.shape
-    xa, ya, s = as_array(x.view(-1)), as_array(y.view(-1)), stream()
+    y = torch.empty_like(x) if out is None else out
+    if rows == 0 or cols == 0:
+        return y
+    with quick_barriers():
+        return _launch(x, y, default_plan(rows, cols, x.device), {})
+
+
+def _check(plan: Plan, cols: int) -> None:
+    check_threads(plan.threads)
+    if plan.path == "regs" and plan.threads * plan.unroll < cols:
+        raise ValueError(f"softmax-numba: the regs plan's {plan.threads} threads x {plan.unroll} elements hold "
+                         f"{plan.threads * plan.unroll} of a row's {cols} columns")
+
+
+def _launch(x: torch.Tensor, y: torch.Tensor, plan: Plan, overrides: dict) -> torch.Tensor:
+    """The plan's launches, each through direct.launch: x and y passed flat (as their 1-D views), the sizes as
+    np.int64, so their Numba type is int64 on every call."""
+    rows, cols = x.shape
+    ncols = np.int64(cols)
     if plan.path == "regs":
         vector = plan.vector and cols % 4 == 0 and x.data_ptr() % 16 == 0 and y.data_ptr() % 16 == 0
         kernel = softmax_regs_kernel(plan.threads, plan.unroll, plan.fast_exp, plan.min_blocks,
                                      plan.threads * plan.unroll == cols, vector)
-        kernel[rows, plan.threads, s](xa, ya, np.int64(cols))
+        numba_direct.launch(kernel, rows, plan.threads, x, y, ncols, flat=True)
         return y
     if plan.path == "row":
         kernel = softmax_row_kernel(plan.threads, plan.unroll, plan.recompute)
-        args = (xa, ya, np.int64(cols))
-        if SIMULATED or allow_large_shared(kernel, args, cols * 4):
-            kernel[rows, plan.threads, s, cols * 4](*args)
+        # the arguments as Numba's first launch sees them: what allow_large_shared compiles the kernel for
+        if SIMULATED or allow_large_shared(kernel, lambda: (as_array(x.view(-1)), as_array(y.view(-1)), ncols),
+                                           cols * 4):
+            numba_direct.launch(kernel, rows, plan.threads, x, y, ncols, flat=True, shared=cols * 4)
             return y
         plan = plan_softmax(rows, cols, x.device, **{**overrides, "path": "split"})
     chunks = -(-cols // plan.chunk)
     stats = torch.empty((2, plan.group_rows * chunks), device=x.device, dtype=torch.float32)
-    stats_max, stats_sum = as_array(stats[0]), as_array(stats[1])
+    stats_max, stats_sum = stats[0], stats[1]
     stats_kernel = chunk_stats_kernel(plan.threads, plan.unroll)
     write_kernel = chunk_write_kernel(plan.threads, plan.unroll)
+    chunk = np.int64(plan.chunk)
     for row0 in range(0, rows, plan.group_rows):
         grid = (min(plan.group_rows, rows - row0), chunks)
-        stats_kernel[grid, plan.threads, s](xa, stats_max, stats_sum, np.int64(cols), np.int64(plan.chunk),
-                                            np.int64(row0))
-        write_kernel[grid, plan.threads, s](xa, ya, stats_max, stats_sum, np.int64(cols), np.int64(plan.chunk),
-                                            np.int64(row0))
+        first = np.int64(row0)
+        numba_direct.launch(stats_kernel, grid, plan.threads, x, stats_max, stats_sum, ncols, chunk, first,
+                            flat=True)
+        numba_direct.launch(write_kernel, grid, plan.threads, x, y, stats_max, stats_sum, ncols, chunk, first,
+                            flat=True)
     return y
-
-
-def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    return launch_softmax(x, out)

@@ -79,8 +79,10 @@ def allow_large_shared(kernel, args, nbytes: int) -> bool:
     """Let ``kernel`` (compiled for ``args``) take ``nbytes`` of dynamic shared memory; False if it cannot.
 
     Over 48 KiB a kernel must opt in (cuFuncSetAttribute), which Numba's launch
-    does not do. Done once a kernel, to the device's maximum, through Numba's
-    driver wrapper; if this Numba lacks it, the caller falls back to the split plan.
+    does not do (nor direct.py's). Done once a kernel, to the device's maximum, through Numba's
+    driver wrapper; if this Numba lacks it, the caller falls back to the split plan. ``args``: the
+    arguments as Numba takes them, or a function that gives them, called only for the opt-in (a
+    later call then wraps no tensor for Numba).
     """
     if nbytes <= 48 * 1024:
         return True
@@ -90,6 +92,7 @@ def allow_large_shared(kernel, args, nbytes: int) -> bool:
             from numba import typeof
             from numba.cuda.cudadrv.driver import binding, driver
 
+            args = args() if callable(args) else args
             cufunc = kernel.compile(tuple(typeof(a) for a in args))._codelibrary.get_cufunc()
             attr = binding.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
             limit = device_limits(cufunc.device.id)[0]
