@@ -375,8 +375,11 @@ def test_the_numba_launches_take_the_plan(monkeypatch, facts):
     for module in (nsoftmax_launch, nmean, elementwise):  # the GPU's path, the preset's facts read by its reader
         monkeypatch.setattr(module, "SIMULATED", False)
         monkeypatch.setattr(module, "gpu_facts", lambda index: facts)
-        monkeypatch.setattr(module, "as_array", lambda t: t)
-        monkeypatch.setattr(module, "stream", lambda: 0)
+    monkeypatch.setattr(elementwise, "as_array", lambda t: t)
+    monkeypatch.setattr(elementwise, "stream", lambda: 0)
+    for module in (nsoftmax_launch, nmean):  # direct.launch: the kernel's launch, as Numba's first call makes it
+        monkeypatch.setattr(module, "numba_direct", SimpleNamespace(
+            launch=lambda kernel, grid, block, *args, flat=False, shared=0: kernel[grid, block, 0, shared](*args)))
     for name, kernel in (("softmax_regs_kernel", lambda *a: NumbaKernel(
             "softmax_regs_vector" if a[-1] else "softmax_regs", calls)),
             ("softmax_row_kernel", lambda *a: NumbaKernel("softmax_row", calls)),
@@ -389,15 +392,23 @@ def test_the_numba_launches_take_the_plan(monkeypatch, facts):
     monkeypatch.setattr(elementwise, "grid_stride_kernel", lambda f, name, *a: NumbaKernel(f"{name}_flat", calls))
     monkeypatch.setattr(elementwise, "numba_direct", SimpleNamespace(
         launch_map=lambda kernel, blocks, threads, x, y: calls.append((kernel.name, (blocks,), threads))))
-    impls = {"softmax-numba": nsoftmax.softmax, "mean-numba": nmean.mean, "gelu-numba": ngelu.gelu,
-             "square-numba-flat": nsquare.square_flat,  # square-numba-direct's own, shaped at its first call:
+    # the direct variants' own maps, shaped at their first call; the launch shapes the others keep, worked out anew
+    impls = {"softmax-numba": nsoftmax.softmax, "mean-numba": nmean.mean,
+             "gelu-numba": elementwise.direct_map(*ngelu._form(None), ngelu._defaults()),
+             "square-numba-flat": nsquare.square_flat,
              "square-numba-direct": elementwise.direct_map(nsquare.square_f32, "square", nsquare.FLAT_DEFAULTS)}
     assert set(impls) == {v.name for v in planned_variants() if v.backend == "numba"}
-    for variant, impl in impls.items():
-        for shape, dtype in cases(VARIANTS[variant]):
-            calls.clear()
-            impl(meta(shape, dtype), meta(() if len(shape) == 1 else shape, dtype))
-            assert calls == launches(variant, shape, dtype, facts), (variant, shape, dtype)
+    nmean.default_launch.cache_clear()
+    nsoftmax.default_plan.cache_clear()
+    try:
+        for variant, impl in impls.items():
+            for shape, dtype in cases(VARIANTS[variant]):
+                calls.clear()
+                impl(meta(shape, dtype), meta(() if len(shape) == 1 else shape, dtype))
+                assert calls == launches(variant, shape, dtype, facts), (variant, shape, dtype)
+    finally:
+        nmean.default_launch.cache_clear()
+        nsoftmax.default_plan.cache_clear()
 
 
 # --- the CUDA C++ launchers' grids, as the plans give them ---------------------------------------
