@@ -64,15 +64,26 @@ def mean_one_pass_kernel(x_ptr, partial_ptr, arrived_ptr, out_ptr, n, steps, BLO
     pid = tl.program_id(0)
     programs = tl.num_programs(0)
     acc = tl.zeros([BLOCK], dtype=tl.float32)
+    # Each step reads block b, BLOCK elements from x_block: n // BLOCK whole blocks, then a partial one of
+    # `tail` elements. x_block moves by a 64-bit scalar a step (past 2^31 elements a block's start overflows
+    # int32); b is 32-bit while n is, and the offsets within a block and the mask stay 32-bit.
+    lanes = tl.arange(0, BLOCK)
+    full = n // BLOCK
+    tail = (n % BLOCK).to(tl.int32)
     if CONTIGUOUS:
-        base = pid * steps * BLOCK
+        first = pid * steps  # at most the blocks in n: 32-bit below 2^31 blocks
+        x_block = x_ptr + pid.to(tl.int64) * steps * BLOCK
         for i in range(0, steps):
-            offsets = base + i * BLOCK + tl.arange(0, BLOCK)
-            acc += tl.load(x_ptr + offsets, mask=offsets < n, other=0.0, eviction_policy=EVICT).to(tl.float32)
+            b = first + i
+            left = tl.where(b < full, BLOCK, tl.where(b == full, tail, 0))  # past n (the last span): none
+            acc += tl.load(x_block + lanes, mask=lanes < left, other=0.0, eviction_policy=EVICT).to(tl.float32)
+            x_block += BLOCK
     else:
-        for start in range(pid * BLOCK, n, programs * BLOCK):
-            offsets = start + tl.arange(0, BLOCK)
-            acc += tl.load(x_ptr + offsets, mask=offsets < n, other=0.0, eviction_policy=EVICT).to(tl.float32)
+        x_block = x_ptr + pid.to(tl.int64) * BLOCK
+        for b in range(pid, full + (tail > 0), programs):
+            left = tl.where(b < full, BLOCK, tail)
+            acc += tl.load(x_block + lanes, mask=lanes < left, other=0.0, eviction_policy=EVICT).to(tl.float32)
+            x_block += programs.to(tl.int64) * BLOCK
     if ONE_PROGRAM:
         tl.store(out_ptr, (tl.sum(acc, axis=0) / n).to(out_ptr.dtype.element_ty))
         return

@@ -20,10 +20,13 @@ def square_row_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, n_cols, BLOCK_SI
 @triton.jit
 def square_flat_kernel(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr):
     # The tensor as one flat array, cut into fixed blocks: any width works.
-    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
-    mask = offsets < n
-    x = tl.load(x_ptr + offsets, mask=mask).to(tl.float32)
-    tl.store(y_ptr + offsets, (x * x).to(y_ptr.dtype.element_ty), mask=mask)
+    # 64-bit: past 2^31 elements a block's start overflows int32. The offsets within the block and the mask
+    # stay 32-bit: the elements left from the start, clamped to the block, fit int32.
+    start = tl.program_id(0).to(tl.int64) * BLOCK_SIZE
+    offsets = tl.arange(0, BLOCK_SIZE)
+    mask = offsets < tl.minimum(n - start, BLOCK_SIZE).to(tl.int32)
+    x = tl.load(x_ptr + start + offsets, mask=mask).to(tl.float32)
+    tl.store(y_ptr + start + offsets, (x * x).to(y_ptr.dtype.element_ty), mask=mask)
 
 
 def square_rows(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:

@@ -30,7 +30,8 @@ def softmax_persistent_kernel(x_ptr, y_ptr, n_rows, n_cols, x_row_stride, y_row_
     per middle index: a thread folds the GROUP x VEC elements it holds into its pair, one rescale a chunk, not
     two exps an element. GROUP = VEC = 1: a pair per element.
     """
-    for row in tl.range(tl.program_id(0), n_rows, tl.num_programs(0)):
+    # 64-bit rows: past 2^31 elements a row's start (row x stride) overflows int32
+    for row in tl.range(tl.program_id(0).to(tl.int64), n_rows, tl.num_programs(0)):
         y_row, n_body, x_body, y_body, e_col, e_mask, x_edge = _row_cut(x_ptr, y_ptr, row, n_cols, x_row_stride,
                                                                          y_row_stride, VEC)
 

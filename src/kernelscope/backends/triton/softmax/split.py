@@ -9,6 +9,18 @@ import triton
 import triton.language as tl
 
 
+@triton.jit
+def _chunk_at(ptr, row, chunk, n_cols, row_stride, CHUNK: tl.constexpr):
+    """Chunk ``chunk`` of row ``row``: its first element's pointer, its columns from there and their mask.
+
+    64-bit: past 2^31 elements a row's start (row x stride) overflows int32, and past 2^31 columns a chunk's.
+    The chunk's start is a 64-bit scalar, once a program; its columns and their mask stay 32-bit: the columns
+    left from the start, clamped to the chunk."""
+    col0 = chunk.to(tl.int64) * CHUNK
+    cols = tl.arange(0, CHUNK)
+    return ptr + row.to(tl.int64) * row_stride + col0, cols, cols < tl.minimum(n_cols - col0, CHUNK).to(tl.int32)
+
+
 # row0 (and the group's row count) change from group to group: one compiled
 # kernel for all of them, not one per value's divisibility.
 @triton.jit(do_not_specialize=["row0"])
@@ -29,9 +41,8 @@ def _chunk_stats(x_ptr, max_ptr, sum_ptr, index, row0, n_cols, x_row_stride, n_c
     """Pass 1 of chunk ``index`` of the group from row0 (the split and pipe plans share it)."""
     row = index // n_chunks
     chunk = index % n_chunks
-    cols = chunk * CHUNK + tl.arange(0, CHUNK)
-    x = tl.load(x_ptr + (row0 + row) * x_row_stride + cols, mask=cols < n_cols, other=-float("inf"),
-                eviction_policy=KEEP)
+    x_chunk, cols, mask = _chunk_at(x_ptr, row0 + row, chunk, n_cols, x_row_stride, CHUNK)
+    x = tl.load(x_chunk + cols, mask=mask, other=-float("inf"), eviction_policy=KEEP)
     x = x.to(tl.float32)
     chunk_max = tl.max(x, axis=0)
     # A chunk entirely at -inf (a masked span) has sum 0: subtract a finite
@@ -71,9 +82,8 @@ def _chunk_write(x_ptr, y_ptr, max_ptr, sum_ptr, index, row0, n_cols, x_row_stri
     row_max = tl.max(chunk_max, axis=0)
     # Rescale each chunk's sum from its own max to the row's (0 for an all -inf chunk).
     row_sum = tl.sum(chunk_sum * tl.exp(chunk_max - row_max), axis=0)
-    cols = chunk * CHUNK + tl.arange(0, CHUNK)
-    mask = cols < n_cols
-    x = tl.load(x_ptr + (row0 + row) * x_row_stride + cols, mask=mask, other=0.0, eviction_policy=LAST_USE)
+    x_chunk, cols, mask = _chunk_at(x_ptr, row0 + row, chunk, n_cols, x_row_stride, CHUNK)
+    x = tl.load(x_chunk + cols, mask=mask, other=0.0, eviction_policy=LAST_USE)
     y = tl.exp(x.to(tl.float32) - row_max) * (1.0 / row_sum)
-    tl.store(y_ptr + (row0 + row) * y_row_stride + cols, y.to(y_ptr.dtype.element_ty), mask=mask,
-             eviction_policy=LAST_USE)
+    y_chunk, _, _ = _chunk_at(y_ptr, row0 + row, chunk, n_cols, y_row_stride, CHUNK)
+    tl.store(y_chunk + cols, y.to(y_ptr.dtype.element_ty), mask=mask, eviction_policy=LAST_USE)

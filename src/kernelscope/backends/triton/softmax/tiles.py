@@ -31,8 +31,9 @@ def softmax_tiles_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, A: tl
     elements an access) in tiles of A, B and C columns and its edges in one of 2 x VEC: one read, one write.
     One row a program, no loop: the same kernel taking rows in turn, and its persistent form with the next row
     pipelined into shared memory, read slower on the H100."""
-    y_row, n_body, x_body, y_body, e_col, e_mask, x_edge = _row_cut(x_ptr, y_ptr, tl.program_id(0), n_cols,
-                                                                     x_row_stride, y_row_stride, VEC)
+    # 64-bit row: past 2^31 elements its start (row x stride) overflows int32
+    y_row, n_body, x_body, y_body, e_col, e_mask, x_edge = _row_cut(x_ptr, y_ptr, tl.program_id(0).to(tl.int64),
+                                                                     n_cols, x_row_stride, y_row_stride, VEC)
     xa = _tile_load(x_body, 0, n_body, A)
     xb = _tile_load(x_body, A, n_body, B)
     xc = _tile_load(x_body, A + B, n_body, C)
