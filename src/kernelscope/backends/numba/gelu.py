@@ -99,5 +99,4 @@ def gelu(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
 def gelu_plan_of(shape: tuple[int, ...], dtype: str, facts):
     """gelu-numba's launch at ``shape`` on the GPU of ``facts`` (`kernelscope plan`): the default form's map,
     through the driver after the first call."""
-    return elementwise.map_plan_of(_form(None)[1], _defaults(), shape, facts,
-                                   "launched through the driver after the first call")
+    return elementwise.map_plan_of(_form(None)[1], _defaults(), shape, facts)

@@ -271,11 +271,10 @@ def mean_plan_of(shape: tuple[int, ...], dtype: str, facts: DeviceFacts):
     src = "src/kernelscope/backends/numba/mean.py"
     fields = {"loads a lap": f"{unroll} x {'16' if vector else '4'} bytes", "streaming loads": streaming,
               "launch bound (blocks an SM)": blocks_per_sm, "balanced grid": BALANCED_GRID}
-    direct = "launched through the driver after the first call"
     if ONE_LAUNCH:
         note = ("one block: its sum is the mean" if blocks == 1 else
                 "grid-stride; the last block to take a ticket sums the partials")
-        return LaunchPlan(None, (Launch("mean_one_launch", src, (blocks,), threads, note=f"{note}; {direct}"),),
+        return LaunchPlan(None, (Launch("mean_one_launch", src, (blocks,), threads, note=note),),
                           fields)
-    return LaunchPlan(None, (Launch("partial_sums", src, (blocks,), threads, note=f"grid-stride; {direct}"),
-                             Launch("finish_mean", src, (1,), FINISH_THREADS, note=direct)), fields)
+    return LaunchPlan(None, (Launch("partial_sums", src, (blocks,), threads, note="grid-stride"),
+                             Launch("finish_mean", src, (1,), FINISH_THREADS)), fields)

@@ -6,7 +6,6 @@ from kernelscope.backends.launches import Launch, LaunchPlan
 from .plan import softmax_launch
 
 SOURCE = "src/kernelscope/backends/numba/softmax"  # the package's files, from the repository's root
-DIRECT = "launched through the driver after the first call"  # every launch of launch.py's (direct.py)
 
 
 def softmax_plan_of(shape: tuple[int, int], dtype: str, facts: DeviceFacts):
@@ -18,20 +17,20 @@ def softmax_plan_of(shape: tuple[int, int], dtype: str, facts: DeviceFacts):
     if plan.path == "regs":
         vector = plan.vector and cols % 4 == 0
         launches = (Launch("softmax_regs_vector" if vector else "softmax_regs", f"{SOURCE}/registers.py", (rows,),
-                           plan.threads, note=f"a block a row, the row in registers; {DIRECT}"),)
+                           plan.threads, note="a block a row, the row in registers"),)
         fields = {"elements a thread": plan.unroll, "16-byte loads": vector, "fast exp": plan.fast_exp,
                   "exact rows (no column checks)": plan.threads * plan.unroll == cols,
                   "launch bound (blocks an SM)": plan.min_blocks}
     elif plan.path == "row":
         launches = (Launch("softmax_row", f"{SOURCE}/shared_row.py", (rows,), plan.threads,
-                           note=f"a block a row, the row in {cols * 4} B of dynamic shared memory; {DIRECT}"),)
+                           note=f"a block a row, the row in {cols * 4} B of dynamic shared memory"),)
         fields = {"loads in flight a thread": plan.unroll, "recompute exps": plan.recompute}
     else:
         groups = -(-rows // plan.group_rows)
         chunks = -(-cols // plan.chunk)
         last = rows - (groups - 1) * plan.group_rows
         note = f"a group of {plan.group_rows} rows x {chunks} chunks" + (
-            f"; the last group's {last} rows" if last != plan.group_rows else "") + f"; {DIRECT}"
+            f"; the last group's {last} rows" if last != plan.group_rows else "")
         launches = tuple(Launch(name, f"{SOURCE}/split.py", (plan.group_rows, chunks), plan.threads, count=groups,
                                 note=note) for name in ("chunk_stats", "chunk_write"))
         fields = {"chunk (columns a block)": plan.chunk, "rows a group": plan.group_rows,
