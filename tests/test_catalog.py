@@ -115,3 +115,14 @@ def test_every_op_has_stress_inputs_that_are_never_zero():
         for s in op.stress:
             x = s.make((4, 64) if op.ndim == 2 else (256,), "float32", "cpu", 1)
             assert torch.count_nonzero(x).item() == x.numel(), (op.name, s.name)
+
+
+def test_every_tuned_variant_takes_inputs_past_2_31_elements_and_lecture_kernels_declare_their_limit():
+    # the check's past-2^31 input holds the tuned ones to it on a GPU; a lecture kernel keeps its 32-bit indices
+    from kernelscope.catalog import INT32
+
+    for v in VARIANTS.values():
+        if v.tuned:
+            assert v.max_numel is None, v.name
+        if v.lecture and v.backend in ("triton", "cuda", "numba"):
+            assert v.max_numel == INT32, v.name

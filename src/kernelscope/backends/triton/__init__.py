@@ -94,6 +94,17 @@ _lighter_interpreter()
 DEFAULT_WARPS = 4  # Triton's num_warps where a launch gives none: a program of 128 threads
 
 
+# A tensor of more elements than this takes a tuned kernel's 64-bit form (its WIDE constexpr): program, row and block
+# offsets in 64 bits. Under it every offset a launch forms, overshoot included (a block past the end, a grid-stride
+# step, a row's last column), stays below 2^31, and the kernels keep their 32-bit arithmetic: the fast form.
+WIDE_INDEX_NUMEL = 2**30
+
+
+def wide_index(numel: int) -> bool:
+    """Whether a tuned kernel over ``numel`` elements needs its 64-bit offsets (WIDE)."""
+    return numel > WIDE_INDEX_NUMEL
+
+
 def cdiv(a: int, b: int) -> int:
     """ceil(a / b) of two ints, for the host side of a launch: ``triton.cdiv`` is a constexpr_function in Triton
     3.6, whose call unwraps its arguments (microseconds of host time, paid on every call of a kernel's wrapper)."""

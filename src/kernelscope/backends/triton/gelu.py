@@ -4,7 +4,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernelscope.backends.triton import cdiv, direct
+from kernelscope.backends.triton import cdiv, direct, wide_index
 
 BLOCK_SIZE = 1024
 
@@ -16,23 +16,23 @@ def _tanh(z):
 
 
 @triton.jit
-def gelu_kernel(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr):
-    # 64-bit: past 2^31 elements a block's start overflows int32. The offsets within the block and the mask
-    # stay 32-bit: the elements left from the start, clamped to the block, fit int32.
-    start = tl.program_id(0).to(tl.int64) * BLOCK_SIZE
-    offsets = tl.arange(0, BLOCK_SIZE)
-    mask = offsets < tl.minimum(n - start, BLOCK_SIZE).to(tl.int32)
-    x = tl.load(x_ptr + start + offsets, mask=mask).to(tl.float32)
+def gelu_kernel(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr, WIDE: tl.constexpr = False):
+    pid = tl.program_id(0)
+    if WIDE:  # past 2^31 elements a block's start overflows 32 bits (a kernel of its own: wide_index)
+        pid = pid.to(tl.int64)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask).to(tl.float32)
     inner = 0.7978845608028654 * (x + 0.044715 * x * x * x)
     y = 0.5 * x * (1.0 + _tanh(inner))
-    tl.store(y_ptr + start + offsets, y.to(y_ptr.dtype.element_ty), mask=mask)
+    tl.store(y_ptr + offsets, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
 def gelu(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     y = torch.empty_like(x) if out is None else out
     n = x.numel()
     # through the compiled kernel after the first call (direct.py): the same kernel, a cheaper call
-    direct.launch(gelu_kernel, (cdiv(n, BLOCK_SIZE),), x, y, n, BLOCK_SIZE=BLOCK_SIZE)
+    direct.launch(gelu_kernel, (cdiv(n, BLOCK_SIZE),), x, y, n, BLOCK_SIZE=BLOCK_SIZE, WIDE=wide_index(n))
     return y
 
 

@@ -7,7 +7,7 @@ import triton
 import triton.language as tl
 
 from kernelscope.backends.device import DeviceFacts
-from kernelscope.backends.triton import cdiv, direct, gpu_facts
+from kernelscope.backends.triton import cdiv, direct, gpu_facts, wide_index
 
 LECTURE_CHUNK = 256  # elements summed by one program, one at a time
 
@@ -47,7 +47,7 @@ FINISH_BLOCK = 1024  # partials the last program adds per step (a loop: any grid
 @triton.jit
 def mean_one_pass_kernel(x_ptr, partial_ptr, arrived_ptr, out_ptr, n, steps, BLOCK: tl.constexpr,
                          FINISH_BLOCK: tl.constexpr, EVICT: tl.constexpr, CONTIGUOUS: tl.constexpr,
-                         ONE_PROGRAM: tl.constexpr = False):
+                         ONE_PROGRAM: tl.constexpr = False, WIDE: tl.constexpr = False):
     """The whole mean in one launch: partial sums, and the last program to finish adds them up.
 
     Reads every element of x once (grid-stride, BLOCK-wide vector loads into
@@ -59,31 +59,23 @@ def mean_one_pass_kernel(x_ptr, partial_ptr, arrived_ptr, out_ptr, n, steps, BLO
     reduction), instead of every programs-th block. No program ever waits for another,
     so it cannot deadlock, under the interpreter (programs one after another)
     or on a GPU too full to run them all at once. ONE_PROGRAM (a grid of one, a small input): its sum is
-    the total, written at once, without the partial, the counter and the read-back.
+    the total, written at once, without the partial, the counter and the read-back. WIDE: offsets in 64 bits,
+    for inputs past 2^31 elements (wide_index).
     """
     pid = tl.program_id(0)
+    if WIDE:
+        pid = pid.to(tl.int64)
     programs = tl.num_programs(0)
     acc = tl.zeros([BLOCK], dtype=tl.float32)
-    # Each step reads block b, BLOCK elements from x_block: n // BLOCK whole blocks, then a partial one of
-    # `tail` elements. x_block moves by a 64-bit scalar a step (past 2^31 elements a block's start overflows
-    # int32); b is 32-bit while n is, and the offsets within a block and the mask stay 32-bit.
-    lanes = tl.arange(0, BLOCK)
-    full = n // BLOCK
-    tail = (n % BLOCK).to(tl.int32)
     if CONTIGUOUS:
-        first = pid * steps  # at most the blocks in n: 32-bit below 2^31 blocks
-        x_block = x_ptr + pid.to(tl.int64) * steps * BLOCK
+        base = pid * steps * BLOCK
         for i in range(0, steps):
-            b = first + i
-            left = tl.where(b < full, BLOCK, tl.where(b == full, tail, 0))  # past n (the last span): none
-            acc += tl.load(x_block + lanes, mask=lanes < left, other=0.0, eviction_policy=EVICT).to(tl.float32)
-            x_block += BLOCK
+            offsets = base + i * BLOCK + tl.arange(0, BLOCK)
+            acc += tl.load(x_ptr + offsets, mask=offsets < n, other=0.0, eviction_policy=EVICT).to(tl.float32)
     else:
-        x_block = x_ptr + pid.to(tl.int64) * BLOCK
-        for b in range(pid, full + (tail > 0), programs):
-            left = tl.where(b < full, BLOCK, tail)
-            acc += tl.load(x_block + lanes, mask=lanes < left, other=0.0, eviction_policy=EVICT).to(tl.float32)
-            x_block += programs.to(tl.int64) * BLOCK
+        for start in range(pid * BLOCK, n, programs * BLOCK):
+            offsets = start + tl.arange(0, BLOCK)
+            acc += tl.load(x_ptr + offsets, mask=offsets < n, other=0.0, eviction_policy=EVICT).to(tl.float32)
     if ONE_PROGRAM:
         tl.store(out_ptr, (tl.sum(acc, axis=0) / n).to(out_ptr.dtype.element_ty))
         return
@@ -95,8 +87,8 @@ def mean_one_pass_kernel(x_ptr, partial_ptr, arrived_ptr, out_ptr, n, steps, BLO
     arrived = tl.atomic_add(arrived_ptr, 1, sem="acq_rel")
     if arrived == programs - 1:
         total = tl.zeros([FINISH_BLOCK], dtype=tl.float32)
-        for start in range(0, programs, FINISH_BLOCK):
-            offsets = start + tl.arange(0, FINISH_BLOCK)
+        for first in range(0, programs, FINISH_BLOCK):  # not `start`: the 64-bit form's loop above has that int64
+            offsets = first + tl.arange(0, FINISH_BLOCK)
             # .cg: read from L2, where the other SMs' partials are, never a stale L1 line.
             total += tl.load(partial_ptr + offsets, mask=offsets < programs, other=0.0, cache_modifier=".cg")
         tl.store(out_ptr, (tl.sum(total, axis=0) / n).to(out_ptr.dtype.element_ty))
@@ -150,7 +142,7 @@ def mean_one_pass(x: torch.Tensor, out: torch.Tensor | None = None, block: int =
     # through the compiled kernel after the first call (direct.py): the same kernel, a cheaper call
     direct.launch(mean_one_pass_kernel, (programs,), x, partials, arrival_counter(x.device), y, n, steps, BLOCK=block,
                   FINISH_BLOCK=FINISH_BLOCK, EVICT=evict, CONTIGUOUS=contiguous, ONE_PROGRAM=programs == 1,
-                  num_warps=num_warps, **stages)
+                  WIDE=wide_index(n), num_warps=num_warps, **stages)
     return y
 
 

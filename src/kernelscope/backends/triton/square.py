@@ -4,7 +4,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernelscope.backends.triton import cdiv, direct, launch_per_row
+from kernelscope.backends.triton import cdiv, direct, launch_per_row, wide_index
 
 
 @triton.jit
@@ -18,15 +18,15 @@ def square_row_kernel(x_ptr, y_ptr, x_row_stride, y_row_stride, n_cols, BLOCK_SI
 
 
 @triton.jit
-def square_flat_kernel(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr):
+def square_flat_kernel(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr, WIDE: tl.constexpr = False):
     # The tensor as one flat array, cut into fixed blocks: any width works.
-    # 64-bit: past 2^31 elements a block's start overflows int32. The offsets within the block and the mask
-    # stay 32-bit: the elements left from the start, clamped to the block, fit int32.
-    start = tl.program_id(0).to(tl.int64) * BLOCK_SIZE
-    offsets = tl.arange(0, BLOCK_SIZE)
-    mask = offsets < tl.minimum(n - start, BLOCK_SIZE).to(tl.int32)
-    x = tl.load(x_ptr + start + offsets, mask=mask).to(tl.float32)
-    tl.store(y_ptr + start + offsets, (x * x).to(y_ptr.dtype.element_ty), mask=mask)
+    pid = tl.program_id(0)
+    if WIDE:  # past 2^31 elements a block's start overflows 32 bits (a kernel of its own: wide_index)
+        pid = pid.to(tl.int64)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask).to(tl.float32)
+    tl.store(y_ptr + offsets, (x * x).to(y_ptr.dtype.element_ty), mask=mask)
 
 
 def square_rows(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
@@ -39,7 +39,7 @@ FLAT_BLOCK_SIZE = 1024
 def square_flat(x: torch.Tensor, out: torch.Tensor | None = None, block_size: int = FLAT_BLOCK_SIZE) -> torch.Tensor:
     y = torch.empty_like(x) if out is None else out
     n = x.numel()
-    square_flat_kernel[(triton.cdiv(n, block_size),)](x, y, n, BLOCK_SIZE=block_size)
+    square_flat_kernel[(triton.cdiv(n, block_size),)](x, y, n, BLOCK_SIZE=block_size, WIDE=wide_index(n))
     return y
 
 
@@ -47,7 +47,8 @@ def square_flat_direct(x: torch.Tensor, out: torch.Tensor | None = None) -> torc
     """square_flat's kernel, launched through its compiled kernel after the first call (direct.py): a cheaper call."""
     y = torch.empty_like(x) if out is None else out
     n = x.numel()
-    direct.launch(square_flat_kernel, (cdiv(n, FLAT_BLOCK_SIZE),), x, y, n, BLOCK_SIZE=FLAT_BLOCK_SIZE)
+    direct.launch(square_flat_kernel, (cdiv(n, FLAT_BLOCK_SIZE),), x, y, n, BLOCK_SIZE=FLAT_BLOCK_SIZE,
+                  WIDE=wide_index(n))
     return y
 
 

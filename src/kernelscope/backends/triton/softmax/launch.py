@@ -8,7 +8,7 @@ from functools import cache
 
 import torch
 
-from kernelscope.backends.triton import cdiv, direct, gpu_facts, next_power_of_2
+from kernelscope.backends.triton import cdiv, direct, gpu_facts, next_power_of_2, wide_index
 
 from .persistent import persist_vec, softmax_persistent_kernel
 from .pipe import softmax_pipe_kernel
@@ -22,23 +22,24 @@ from .whole_rows import softmax_rows_tuned_kernel
 def softmax_planned(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torch.Tensor:
     """Run ``plan`` on a 2-D ``x`` into ``y`` (same shape, contiguous rows)."""
     rows, cols = x.shape
+    wide = wide_index(rows * max(x.stride(0), y.stride(0)))  # the kernels' 64-bit form: rows past 2^31 elements
     if plan.strategy == "pipe":
-        return _softmax_piped(x, y, plan)
+        return _softmax_piped(x, y, plan, wide)
     if plan.strategy == "persist":
         keep, last_use = plan.eviction_policies()
         direct.launch(softmax_persistent_kernel, (plan.grid(rows),), x, y, rows, cols, x.stride(0), y.stride(0),
                       CHUNK=plan.block, GROUP=plan.group, VEC=persist_vec(plan, x, y), STAGES=plan.stages,
-                      KEEP=keep, LAST_USE=last_use, num_warps=plan.num_warps)
+                      KEEP=keep, LAST_USE=last_use, WIDE=wide, num_warps=plan.num_warps)
         return y
     if plan.strategy == "tiles":
         a, b, c = plan.tiles
         direct.launch(softmax_tiles_kernel, (plan.grid(rows),), x, y, cols, x.stride(0), y.stride(0), A=a, B=b, C=c,
-                      VEC=cut_vec(x, y), num_warps=plan.num_warps)
+                      VEC=cut_vec(x, y), WIDE=wide, num_warps=plan.num_warps)
         return y
     if plan.strategy != "split":
         grid = (plan.grid(rows),)
         direct.launch(softmax_rows_tuned_kernel, grid, x, y, rows, cols, x.stride(0), y.stride(0),
-                      ROWS=plan.rows_per_program, BLOCK=plan.block, num_warps=plan.num_warps)
+                      ROWS=plan.rows_per_program, BLOCK=plan.block, WIDE=wide, num_warps=plan.num_warps)
         return y
     # One (max, sum) pair per chunk of the group's rows, reused by every group:
     # the stream runs group g's pass 2 before group g + 1's pass 1 overwrites it.
@@ -48,14 +49,15 @@ def softmax_planned(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torc
         group_rows = min(plan.group_rows, rows - row0)
         grid = (plan.grid(group_rows),)
         direct.launch(softmax_chunk_stats_kernel, grid, x, chunk_max, chunk_sum, row0, cols, x.stride(0),
-                      plan.chunks, CHUNK=plan.block, KEEP=keep, num_warps=plan.num_warps)
+                      plan.chunks, CHUNK=plan.block, KEEP=keep, WIDE=wide, num_warps=plan.num_warps)
         direct.launch(softmax_chunk_write_kernel, grid, x, y, chunk_max, chunk_sum, row0, group_rows, cols,
                       x.stride(0), y.stride(0), plan.chunks, CHUNK=plan.block,
-                      CHUNKS_BLOCK=next_power_of_2(plan.chunks), LAST_USE=last_use, num_warps=plan.num_warps)
+                      CHUNKS_BLOCK=next_power_of_2(plan.chunks), LAST_USE=last_use, WIDE=wide,
+                      num_warps=plan.num_warps)
     return y
 
 
-def _softmax_piped(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torch.Tensor:
+def _softmax_piped(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan, wide: bool) -> torch.Tensor:
     """The pipe plan: groups g = 0..G-1, launch k = pass 2 of group k - 1 beside pass 1 of group k.
 
     Group g's statistics live in slot g % 2: launch k writes slot k % 2 and reads slot (k - 1) % 2, and the
@@ -75,7 +77,7 @@ def _softmax_piped(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torch
         direct.launch(softmax_pipe_kernel, (plan.grid(n_write + n_stats),),
                       x, y, w[0], w[1], st[0], st[1], write_row0, n_write, stats_row0, n_stats, cols, x.stride(0),
                       y.stride(0), plan.chunks, CHUNK=plan.block, CHUNKS_BLOCK=next_power_of_2(plan.chunks),
-                      KEEP=keep, LAST_USE=last_use, num_warps=plan.num_warps)
+                      KEEP=keep, LAST_USE=last_use, WIDE=wide, num_warps=plan.num_warps)
     return y
 
 

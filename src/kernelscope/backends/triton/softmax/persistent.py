@@ -17,7 +17,7 @@ from .row_cut import _row_cut, cut_vec
 @triton.jit
 def softmax_persistent_kernel(x_ptr, y_ptr, n_rows, n_cols, x_row_stride, y_row_stride, CHUNK: tl.constexpr,
                               GROUP: tl.constexpr, VEC: tl.constexpr, STAGES: tl.constexpr, KEEP: tl.constexpr,
-                              LAST_USE: tl.constexpr):
+                              LAST_USE: tl.constexpr, WIDE: tl.constexpr = False):
     """The persist plan: program p takes rows p, p + grid, ...; each row read twice (the second time from L2).
 
     VEC > 1: x and y start 16-byte aligned with equal row strides, VEC elements are 16 bytes, and each row is
@@ -30,8 +30,10 @@ def softmax_persistent_kernel(x_ptr, y_ptr, n_rows, n_cols, x_row_stride, y_row_
     per middle index: a thread folds the GROUP x VEC elements it holds into its pair, one rescale a chunk, not
     two exps an element. GROUP = VEC = 1: a pair per element.
     """
-    # 64-bit rows: past 2^31 elements a row's start (row x stride) overflows int32
-    for row in tl.range(tl.program_id(0).to(tl.int64), n_rows, tl.num_programs(0)):
+    first = tl.program_id(0)
+    if WIDE:  # past 2^31 elements a row's offset overflows 32 bits (a kernel of its own: wide_index)
+        first = first.to(tl.int64)
+    for row in tl.range(first, n_rows, tl.num_programs(0)):
         y_row, n_body, x_body, y_body, e_col, e_mask, x_edge = _row_cut(x_ptr, y_ptr, row, n_cols, x_row_stride,
                                                                          y_row_stride, VEC)
 

@@ -16,7 +16,7 @@ from .split import _chunk_stats, _chunk_write
 def softmax_pipe_kernel(x_ptr, y_ptr, write_max_ptr, write_sum_ptr, stats_max_ptr, stats_sum_ptr,
                         write_row0, n_write_rows, stats_row0, n_stats_rows, n_cols, x_row_stride, y_row_stride,
                         n_chunks, CHUNK: tl.constexpr, CHUNKS_BLOCK: tl.constexpr, KEEP: tl.constexpr,
-                        LAST_USE: tl.constexpr):
+                        LAST_USE: tl.constexpr, WIDE: tl.constexpr = False):
     """The pipe plan's launch: pass 2 of one row group (its statistics at write_*) and pass 1 of the next
     (statistics into stats_*), as the split plan's two kernels do them, in one grid. Programs alternate
     between the two while both have chunks left, so every wave reads from DRAM, re-reads from L2 and writes.
@@ -33,7 +33,7 @@ def softmax_pipe_kernel(x_ptr, y_ptr, write_max_ptr, write_sum_ptr, stats_max_pt
         index = pid - both
     if is_write:  # backwards, as the split's pass 2: the chunks pass 1 read last first
         _chunk_write(x_ptr, y_ptr, write_max_ptr, write_sum_ptr, n_write - 1 - index, write_row0, n_cols,
-                     x_row_stride, y_row_stride, n_chunks, CHUNK, CHUNKS_BLOCK, LAST_USE)
+                     x_row_stride, y_row_stride, n_chunks, CHUNK, CHUNKS_BLOCK, LAST_USE, WIDE)
     else:
         _chunk_stats(x_ptr, stats_max_ptr, stats_sum_ptr, index, stats_row0, n_cols, x_row_stride, n_chunks,
-                     CHUNK, KEEP)
+                     CHUNK, KEEP, WIDE)

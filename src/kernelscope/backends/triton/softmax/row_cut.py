@@ -13,19 +13,13 @@ import triton.language as tl
 def _row_cut(x_ptr, y_ptr, row, n_cols, x_row_stride, y_row_stride, VEC: tl.constexpr):
     """Row ``row`` cut where it is 16-byte aligned (softmax_persistent_kernel's and softmax_tiles_kernel's): y's
     row, the body's length (a multiple of VEC) and its start in x and y, and the edges: e_col and e_mask of a
-    2 x VEC tile (e < VEC the head's elements, e >= VEC the tail's, after the body), their x loaded.
-
-    ``row`` is 64-bit (the callers cast it): past 2^31 elements a row's start (row x stride) overflows int32.
-    That product is scalar, once a row; the column offsets within the row (head, body, edges) stay 32-bit, as
-    n_cols is."""
-    x_start = row * x_row_stride
-    y_start = row * y_row_stride
-    x_row = x_ptr + x_start
-    y_row = y_ptr + y_start
-    head = tl.minimum(((VEC - x_start % VEC) % VEC).to(tl.int32), n_cols)  # elements to the 16-byte boundary
+    2 x VEC tile (e < VEC the head's elements, e >= VEC the tail's, after the body), their x loaded."""
+    x_row = x_ptr + row * x_row_stride  # 64-bit where the caller's row is (its WIDE form)
+    y_row = y_ptr + row * y_row_stride
+    head = tl.minimum((VEC - (row * x_row_stride) % VEC) % VEC, n_cols)  # elements to the 16-byte boundary
     n_body = tl.multiple_of((n_cols - head) // VEC * VEC, VEC)
-    x_body = x_ptr + tl.multiple_of(x_start + head, VEC)
-    y_body = y_ptr + tl.multiple_of(y_start + head, VEC)
+    x_body = x_ptr + tl.multiple_of(row * x_row_stride + head, VEC)
+    y_body = y_ptr + tl.multiple_of(row * y_row_stride + head, VEC)
     e = tl.arange(0, 2 * VEC)
     e_col = tl.where(e < VEC, e, head + n_body + e - VEC)
     e_mask = tl.where(e < VEC, e < head, e_col < n_cols)

@@ -9,40 +9,29 @@ import triton
 import triton.language as tl
 
 
-@triton.jit
-def _chunk_at(ptr, row, chunk, n_cols, row_stride, CHUNK: tl.constexpr):
-    """Chunk ``chunk`` of row ``row``: its first element's pointer, its columns from there and their mask.
-
-    64-bit: past 2^31 elements a row's start (row x stride) overflows int32, and past 2^31 columns a chunk's.
-    The chunk's start is a 64-bit scalar, once a program; its columns and their mask stay 32-bit: the columns
-    left from the start, clamped to the chunk."""
-    col0 = chunk.to(tl.int64) * CHUNK
-    cols = tl.arange(0, CHUNK)
-    return ptr + row.to(tl.int64) * row_stride + col0, cols, cols < tl.minimum(n_cols - col0, CHUNK).to(tl.int32)
-
-
 # row0 (and the group's row count) change from group to group: one compiled
 # kernel for all of them, not one per value's divisibility.
 @triton.jit(do_not_specialize=["row0"])
 def softmax_chunk_stats_kernel(x_ptr, max_ptr, sum_ptr, row0, n_cols, x_row_stride, n_chunks,
-                               CHUNK: tl.constexpr, KEEP: tl.constexpr):
+                               CHUNK: tl.constexpr, KEEP: tl.constexpr, WIDE: tl.constexpr = False):
     """Split pass 1: one program per chunk of a row, writes the chunk's max and sum of exp(x - max).
 
     Reads its CHUNK elements of x once (from DRAM) and writes two floats.
     KEEP is the L2 eviction policy of the read: "evict_last" asks L2 to keep
     the chunk for pass 2 ("" leaves the default).
     """
-    _chunk_stats(x_ptr, max_ptr, sum_ptr, tl.program_id(0), row0, n_cols, x_row_stride, n_chunks, CHUNK, KEEP)
+    _chunk_stats(x_ptr, max_ptr, sum_ptr, tl.program_id(0), row0, n_cols, x_row_stride, n_chunks, CHUNK, KEEP, WIDE)
 
 
 @triton.jit
 def _chunk_stats(x_ptr, max_ptr, sum_ptr, index, row0, n_cols, x_row_stride, n_chunks, CHUNK: tl.constexpr,
-                 KEEP: tl.constexpr):
+                 KEEP: tl.constexpr, WIDE: tl.constexpr):
     """Pass 1 of chunk ``index`` of the group from row0 (the split and pipe plans share it)."""
     row = index // n_chunks
     chunk = index % n_chunks
-    x_chunk, cols, mask = _chunk_at(x_ptr, row0 + row, chunk, n_cols, x_row_stride, CHUNK)
-    x = tl.load(x_chunk + cols, mask=mask, other=-float("inf"), eviction_policy=KEEP)
+    cols = chunk * CHUNK + tl.arange(0, CHUNK)
+    x = tl.load(x_ptr + _row_offset(row0 + row, x_row_stride, WIDE) + cols, mask=cols < n_cols,
+                other=-float("inf"), eviction_policy=KEEP)
     x = x.to(tl.float32)
     chunk_max = tl.max(x, axis=0)
     # A chunk entirely at -inf (a masked span) has sum 0: subtract a finite
@@ -55,7 +44,7 @@ def _chunk_stats(x_ptr, max_ptr, sum_ptr, index, row0, n_cols, x_row_stride, n_c
 @triton.jit(do_not_specialize=["row0", "n_group_rows"])
 def softmax_chunk_write_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, row0, n_group_rows, n_cols,
                                x_row_stride, y_row_stride, n_chunks, CHUNK: tl.constexpr,
-                               CHUNKS_BLOCK: tl.constexpr, LAST_USE: tl.constexpr):
+                               CHUNKS_BLOCK: tl.constexpr, LAST_USE: tl.constexpr, WIDE: tl.constexpr = False):
     """Split pass 2: combine the row's chunk statistics, re-read the chunk, write exp(x - max) / sum.
 
     Reads n_chunks pairs of floats and CHUNK elements of x (from L2, pass 1
@@ -66,12 +55,20 @@ def softmax_chunk_write_kernel(x_ptr, y_ptr, max_ptr, sum_ptr, row0, n_group_row
     # Walk the group backwards: the chunks pass 1 read last are the likeliest
     # to be still in L2 if the group turns out larger than the cache.
     _chunk_write(x_ptr, y_ptr, max_ptr, sum_ptr, n_group_rows * n_chunks - 1 - tl.program_id(0), row0, n_cols,
-                 x_row_stride, y_row_stride, n_chunks, CHUNK, CHUNKS_BLOCK, LAST_USE)
+                 x_row_stride, y_row_stride, n_chunks, CHUNK, CHUNKS_BLOCK, LAST_USE, WIDE)
+
+
+@triton.jit
+def _row_offset(row, stride, WIDE: tl.constexpr):
+    """row * stride, in 64 bits where WIDE: past 2^31 elements it overflows 32 (a kernel of its own: wide_index)."""
+    if WIDE:
+        row = row.to(tl.int64)
+    return row * stride
 
 
 @triton.jit
 def _chunk_write(x_ptr, y_ptr, max_ptr, sum_ptr, index, row0, n_cols, x_row_stride, y_row_stride, n_chunks,
-                 CHUNK: tl.constexpr, CHUNKS_BLOCK: tl.constexpr, LAST_USE: tl.constexpr):
+                 CHUNK: tl.constexpr, CHUNKS_BLOCK: tl.constexpr, LAST_USE: tl.constexpr, WIDE: tl.constexpr):
     """Pass 2 of chunk ``index`` of the group from row0 (the split and pipe plans share it)."""
     row = index // n_chunks
     chunk = index % n_chunks
@@ -82,8 +79,10 @@ def _chunk_write(x_ptr, y_ptr, max_ptr, sum_ptr, index, row0, n_cols, x_row_stri
     row_max = tl.max(chunk_max, axis=0)
     # Rescale each chunk's sum from its own max to the row's (0 for an all -inf chunk).
     row_sum = tl.sum(chunk_sum * tl.exp(chunk_max - row_max), axis=0)
-    x_chunk, cols, mask = _chunk_at(x_ptr, row0 + row, chunk, n_cols, x_row_stride, CHUNK)
-    x = tl.load(x_chunk + cols, mask=mask, other=0.0, eviction_policy=LAST_USE)
+    cols = chunk * CHUNK + tl.arange(0, CHUNK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + _row_offset(row0 + row, x_row_stride, WIDE) + cols, mask=mask, other=0.0,
+                eviction_policy=LAST_USE)
     y = tl.exp(x.to(tl.float32) - row_max) * (1.0 / row_sum)
-    y_chunk, _, _ = _chunk_at(y_ptr, row0 + row, chunk, n_cols, y_row_stride, CHUNK)
-    tl.store(y_chunk + cols, y.to(y_ptr.dtype.element_ty), mask=mask, eviction_policy=LAST_USE)
+    tl.store(y_ptr + _row_offset(row0 + row, y_row_stride, WIDE) + cols, y.to(y_ptr.dtype.element_ty), mask=mask,
+             eviction_policy=LAST_USE)

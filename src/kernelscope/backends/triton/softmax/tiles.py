@@ -26,14 +26,16 @@ def _tile_store(y_body, start, n_body, e, inv, TILE: tl.constexpr):
 
 @triton.jit
 def softmax_tiles_kernel(x_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, A: tl.constexpr, B: tl.constexpr,
-                         C: tl.constexpr, VEC: tl.constexpr):
+                         C: tl.constexpr, VEC: tl.constexpr, WIDE: tl.constexpr = False):
     """The tiles plan: program r holds row r whole, its 16-byte body (cut as softmax_persistent_kernel's, VEC
     elements an access) in tiles of A, B and C columns and its edges in one of 2 x VEC: one read, one write.
     One row a program, no loop: the same kernel taking rows in turn, and its persistent form with the next row
     pipelined into shared memory, read slower on the H100."""
-    # 64-bit row: past 2^31 elements its start (row x stride) overflows int32
-    y_row, n_body, x_body, y_body, e_col, e_mask, x_edge = _row_cut(x_ptr, y_ptr, tl.program_id(0).to(tl.int64),
-                                                                     n_cols, x_row_stride, y_row_stride, VEC)
+    row = tl.program_id(0)
+    if WIDE:  # past 2^31 elements a row's offset overflows 32 bits (a kernel of its own: wide_index)
+        row = row.to(tl.int64)
+    y_row, n_body, x_body, y_body, e_col, e_mask, x_edge = _row_cut(x_ptr, y_ptr, row, n_cols, x_row_stride,
+                                                                     y_row_stride, VEC)
     xa = _tile_load(x_body, 0, n_body, A)
     xb = _tile_load(x_body, A, n_body, B)
     xc = _tile_load(x_body, A + B, n_body, C)
