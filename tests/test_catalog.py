@@ -126,3 +126,5 @@ def test_every_tuned_variant_takes_inputs_past_2_31_elements_and_lecture_kernels
             assert v.max_numel is None, v.name
         if v.lecture and v.backend in ("triton", "cuda", "numba"):
             assert v.max_numel == INT32, v.name
+    assert "exceed the kernel's 32-bit indexing limit" in VARIANTS["square-cuda-lecture"].unsupported((65536, 65536),
+                                                                                                   "float32")

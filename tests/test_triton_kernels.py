@@ -5,6 +5,8 @@ the shapes stay small; the plan's thresholds are parameters, which lets a
 3x5000 softmax take the split path the GPU takes at 512x50257.
 """
 
+import functools
+
 import pytest
 import torch
 
@@ -319,6 +321,7 @@ def test_mean_programs_make_equal_steps():
 @pytest.mark.parametrize("finish_block", [tmean.FINISH_BLOCK, 1])  # 1: the finish loops over the partials
 def test_mean_one_launch_resets_its_counter_and_calls_again(dtype, finish_block, monkeypatch):
     monkeypatch.setattr(tmean, "FINISH_BLOCK", finish_block)
+    monkeypatch.setattr(tmean, "_tuned_launch", functools.cache(tmean._tuned_launch.__wrapped__))  # kept per size
     counter = tmean.arrival_counter(torch.device(DEVICE))
     for seed, n in [(1, 10007), (2, 10007), (3, 5000)]:  # several programs each (the loop loops on the CPU)
         x = mean_op.make_input((n,), dtype, DEVICE, seed)

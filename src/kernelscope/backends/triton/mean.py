@@ -146,8 +146,31 @@ def mean_one_pass(x: torch.Tensor, out: torch.Tensor | None = None, block: int =
     return y
 
 
+@cache
+def _tuned_launch(n: int, device: torch.device) -> tuple[int, int, dict]:
+    """mean_tuned's programs, loop steps and launch keywords for n elements on ``device``: mean_one_pass's
+    defaults, worked out once (a call then spends its host time on the launch alone)."""
+    programs, steps = mean_launch(n, gpu_facts(device))
+    stages = {} if TUNED_STAGES is None else {"num_stages": TUNED_STAGES}
+    return programs, steps, dict(BLOCK=TUNED_BLOCK, FINISH_BLOCK=FINISH_BLOCK, EVICT=EVICT, CONTIGUOUS=CONTIGUOUS,
+                                 ONE_PROGRAM=programs == 1, WIDE=wide_index(n), num_warps=TUNED_WARPS, **stages)
+
+
+@cache
+def _no_partials(device: torch.device) -> torch.Tensor:
+    """The partials' stand-in for a grid of one program, which writes none: allocated once a device."""
+    return torch.empty(1, device=device, dtype=torch.float32)
+
+
 def mean_tuned(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    return mean_one_pass(x, out)
+    """mean_one_pass with its defaults, the launch worked out once per size and device."""
+    device = x.device
+    n = x.numel()
+    programs, steps, keywords = _tuned_launch(n, device)
+    partials = _no_partials(device) if programs == 1 else torch.empty(programs, device=device, dtype=torch.float32)
+    y = torch.empty((), device=device, dtype=x.dtype) if out is None else out
+    direct.launch(mean_one_pass_kernel, (programs,), x, partials, arrival_counter(device), y, n, steps, **keywords)
+    return y
 
 
 def mean_plan_of(shape: tuple[int, ...], dtype: str, facts: DeviceFacts):
