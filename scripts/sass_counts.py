@@ -100,10 +100,10 @@ def compile_triton_softmax(dtype: str, block: int, warps: int, out_dir: Path) ->
 
     ptr = {"float32": "*fp32", "bfloat16": "*bf16"}[dtype]
     signature = {"x_ptr": ptr, "y_ptr": ptr, "n_rows": "i32", "n_cols": "i32", "x_row_stride": "i32",
-                 "y_row_stride": "i32", "ROWS": "constexpr", "BLOCK": "constexpr"}
+                 "y_row_stride": "i32", "ROWS": "constexpr", "BLOCK": "constexpr", "WIDE": "constexpr"}
     aligned = [["tt.divisibility", 16]]  # pointers, columns and strides divisible by 16, as at 16384 columns
     attrs = {(i,): aligned for i in (0, 1, 3, 4, 5)}
-    src = ASTSource(fn=softmax_rows_tuned_kernel, signature=signature, constexprs={"ROWS": 1, "BLOCK": block},
+    src = ASTSource(fn=softmax_rows_tuned_kernel, signature=signature, constexprs={"ROWS": 1, "BLOCK": block, "WIDE": False},
                     attrs=attrs)
     compiled = triton_compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
     cubin = out_dir / f"softmax_rows_tuned_{dtype}_{block}_{warps}.cubin"
