@@ -276,6 +276,25 @@ def launches(variant, shape, dtype, facts):
     return calls
 
 
+def each_case_launches_its_plan(impls: dict, calls: list, facts, kept: tuple) -> None:
+    """Each variant's implementation, called on meta tensors at each of its cases, launches what its plan says.
+
+    ``kept``: the launch shapes the launchers work out once per size and device (functools caches), cleared
+    before and after: the meta device is the same on both presets, and each must be read anew.
+    """
+    for cache in kept:
+        cache.cache_clear()
+    try:
+        for variant, impl in impls.items():
+            for shape, dtype in cases(VARIANTS[variant]):
+                calls.clear()
+                impl(meta(shape, dtype), meta(() if len(shape) == 1 else shape, dtype))
+                assert calls == launches(variant, shape, dtype, facts), (variant, shape, dtype)
+    finally:
+        for cache in kept:
+            cache.cache_clear()
+
+
 @pytest.mark.parametrize("facts", [H100, H200], ids=["h100", "h200"])
 def test_softmax_cuda_launches_the_plan(monkeypatch, facts):
     from kernelscope.backends.cuda import kernels as K
@@ -351,22 +370,12 @@ def test_the_triton_launches_take_the_plan(monkeypatch, facts):
             monkeypatch.setattr(module, name, TritonKernel(name, calls))
     monkeypatch.setattr(tsoftmax_launch, "gpu_facts", lambda device: facts)  # the launches' reader of their GPU
     monkeypatch.setattr(tmean, "gpu_facts", lambda device: facts)
-    tsoftmax.default_plan.cache_clear()
-    tmean._tuned_launch.cache_clear()  # worked out per size and device: meta tensors on both presets
     impls = {"softmax-triton-tuned": tsoftmax.softmax_tuned, "mean-triton-tuned": tmean.mean_tuned,
              "gelu-triton": tgelu.gelu, "square-triton-flat1024": tsquare.square_flat,
              "square-triton-flat256": tsquare.square_flat256, "square-triton-flat4096": tsquare.square_flat4096,
              "square-triton-direct": tsquare.square_flat_direct}
     assert set(impls) == {v.name for v in planned_variants() if v.backend == "triton"}
-    try:
-        for variant, impl in impls.items():
-            for shape, dtype in cases(VARIANTS[variant]):
-                calls.clear()
-                impl(meta(shape, dtype), meta(() if len(shape) == 1 else shape, dtype))
-                assert calls == launches(variant, shape, dtype, facts), (variant, shape, dtype)
-    finally:
-        tsoftmax.default_plan.cache_clear()
-        tmean._tuned_launch.cache_clear()
+    each_case_launches_its_plan(impls, calls, facts, (tsoftmax.default_plan, tmean._tuned_launch))
 
 
 @pytest.mark.parametrize("facts", [H100, H200], ids=["h100", "h200"])
@@ -404,17 +413,7 @@ def test_the_numba_launches_take_the_plan(monkeypatch, facts):
              "square-numba-flat": nsquare.square_flat,
              "square-numba-direct": elementwise.direct_map(nsquare.square_f32, "square", nsquare.FLAT_DEFAULTS)}
     assert set(impls) == {v.name for v in planned_variants() if v.backend == "numba"}
-    nmean.default_launch.cache_clear()
-    nsoftmax.default_plan.cache_clear()
-    try:
-        for variant, impl in impls.items():
-            for shape, dtype in cases(VARIANTS[variant]):
-                calls.clear()
-                impl(meta(shape, dtype), meta(() if len(shape) == 1 else shape, dtype))
-                assert calls == launches(variant, shape, dtype, facts), (variant, shape, dtype)
-    finally:
-        nmean.default_launch.cache_clear()
-        nsoftmax.default_plan.cache_clear()
+    each_case_launches_its_plan(impls, calls, facts, (nmean.default_launch, nsoftmax.default_plan))
 
 
 # --- the CUDA C++ launchers' grids, as the plans give them ---------------------------------------
