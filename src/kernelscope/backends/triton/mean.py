@@ -135,25 +135,27 @@ def mean_one_pass(x: torch.Tensor, out: torch.Tensor | None = None, block: int =
     """mean(x) in one launch, with the launch shape as parameters (the tuning script sweeps them)."""
     n = x.numel()
     programs, steps = mean_launch(n, gpu_facts(x.device), block, programs_per_sm)
+    return _launch(x, out, programs, steps, _keywords(n, programs, block, num_warps, num_stages, evict, contiguous))
+
+
+def _keywords(n: int, programs: int, block: int, num_warps: int, num_stages: int | None, evict: str,
+              contiguous: bool) -> dict:
+    """mean_one_pass_kernel's constexprs and launch options for n elements over ``programs`` programs."""
     stages = {} if num_stages is None else {"num_stages": num_stages}
-    # Fresh partials each call: the caching allocator makes this cheap, and graph capture safe.
-    partials = torch.empty(programs, device=x.device, dtype=torch.float32)
-    y = torch.empty((), device=x.device, dtype=x.dtype) if out is None else out
-    # through the compiled kernel after the first call (direct.py): the same kernel, a cheaper call
-    direct.launch(mean_one_pass_kernel, (programs,), x, partials, arrival_counter(x.device), y, n, steps, BLOCK=block,
-                  FINISH_BLOCK=FINISH_BLOCK, EVICT=evict, CONTIGUOUS=contiguous, ONE_PROGRAM=programs == 1,
-                  WIDE=wide_index(n), num_warps=num_warps, **stages)
+    return dict(BLOCK=block, FINISH_BLOCK=FINISH_BLOCK, EVICT=evict, CONTIGUOUS=contiguous, ONE_PROGRAM=programs == 1,
+                WIDE=wide_index(n), num_warps=num_warps, **stages)
+
+
+def _launch(x: torch.Tensor, out: torch.Tensor | None, programs: int, steps: int, keywords: dict) -> torch.Tensor:
+    """The one launch, through the compiled kernel after the first call (direct.py): the same kernel, a cheaper
+    call. Fresh partials each call (the caching allocator makes this cheap, and graph capture safe); a grid of
+    one program writes none, and gets a stand-in allocated once."""
+    device = x.device
+    partials = _no_partials(device) if programs == 1 else torch.empty(programs, device=device, dtype=torch.float32)
+    y = torch.empty((), device=device, dtype=x.dtype) if out is None else out
+    direct.launch(mean_one_pass_kernel, (programs,), x, partials, arrival_counter(device), y, x.numel(), steps,
+                  **keywords)
     return y
-
-
-@cache
-def _tuned_launch(n: int, device: torch.device) -> tuple[int, int, dict]:
-    """mean_tuned's programs, loop steps and launch keywords for n elements on ``device``: mean_one_pass's
-    defaults, worked out once (a call then spends its host time on the launch alone)."""
-    programs, steps = mean_launch(n, gpu_facts(device))
-    stages = {} if TUNED_STAGES is None else {"num_stages": TUNED_STAGES}
-    return programs, steps, dict(BLOCK=TUNED_BLOCK, FINISH_BLOCK=FINISH_BLOCK, EVICT=EVICT, CONTIGUOUS=CONTIGUOUS,
-                                 ONE_PROGRAM=programs == 1, WIDE=wide_index(n), num_warps=TUNED_WARPS, **stages)
 
 
 @cache
@@ -162,15 +164,17 @@ def _no_partials(device: torch.device) -> torch.Tensor:
     return torch.empty(1, device=device, dtype=torch.float32)
 
 
+@cache
+def _tuned_launch(n: int, device: torch.device) -> tuple[int, int, dict]:
+    """mean_tuned's programs, loop steps and launch keywords for n elements on ``device``: mean_one_pass's
+    defaults, worked out once (a call then spends its host time on the launch alone)."""
+    programs, steps = mean_launch(n, gpu_facts(device))
+    return programs, steps, _keywords(n, programs, TUNED_BLOCK, TUNED_WARPS, TUNED_STAGES, EVICT, CONTIGUOUS)
+
+
 def mean_tuned(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """mean_one_pass with its defaults, the launch worked out once per size and device."""
-    device = x.device
-    n = x.numel()
-    programs, steps, keywords = _tuned_launch(n, device)
-    partials = _no_partials(device) if programs == 1 else torch.empty(programs, device=device, dtype=torch.float32)
-    y = torch.empty((), device=device, dtype=x.dtype) if out is None else out
-    direct.launch(mean_one_pass_kernel, (programs,), x, partials, arrival_counter(device), y, n, steps, **keywords)
-    return y
+    return _launch(x, out, *_tuned_launch(x.numel(), x.device))
 
 
 def mean_plan_of(shape: tuple[int, ...], dtype: str, facts: DeviceFacts):
