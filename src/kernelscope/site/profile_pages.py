@@ -99,13 +99,21 @@ def kernel_rows(profiles: ProfileData, machine: str, names: list[str], link: Cal
         if not vp.ncu:  # why: on the variant's page (a long reason would widen the table past the page)
             rows.append([cell, "*no Nsight Compute metrics*", "", "", "", "", "", ""])
             continue
-        for i, k in enumerate(vp.ncu):
+        # a call of many launches (a CUDA graph's copies, say) shows its longest kernel here, the rest on its page
+        shown = vp.ncu if len(vp.ncu) <= MANY_LAUNCHES else [max(vp.ncu, key=lambda k: k.duration_us or 0)]
+        for i, k in enumerate(shown):
             lead = [cell] if i == 0 else [""]
             rows.append(lead + [f"`{short_kernel(k.name)}`", fmt_us(k.duration_us), fmt_ncu_pct(k.dram_pct),
                                 fmt_ncu_pct(k.compute_pct), fmt_occupancy(k),
                                 "—" if k.registers_per_thread is None else str(k.registers_per_thread),
                                 hints_summary(k.hints)])
+        if len(shown) < len(vp.ncu):
+            rows.append(["", f"*the longest of {len(vp.ncu)} launches a call; every one on "
+                             f"[its page]({link(name)})*", "", "", "", "", "", ""])
     return rows
+
+
+MANY_LAUNCHES = 4  # past this many launches a call, a variant's tables list its longest kernel and fold the rest
 
 
 KERNEL_HEADER = ["variant and input", "kernel", "time", "DRAM", "SM", "occupancy", "regs", "hints"]
@@ -325,19 +333,23 @@ def _ncu_section(m: MachineProfiles, name: str) -> str:
     if vp.ncu_text_file:
         line += f" Nsight Compute's own printout: {_link_download(m, name, vp.ncu_text_file, 'ncu.txt.gz')}."
     out.append(line)
+    detail = []
     header = [""] + [f"{i + 1}. `{short_kernel(k.name)}`" for i, k in enumerate(vp.ncu)]
     rows = [[label, *[fmt(k) for k in vp.ncu]] for label, fmt in NCU_ROWS]
-    out.append(table(header, rows, ["l"] + ["r"] * launches))
+    detail.append(table(header, rows, ["l"] + ["r"] * launches))
     if any(short_kernel(k.name) != k.name for k in vp.ncu):  # the full names, where the table shortened them
-        out.append("\n".join(f"{i + 1}. `{k.name}`" for i, k in enumerate(vp.ncu)))
+        detail.append("\n".join(f"{i + 1}. `{k.name}`" for i, k in enumerate(vp.ncu)))
     for i, k in enumerate(vp.ncu):
         title = f"Rule results of {i + 1}. {short_kernel(k.name)} ({hints_summary(k.hints)})"
         if k.hints:
-            out.append(f"**{title}**, as Nsight Compute prints them (*OPT* an optimization opportunity with its "
-                       "estimated speedup, *INF* information):\n\n" + fence(hints_text(k.hints), "text"))
+            detail.append(f"**{title}**, as Nsight Compute prints them (*OPT* an optimization opportunity with its "
+                          "estimated speedup, *INF* information):\n\n" + fence(hints_text(k.hints), "text"))
         else:
-            out.append(f"**{title}**: Nsight Compute printed no rule result for this kernel.")
-    return "\n\n".join(out)
+            detail.append(f"**{title}**: Nsight Compute printed no rule result for this kernel.")
+    if launches <= MANY_LAUNCHES:
+        return "\n\n".join(out + detail)
+    folded = "\n\n".join(detail).replace("\n", "\n    ")
+    return "\n\n".join(out) + f'\n\n??? note "Each of the {launches} launches: metrics and rule results"\n\n    {folded}'
 
 
 def _code_section(m: MachineProfiles, name: str) -> str:
