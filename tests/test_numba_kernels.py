@@ -188,8 +188,11 @@ def softmax_inputs(shape):
 @pytest.mark.parametrize("plan", [
     Plan("row", threads=64, unroll=2),  # 300 columns: 2 unrolled steps of 128 and a tail, two warps
     Plan("row", threads=64, unroll=2, recompute=True),  # the same, exp recomputed in pass 3
+    Plan("row", threads=64, unroll=2, online=True),  # the running max and sum kept in pass 1 (the fast exp is
+    # math.exp under the simulator: the GPU test takes the fast forms)
     Plan("split", threads=32, unroll=2, chunk=140, group_rows=2),  # chunks of 140, 140, 20; row groups of 2 and 1
     Plan("split", threads=64, unroll=3, chunk=300, group_rows=3),  # one chunk a row, two warps
+    Plan("split", threads=32, unroll=2, chunk=140, group_rows=2, reverse=True),  # launch 2's chunks last to first
     Plan("regs", threads=32, unroll=16),  # 300 columns in 32 x 16 registers: 212 padded with -inf
     Plan("regs", threads=64, unroll=8),  # the same in two warps: the block reductions' barriers
     Plan("regs", threads=32, unroll=16, vector=True),  # 75 vectors of 4 in 32 x 4: the last 53 padded
@@ -420,7 +423,8 @@ def test_row_plan_opts_in_to_more_than_48_kib_of_shared_memory():
     assert plan.path == "row"
     out = launch_softmax(x, plan=plan)
     torch.cuda.synchronize()
-    assert shared_row._OPTED_IN[id(shared_row.softmax_row_kernel(plan.threads, plan.unroll, plan.recompute))]
+    kernel = shared_row.softmax_row_kernel(plan.threads, plan.unroll, plan.recompute, plan.online, plan.fast_exp)
+    assert shared_row._OPTED_IN[id(kernel)]
     within_tolerance("softmax", x, out)
 
 
@@ -436,6 +440,16 @@ def test_softmax_plans_agree_on_the_gpu(shape):
         for name, sx in softmax_inputs(shape):
             out = launch_softmax(sx, path="regs", fast_exp=True)
             assert torch.isfinite(out).all(), name
+            within_tolerance("softmax", sx, out)
+    # the row plan's online form and every plan's fast exp, on the stress rows too
+    forms = [{"path": "split", "fast_exp": True}, {"path": "split", "reverse": True, "l2_share": 100.0}]
+    if shape[1] <= 50257:
+        forms += [{"path": "row", "online": True, "fast_exp": True}, {"path": "row", "online": True}]
+    for form in forms:
+        within_tolerance("softmax", x, launch_softmax(x, **form))
+        for name, sx in softmax_inputs(shape):
+            out = launch_softmax(sx, **form)
+            assert torch.isfinite(out).all(), (form, name)
             within_tolerance("softmax", sx, out)
     if shape[1] > 60000:
         with pytest.raises(ValueError, match="does not fit"):

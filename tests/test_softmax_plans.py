@@ -47,6 +47,9 @@ NUMBA_OVERRIDES = [
     {"unroll": 4, "cols_per_thread": 8, "path": "row"}, {"recompute": True, "path": "row"},
     {"max_threads": 1024, "unroll": 16, "path": "row"}, {"unroll": 4}, {"l2_share": 100.0},
     {"chunk": 4096, "split_threads": 128}, {"max_cached_cols": 4096},
+    {"path": "row", "online": True}, {"path": "row", "online": True, "fast_exp": True},
+    {"path": "row", "fast_exp": True}, {"path": "split", "fast_exp": True},
+    {"path": "split", "fast_exp": True, "l2_share": 0.75}, {"path": "split", "reverse": True, "l2_share": 100.0},
 ]
 
 

@@ -16,22 +16,24 @@ maximum still at -inf is never subtracted from itself (no -inf - -inf = NaN).
 A row needs one finite element, as torch.softmax does.
 """
 
+from .exps import exp_accurate, exp_fast, exp_of
 from .gpu import device_limits, gpu_facts
 from .launch import default_plan, launch_softmax, plan_softmax, softmax
 from .plan import (
     CHUNK, COLS_PER_THREAD, L2_SHARE, LONE_BLOCK_THREADS, MAX_CACHED_COLS, MAX_THREADS, PLAN_TABLE, RECOMPUTE,
     REGS_DEFAULT_MAX_COLS, REGS_EPT, REGS_EPT_WIDE_DRAM, REGS_FAST_EXP, REGS_MAX_EPT, REGS_MAX_THREADS,
-    REGS_MIN_THREADS, REGS_VECTOR, ROW_UNROLL, SCRATCH_BYTES, SIM_CHUNK, SIM_MAX_CACHED_COLS, SIM_UNROLL,
-    SPLIT_THREADS, UNROLL, Plan, regs_plan, softmax_launch)
+    REGS_MIN_THREADS, REGS_VECTOR, ROW_FAST_EXP, ROW_ONLINE, ROW_UNROLL, SCRATCH_BYTES, SIM_CHUNK, SIM_MAX_CACHED_COLS,
+    SIM_UNROLL, SPLIT_FAST_EXP, SPLIT_REVERSE, SPLIT_THREADS, UNROLL, Plan, regs_plan, softmax_launch)
 from .plan_of import softmax_plan_of
-from .registers import exp_accurate, exp_fast, softmax_regs_kernel
+from .registers import softmax_regs_kernel
 from .shared_row import allow_large_shared, softmax_row_kernel
-from .split import chunk_stats_kernel, chunk_write_kernel, online_update
+from .split import chunk_stats_kernel, chunk_write_kernel, online_step, online_update
 
-__all__ = ["CHUNK", "COLS_PER_THREAD", "L2_SHARE", "LONE_BLOCK_THREADS", "MAX_CACHED_COLS", "MAX_THREADS",
-           "PLAN_TABLE", "RECOMPUTE", "REGS_DEFAULT_MAX_COLS", "REGS_EPT", "REGS_EPT_WIDE_DRAM", "REGS_FAST_EXP",
-           "REGS_MAX_EPT", "REGS_MAX_THREADS", "REGS_MIN_THREADS", "REGS_VECTOR", "ROW_UNROLL", "SCRATCH_BYTES",
-           "SIM_CHUNK", "SIM_MAX_CACHED_COLS", "SIM_UNROLL", "SPLIT_THREADS", "UNROLL", "Plan", "allow_large_shared",
-           "chunk_stats_kernel", "chunk_write_kernel", "default_plan", "device_limits", "exp_accurate", "exp_fast",
-           "gpu_facts", "launch_softmax", "online_update", "plan_softmax", "regs_plan", "softmax", "softmax_launch",
-           "softmax_plan_of", "softmax_regs_kernel", "softmax_row_kernel"]
+__all__ = ["CHUNK", "COLS_PER_THREAD", "L2_SHARE", "LONE_BLOCK_THREADS", "MAX_CACHED_COLS", "MAX_THREADS", "PLAN_TABLE",
+           "RECOMPUTE", "REGS_DEFAULT_MAX_COLS", "REGS_EPT", "REGS_EPT_WIDE_DRAM", "REGS_FAST_EXP", "REGS_MAX_EPT",
+           "REGS_MAX_THREADS", "REGS_MIN_THREADS", "REGS_VECTOR", "ROW_FAST_EXP", "ROW_ONLINE", "ROW_UNROLL",
+           "SCRATCH_BYTES", "SIM_CHUNK", "SIM_MAX_CACHED_COLS", "SIM_UNROLL", "SPLIT_FAST_EXP", "SPLIT_REVERSE",
+           "SPLIT_THREADS", "UNROLL", "allow_large_shared", "chunk_stats_kernel", "chunk_write_kernel", "default_plan",
+           "device_limits", "exp_accurate", "exp_fast", "exp_of", "gpu_facts", "launch_softmax", "online_step",
+           "online_update", "Plan", "plan_softmax", "regs_plan", "softmax", "softmax_launch", "softmax_plan_of",
+           "softmax_regs_kernel", "softmax_row_kernel"]

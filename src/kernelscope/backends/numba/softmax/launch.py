@@ -26,11 +26,12 @@ def plan_softmax(rows: int, cols: int, device: torch.device, max_threads: int | 
                  cols_per_thread: int | None = None, unroll: int | None = None, chunk: int | None = None,
                  split_threads: int | None = None, max_cached_cols: int | None = None,
                  l2_share: float | None = None, path: str | None = None, recompute: bool | None = None,
-                 fast_exp: bool | None = None, min_blocks: int = 1, vector: bool | None = None) -> Plan:
+                 fast_exp: bool | None = None, min_blocks: int = 1, vector: bool | None = None,
+                 online: bool | None = None, reverse: bool | None = None) -> Plan:
     """softmax_launch on ``device``'s GPU (gpu_facts), or under the simulator its own sizes."""
     return softmax_launch(rows, cols, None if SIMULATED else gpu_facts(device.index or 0), max_threads,
                           cols_per_thread, unroll, chunk, split_threads, max_cached_cols, l2_share, path, recompute,
-                          fast_exp, min_blocks, vector)
+                          fast_exp, min_blocks, vector, online, reverse)
 
 
 def launch_softmax(x: torch.Tensor, out: torch.Tensor | None = None, plan: Plan | None = None,
@@ -83,7 +84,7 @@ def _launch(x: torch.Tensor, y: torch.Tensor, plan: Plan, overrides: dict) -> to
         numba_direct.launch(kernel, rows, plan.threads, x, y, ncols, flat=True)
         return y
     if plan.path == "row":
-        kernel = softmax_row_kernel(plan.threads, plan.unroll, plan.recompute)
+        kernel = softmax_row_kernel(plan.threads, plan.unroll, plan.recompute, plan.online, plan.fast_exp)
         # the arguments as Numba's first launch sees them: what allow_large_shared compiles the kernel for
         if SIMULATED or allow_large_shared(kernel, lambda: (as_array(x.view(-1)), as_array(y.view(-1)), ncols),
                                            cols * 4):
@@ -93,8 +94,8 @@ def _launch(x: torch.Tensor, y: torch.Tensor, plan: Plan, overrides: dict) -> to
     chunks = -(-cols // plan.chunk)
     stats = torch.empty((2, plan.group_rows * chunks), device=x.device, dtype=torch.float32)
     stats_max, stats_sum = stats[0], stats[1]
-    stats_kernel = chunk_stats_kernel(plan.threads, plan.unroll)
-    write_kernel = chunk_write_kernel(plan.threads, plan.unroll)
+    stats_kernel = chunk_stats_kernel(plan.threads, plan.unroll, plan.fast_exp)
+    write_kernel = chunk_write_kernel(plan.threads, plan.unroll, plan.fast_exp, plan.reverse)
     chunk = np.int64(plan.chunk)
     for row0 in range(0, rows, plan.group_rows):
         grid = (min(plan.group_rows, rows - row0), chunks)

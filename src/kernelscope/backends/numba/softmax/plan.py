@@ -19,7 +19,7 @@ from kernelscope.backends.numba.common import SIM_THREADS
 # (results-proofs/tuning-sweeps/h100-971e88e/numba-regs-small.txt) and won there with the fast one
 # (results-proofs/tuning-sweeps/h100-a08c0b0).
 REGS_DEFAULT_MAX_COLS = 16384
-# regs: the fast exp (registers.py's exp_fast): 97.3% of copy at 16384x16384 on the H100 against 66.8% with the
+# regs: the fast exp (exps.py's exp_fast): 97.3% of copy at 16384x16384 on the H100 against 66.8% with the
 # accurate exp (results-proofs/tuning-sweeps/h100-a08c0b0).
 REGS_FAST_EXP = True
 # regs: 16-byte loads and stores where a row is a whole number of vectors and x and y start 16-byte aligned: a
@@ -44,6 +44,8 @@ LONE_BLOCK_THREADS = 1024  # row: a row filling an SM's shared memory: a lone bl
 COLS_PER_THREAD = 16
 ROW_UNROLL = 16
 RECOMPUTE = False  # row: pass 3 recomputes exp instead of pass 2 storing it to shared memory
+ROW_ONLINE = False  # row: pass 1 keeps the running max and sum, so no pass runs from shared memory alone
+ROW_FAST_EXP = False  # row: exps.py's fast exp
 MAX_CACHED_COLS: int | None = None  # widest row the row plan caches (None: what shared memory holds)
 SCRATCH_BYTES = 32 * 4  # the static shared memory of the reductions
 # split: CHUNK columns a block, SPLIT_THREADS threads (32 columns a thread; 8 blocks an SM, so a row group's
@@ -52,6 +54,8 @@ CHUNK = 8192
 SPLIT_THREADS = 256
 UNROLL = 4
 L2_SHARE = 0.5
+SPLIT_FAST_EXP = False  # split: exps.py's fast exp in both launches
+SPLIT_REVERSE = False  # split: launch 2 takes the chunks last to first (split.py's chunk_write)
 # Under the simulator: tiny blocks and chunks, and the split plan from 17 columns on, so the check shapes run
 # both plans and their loops really loop.
 SIM_MAX_CACHED_COLS = 16
@@ -67,13 +71,17 @@ class Plan:
     chunk: int = 0  # split: columns a block
     group_rows: int = 0  # split: rows a launch pair
     recompute: bool = False  # row: pass 3 recomputes exp (see shared_row.py)
-    fast_exp: bool = False  # regs: libdevice's fast_expf for the exps (REGS_FAST_EXP)
+    online: bool = False  # row: pass 1 keeps the running max and sum (ROW_ONLINE)
+    fast_exp: bool = False  # libdevice's fast_expf for the exps (REGS_FAST_EXP, ROW_FAST_EXP, SPLIT_FAST_EXP)
+    reverse: bool = False  # split: launch 2 takes the chunks last to first (SPLIT_REVERSE)
     min_blocks: int = 1  # regs: blocks an SM the launch bounds keep registers for
     vector: bool = False  # regs: 16-byte loads and stores where the rows allow (REGS_VECTOR)
 
     def __str__(self) -> str:
         extra = f" chunk={self.chunk} group={self.group_rows}" if self.path == "split" else ""
+        extra += " reverse" if self.reverse else ""
         extra += " recompute" if self.recompute else ""
+        extra += " online" if self.online else ""
         extra += " fast-exp" if self.fast_exp else ""
         extra += f" min-blocks={self.min_blocks}" if self.min_blocks > 1 else ""
         extra += " 16B" if self.vector else ""
@@ -82,12 +90,13 @@ class Plan:
 
 # The plans in the order they are tried: an input takes the first whose condition holds. Each column names a
 # property of _Input below: the condition, the plan's threads and unroll (regs: elements a thread), and its other
-# Plan fields.
+# Plan fields (a field of another name than its property: (field, property)).
 PLAN_TABLE = (
-    # path     condition      threads          unroll          other fields
-    ("regs",   "takes_regs",  "regs_threads",  "regs_ept",     ("fast_exp", "min_blocks", "vector")),
-    ("row",    "takes_row",   "row_threads",   "row_unroll",   ("recompute",)),
-    ("split",  "always",      "split_threads", "split_unroll", ("chunk", "group_rows")),
+    # path    condition     threads          unroll          other fields
+    ("regs",  "takes_regs", "regs_threads",  "regs_ept",     ("fast_exp", "min_blocks", "vector")),
+    ("row",   "takes_row",  "row_threads",   "row_unroll",   ("recompute", "online", ("fast_exp", "row_fast_exp"))),
+    ("split", "always",     "split_threads", "split_unroll", ("chunk", "group_rows", "reverse",
+                                                              ("fast_exp", "split_fast_exp"))),
 )
 
 
@@ -95,7 +104,8 @@ def softmax_launch(rows: int, cols: int, facts: DeviceFacts | None, max_threads:
                    cols_per_thread: int | None = None, unroll: int | None = None, chunk: int | None = None,
                    split_threads: int | None = None, max_cached_cols: int | None = None,
                    l2_share: float | None = None, path: str | None = None, recompute: bool | None = None,
-                   fast_exp: bool | None = None, min_blocks: int = 1, vector: bool | None = None) -> Plan:
+                   fast_exp: bool | None = None, min_blocks: int = 1, vector: bool | None = None,
+                   online: bool | None = None, reverse: bool | None = None) -> Plan:
     """The launch plan for a (rows, cols) input on the GPU of ``facts`` (None: the simulator's sizes); None
     arguments: the module defaults; path forces a plan.
 
@@ -104,7 +114,8 @@ def softmax_launch(rows: int, cols: int, facts: DeviceFacts | None, max_threads:
     """
     shape = _Input(rows, cols, facts, SimpleNamespace(**locals()))
     name, _, threads, unroll, fields = next(rule for rule in PLAN_TABLE if getattr(shape, rule[1]))
-    return Plan(name, getattr(shape, threads), getattr(shape, unroll), **{f: getattr(shape, f) for f in fields})
+    fields = [(f, f) if isinstance(f, str) else f for f in fields]
+    return Plan(name, getattr(shape, threads), getattr(shape, unroll), **{f: getattr(shape, p) for f, p in fields})
 
 
 def regs_plan(cols: int, max_threads: int | None = None, fast_exp: bool | None = None, min_blocks: int = 1,
@@ -230,6 +241,14 @@ class _Input:
     def recompute(self) -> bool:
         return RECOMPUTE if self.asked.recompute is None else self.asked.recompute
 
+    @cached_property
+    def online(self) -> bool:
+        return ROW_ONLINE if self.asked.online is None else self.asked.online
+
+    @cached_property
+    def row_fast_exp(self) -> bool:
+        return ROW_FAST_EXP if self.asked.fast_exp is None else self.asked.fast_exp
+
     # split
     @cached_property
     def asked_chunk(self) -> int:
@@ -247,6 +266,14 @@ class _Input:
     @cached_property
     def split_unroll(self) -> int:
         return self.asked.unroll or (SIM_UNROLL if self.simulated else UNROLL)
+
+    @cached_property
+    def reverse(self) -> bool:
+        return SPLIT_REVERSE if self.asked.reverse is None else self.asked.reverse
+
+    @cached_property
+    def split_fast_exp(self) -> bool:
+        return SPLIT_FAST_EXP if self.asked.fast_exp is None else self.asked.fast_exp
 
     @cached_property
     def group_rows(self) -> int:

@@ -24,7 +24,8 @@ def softmax_plan_of(shape: tuple[int, int], dtype: str, facts: DeviceFacts):
     elif plan.path == "row":
         launches = (Launch("softmax_row", f"{SOURCE}/shared_row.py", (rows,), plan.threads,
                            note=f"a block a row, the row in {cols * 4} B of dynamic shared memory"),)
-        fields = {"loads in flight a thread": plan.unroll, "recompute exps": plan.recompute}
+        fields = {"loads in flight a thread": plan.unroll, "recompute exps": plan.recompute,
+                  "exps in the loading pass": plan.online, "fast exp": plan.fast_exp}
     else:
         groups = -(-rows // plan.group_rows)
         chunks = -(-cols // plan.chunk)
@@ -34,5 +35,6 @@ def softmax_plan_of(shape: tuple[int, int], dtype: str, facts: DeviceFacts):
         launches = tuple(Launch(name, f"{SOURCE}/split.py", (plan.group_rows, chunks), plan.threads, count=groups,
                                 note=note) for name in ("chunk_stats", "chunk_write"))
         fields = {"chunk (columns a block)": plan.chunk, "rows a group": plan.group_rows,
-                  "loads in flight a thread": plan.unroll}
+                  "loads in flight a thread": plan.unroll, "fast exp": plan.fast_exp,
+                  "chunks written last to first": plan.reverse}
     return LaunchPlan(plan.path, launches, {**fields, "persistent": False})

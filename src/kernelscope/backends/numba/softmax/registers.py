@@ -6,33 +6,17 @@ shared-memory staging (the row plan stores each element to shared memory and rea
 bound the width (plan.py's REGS_MAX_EPT a thread).
 """
 
-import math
 from functools import cache
 
 import numpy as np
 from numba import cuda, float32, uint64
-from numba.cuda import libdevice
 
-from kernelscope.backends.numba.common import NEG_INF, SIMULATED, ZERO, block_max, block_sum, jit_bounded
+from kernelscope.backends.numba.common import NEG_INF, ZERO, block_max, block_sum, jit_bounded
 from kernelscope.backends.numba.vector import load_f32x4, store_f32x4
 
+from .exps import exp_of
+
 ONE = np.float32(1.0)
-
-
-@cuda.jit(device=True)
-def exp_accurate(x):
-    return math.exp(x)
-
-
-# The fast exp: libdevice's __nv_fast_expf (ex2.approx, as softmax-cuda's __expf; about 2 ulp, far inside the
-# float32 tolerance) in place of math.exp's accurate expf, a few dozen instructions an element. The simulator has
-# no libdevice (its fast_expf returns NaN): math.exp there.
-if SIMULATED:
-    exp_fast = exp_accurate
-else:
-    @cuda.jit(device=True)
-    def exp_fast(x):
-        return libdevice.fast_expf(x)
 
 
 @cache
@@ -50,7 +34,7 @@ def softmax_regs_kernel(threads: int, ept: int, fast_exp: bool = False, min_bloc
     the SM busier than DRAM. Unsigned, the offsets u * threads are constants of the loads' addresses: 600 SASS
     instructions for 32 elements a thread where signed indices took 1,992 (results-proofs/numba-codegen/).
     """
-    exp = exp_fast if fast_exp else exp_accurate
+    exp = exp_of(fast_exp)
     if vector:
         return _softmax_regs_vector_kernel(threads, ept, exp, min_blocks, exact)
 

@@ -5,10 +5,12 @@ element by exp(x - max) in shared memory and sums; a block sum; pass 3 writes e 
 once and written once. Each thread touches only its own columns (j = t, t + threads, ...), so the passes need no
 barrier between them beyond those inside the reductions. With ``recompute`` pass 2 only sums exp(x - max),
 leaving the row in shared memory, and pass 3 computes exp(x - max) / sum again: one exp more an element, one
-shared-memory store pass less.
+shared-memory store pass less. With ``online`` pass 1 also keeps each thread's running max and sum of exp(x - max)
+(split.py's online_update), so the exps are computed while the loads are in flight, and the only pass left after
+the reductions writes exp(x - max) / sum from shared memory: no pass of the block's runs only from shared memory,
+as the others' pass 2 does while the SM's DRAM traffic waits on it.
 """
 
-import math
 import warnings
 from functools import cache
 
@@ -17,14 +19,18 @@ from numba import cuda, float32
 
 from kernelscope.backends.numba.common import NEG_INF, ZERO, block_max, block_sum, jit_bounded
 
+from .exps import exp_of
 from .gpu import device_limits
+from .split import online_step
 
 ONE = np.float32(1.0)
 
 
 @cache
-def softmax_row_kernel(threads: int, unroll: int, recompute: bool):
-    """The "row" plan's kernel for one block size (each compiles once)."""
+def softmax_row_kernel(threads: int, unroll: int, recompute: bool, online: bool = False, fast_exp: bool = False):
+    """The "row" plan's kernel for one block size (each compiles once); ``fast_exp``: exps.py's fast exp."""
+    exp = exp_of(fast_exp)
+    online_update = online_step(fast_exp)
 
     @jit_bounded(threads)
     def softmax_row(x, y, cols):
@@ -35,33 +41,46 @@ def softmax_row_kernel(threads: int, unroll: int, recompute: bool):
         v = cuda.local.array(unroll, float32)  # registers: unroll is a compile-time constant
         # Pass 1: DRAM -> shared memory, `unroll` loads in flight a thread.
         m = NEG_INF
+        s = ZERO  # online: the sum of exp(x - m) so far
         j = t
         while j + (unroll - 1) * threads < cols:
             for u in range(unroll):
                 v[u] = x[base + j + u * threads]
             for u in range(unroll):
                 row[j + u * threads] = v[u]
-                m = max(m, v[u])
+                if online:  # compile-time constant
+                    m, s = online_update(m, s, v[u])
+                else:
+                    m = max(m, v[u])
             j += unroll * threads
         while j < cols:
             e = x[base + j]
             row[j] = e
-            m = max(m, e)
+            if online:
+                m, s = online_update(m, s, e)
+            else:
+                m = max(m, e)
             j += threads
-        m = block_max(m, scratch)
-        s = ZERO
-        if recompute:  # compile-time constant: one branch is compiled
+        row_max = block_max(m, scratch)
+        if online:
+            # Each thread's sum rescaled to the row's max (a thread that saw only -inf adds 0), then the one pass
+            # left: the exponentials again, scaled, shared memory -> DRAM.
+            s = s * exp(m - row_max) if m > NEG_INF else ZERO
+            inv = ONE / block_sum(s, scratch)
+            for j in range(t, cols, threads):
+                y[base + j] = exp(row[j] - row_max) * inv
+        elif recompute:  # compile-time constant: one branch is compiled
             # Pass 2: the sum of the exponentials; the row stays as it is.
             for j in range(t, cols, threads):
-                s += math.exp(row[j] - m)
+                s += exp(row[j] - row_max)
             inv = ONE / block_sum(s, scratch)
             # Pass 3: the exponentials again, scaled, shared memory -> DRAM.
             for j in range(t, cols, threads):
-                y[base + j] = math.exp(row[j] - m) * inv
+                y[base + j] = exp(row[j] - row_max) * inv
         else:
             # Pass 2: exponentials in place, and their sum.
             for j in range(t, cols, threads):
-                e = math.exp(row[j] - m)
+                e = exp(row[j] - row_max)
                 row[j] = e
                 s += e
             inv = ONE / block_sum(s, scratch)

@@ -7,7 +7,6 @@ that fit in a share of L2 (plan.py's L2_SHARE), launch 1 then launch 2 a group, 
 L2.
 """
 
-import math
 from functools import cache
 
 import numpy as np
@@ -15,22 +14,35 @@ from numba import cuda, float32
 
 from kernelscope.backends.numba.common import NEG_INF, ZERO, block_max, block_sum, jit_bounded, resident_blocks_per_sm
 
+from .exps import exp_of
+
 ONE = np.float32(1.0)
 
 
-@cuda.jit(device=True)
-def online_update(m, s, v):
-    """(m, s) after element v: m the running max, s the sum of exp(x - m) so far."""
-    if v > m:  # a new maximum: rescale the sum to it (m = -inf: exp(-inf) = 0)
-        return v, s * math.exp(m - v) + ONE
-    if m > NEG_INF:
-        return m, s + math.exp(v - m)
-    return m, s  # v and m both -inf: masked so far, nothing to add
+@cache
+def online_step(fast_exp: bool = False):
+    """The device function (m, s) after element v: m the running max, s the sum of exp(x - m) so far."""
+    exp = exp_of(fast_exp)
+
+    @cuda.jit(device=True)
+    def online_update(m, s, v):
+        if v > m:  # a new maximum: rescale the sum to it (m = -inf: exp(-inf) = 0)
+            return v, s * exp(m - v) + ONE
+        if m > NEG_INF:
+            return m, s + exp(v - m)
+        return m, s  # v and m both -inf: masked so far, nothing to add
+
+    return online_update
+
+
+online_update = online_step(False)
 
 
 @cache
-def chunk_stats_kernel(threads: int, unroll: int):
+def chunk_stats_kernel(threads: int, unroll: int, fast_exp: bool = False):
     """Launch 1 of the "split" plan: (max, sum of exp(x - max)) of each chunk."""
+    exp = exp_of(fast_exp)
+    online_update = online_step(fast_exp)
 
     @jit_bounded(threads, resident_blocks_per_sm(threads, 64))  # a full SM of blocks: fewer waves
     def chunk_stats(x, stats_max, stats_sum, cols, chunk, row0):
@@ -55,7 +67,7 @@ def chunk_stats_kernel(threads: int, unroll: int):
             j += threads
         chunk_max = block_max(m, scratch)
         # Each thread's sum, rescaled to the chunk's max (a thread that saw only -inf adds 0).
-        s = s * math.exp(m - chunk_max) if m > NEG_INF else ZERO
+        s = s * exp(m - chunk_max) if m > NEG_INF else ZERO
         s = block_sum(s, scratch)
         if t == 0:
             stats_max[r * cuda.gridDim.y + c] = chunk_max
@@ -65,8 +77,11 @@ def chunk_stats_kernel(threads: int, unroll: int):
 
 
 @cache
-def chunk_write_kernel(threads: int, unroll: int):
-    """Launch 2 of the "split" plan: combine the row's chunk statistics, write the chunk."""
+def chunk_write_kernel(threads: int, unroll: int, fast_exp: bool = False, reverse: bool = False):
+    """Launch 2 of the "split" plan: combine the row's chunk statistics, write the chunk. ``reverse``: the blocks
+    take the chunks last to first, so the first to run re-read what launch 1 read last, the likeliest still in L2
+    (for groups of rows larger than L2)."""
+    exp = exp_of(fast_exp)
 
     @jit_bounded(threads, resident_blocks_per_sm(threads, 64))
     def chunk_write(x, y, stats_max, stats_sum, cols, chunk, row0):
@@ -75,13 +90,16 @@ def chunk_write_kernel(threads: int, unroll: int):
         r = cuda.blockIdx.x
         c = cuda.blockIdx.y
         chunks = cuda.gridDim.y
+        if reverse:  # compile-time constant
+            r = cuda.gridDim.x - 1 - r
+            c = chunks - 1 - c
         m = NEG_INF
         for k in range(t, chunks, threads):
             m = max(m, stats_max[r * chunks + k])
         row_max = block_max(m, scratch)
         s = ZERO
         for k in range(t, chunks, threads):  # a chunk all -inf: sum 0, times exp(-inf) = 0
-            s += stats_sum[r * chunks + k] * math.exp(stats_max[r * chunks + k] - row_max)
+            s += stats_sum[r * chunks + k] * exp(stats_max[r * chunks + k] - row_max)
         inv = ONE / block_sum(s, scratch)
         base = (row0 + r) * cols
         stop = min(cols, (c + 1) * chunk)
@@ -91,10 +109,10 @@ def chunk_write_kernel(threads: int, unroll: int):
             for u in range(unroll):
                 v[u] = x[base + j + u * threads]
             for u in range(unroll):
-                y[base + j + u * threads] = math.exp(v[u] - row_max) * inv
+                y[base + j + u * threads] = exp(v[u] - row_max) * inv
             j += unroll * threads
         while j < stop:
-            y[base + j] = math.exp(x[base + j] - row_max) * inv
+            y[base + j] = exp(x[base + j] - row_max) * inv
             j += threads
 
     return chunk_write
