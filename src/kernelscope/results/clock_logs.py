@@ -19,6 +19,7 @@ Torch-free, so ``python3 -m kernelscope.results.clock_logs DIR...`` runs anywher
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 import shutil
@@ -38,13 +39,21 @@ GZ_SUFFIX = SUFFIX + ".gz"  # committed
 
 def lines(plain: Path) -> list[str]:
     """Every line of a log: its gzipped part (``plain`` + ``.gz``), then the plain file, whichever exist."""
-    found: list[str] = []
+    return lines_of(*stored(plain))
+
+
+def stored(plain: Path) -> tuple[bytes | None, bytes | None]:
+    """A log as stored: the bytes of its gzipped part and of its plain file (None where there is none)."""
     packed = plain.with_name(plain.name + ".gz")
-    if packed.exists():
-        with gzip.open(packed, "rt") as f:
-            found += f.read().splitlines()
-    if plain.exists():
-        found += plain.read_text().splitlines()
+    return (packed.read_bytes() if packed.exists() else None), (plain.read_bytes() if plain.exists() else None)
+
+
+def lines_of(packed: bytes | None, plain: bytes | None) -> list[str]:
+    """:func:`lines` of a log's stored bytes (:func:`stored`)."""
+    found: list[str] = []
+    for part in (gzip.decompress(packed) if packed is not None else None, plain):
+        if part is not None:
+            found += io.TextIOWrapper(io.BytesIO(part)).read().splitlines()
     return found
 
 
@@ -144,8 +153,13 @@ def read_log(result_file: Path) -> dict[tuple[str, tuple], dict]:
     Records without a run id (written before logs were incremental) each hold
     every reading so far: the last one stands for the case.
     """
+    return latest(lines(result_file.with_name(result_file.stem + SUFFIX)))
+
+
+def latest(log_lines: list[str]) -> dict[tuple[str, tuple], dict]:
+    """:func:`read_log` of a log's lines (:func:`lines`)."""
     found: dict[tuple[str, tuple], dict] = {}
-    for line in lines(result_file.with_name(result_file.stem + SUFFIX)):
+    for line in log_lines:
         if not line.strip():
             continue
         record = _record(line)
