@@ -193,6 +193,11 @@ def softmax_inputs(shape):
     Plan("split", threads=32, unroll=2, chunk=140, group_rows=2),  # chunks of 140, 140, 20; row groups of 2 and 1
     Plan("split", threads=64, unroll=3, chunk=300, group_rows=3),  # one chunk a row, two warps
     Plan("split", threads=32, unroll=2, chunk=140, group_rows=2, reverse=True),  # launch 2's chunks last to first
+    # A row's blocks wait for each other, and the simulator runs one block after another: one part a row here
+    # (the GPU tests take several); 2 blocks for 3 rows, so the persistent loop loops, and every call adds to the
+    # same arrival counters.
+    Plan("exchange", threads=32, unroll=2, parts=1),
+    Plan("exchange", threads=64, unroll=3, parts=1),
     Plan("regs", threads=32, unroll=16),  # 300 columns in 32 x 16 registers: 212 padded with -inf
     Plan("regs", threads=64, unroll=8),  # the same in two warps: the block reductions' barriers
     Plan("regs", threads=32, unroll=16, vector=True),  # 75 vectors of 4 in 32 x 4: the last 53 padded
@@ -242,7 +247,9 @@ def test_softmax_plan_choice_under_the_simulator():
     assert plan_softmax(13, 17, cpu, path="row").path == "row"
     assert plan_softmax(13, 17, cpu, path="split").chunk < 17
     assert plan_softmax(4, 300, cpu, path="row", max_threads=64, max_cached_cols=1024, cols_per_thread=8) == Plan(
-        "row", 64, 2)
+        "row", 64, 2, online=True, fast_exp=True)
+    split = plan_softmax(4, 300, cpu, path="split")  # every row in one pair of launches, the second reversed
+    assert (split.group_rows, split.reverse, split.fast_exp) == (4, True, True)
 
 
 @simulated
@@ -442,7 +449,8 @@ def test_softmax_plans_agree_on_the_gpu(shape):
             assert torch.isfinite(out).all(), name
             within_tolerance("softmax", sx, out)
     # the row plan's online form and every plan's fast exp, on the stress rows too
-    forms = [{"path": "split", "fast_exp": True}, {"path": "split", "reverse": True, "l2_share": 100.0}]
+    forms = [{"path": "split", "fast_exp": True}, {"path": "split", "reverse": True, "l2_share": 100.0},
+             {"path": "exchange"}, {"path": "exchange", "parts": 2, "fast_exp": False}]
     if shape[1] <= 50257:
         forms += [{"path": "row", "online": True, "fast_exp": True}, {"path": "row", "online": True}]
     for form in forms:
@@ -454,3 +462,21 @@ def test_softmax_plans_agree_on_the_gpu(shape):
     if shape[1] > 60000:
         with pytest.raises(ValueError, match="does not fit"):
             launch_softmax(x, path="row")
+
+
+@pytest.mark.gpu
+def test_the_exchange_plan_replays_in_a_cuda_graph():
+    # The arrival counters are never reset: each replay of a captured call must wait for its own pairs, not pass
+    # on the counts of the replay before. New logits between replays must give their own softmax.
+    x = OPS["softmax"].make_input((300, 50257), "float32", "cuda", 23)
+    y = torch.empty_like(x)
+    launch_softmax(x, y, path="exchange")  # compiles, opts in, makes the buffers
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        launch_softmax(x, y, path="exchange")
+    for seed in (29, 31, 37):
+        x.copy_(OPS["softmax"].make_input(x.shape, "float32", "cuda", seed))
+        graph.replay()
+        torch.cuda.synchronize()
+        within_tolerance("softmax", x, y)

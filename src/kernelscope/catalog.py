@@ -278,7 +278,7 @@ VARIANTS: dict[str, Variant] = {v.name: v for v in [
             tuned=True, bench_dtypes=F32_BF16,
             plan=f"{_B}.cuda.kernels:softmax_plan_of"),
     Variant("softmax-numba", "softmax", "numba",
-            "Numba softmax: a block per row cached in shared memory; rows too wide for it split into chunks combined by a second launch",
+            "Numba softmax: a block a row, held in registers up to 16384 columns, else in shared memory; wider rows cut into chunks over two launches",
             f"{_B}.numba.softmax:softmax", dtypes=F32, takes_out=True, tuned=True,
             plan=f"{_B}.numba.softmax:softmax_plan_of"),
     # --- gelu -------------------------------------------------------------------

@@ -6,7 +6,9 @@ through the driver after its first call (direct.py):
 * regs (registers.py): a block a row, the row held in registers; the default for rows up to 16384 columns.
 * row (shared_row.py): a block a row, the row cached in dynamic shared memory, while shared memory holds it.
 * split (split.py): rows too wide for that, or too few to fill the GPU, cut into chunks, a block a chunk, in two
-  launches over groups of rows that fit L2.
+  launches, the second taking the chunks last to first.
+* exchange (exchange.py), where asked: a row cut into parts held in shared memory by blocks resident at once, which
+  exchange their (max, sum) through global memory, in one launch.
 
 gpu.py reads the GPU's facts the plan takes; plan_of.py says what a plan launches (`kernelscope plan`).
 
@@ -17,11 +19,12 @@ A row needs one finite element, as torch.softmax does.
 """
 
 from .exps import exp_accurate, exp_fast, exp_of
+from .exchange import softmax_exchange_kernel
 from .gpu import device_limits, gpu_facts
 from .launch import default_plan, launch_softmax, plan_softmax, softmax
 from .plan import (
-    CHUNK, COLS_PER_THREAD, L2_SHARE, LONE_BLOCK_THREADS, MAX_CACHED_COLS, MAX_THREADS, PLAN_TABLE, RECOMPUTE,
-    REGS_DEFAULT_MAX_COLS, REGS_EPT, REGS_EPT_WIDE_DRAM, REGS_FAST_EXP, REGS_MAX_EPT, REGS_MAX_THREADS,
+    CHUNK, COLS_PER_THREAD, L2_SHARE, LONE_BLOCK_THREADS, LONE_ROW_UNROLL, MAX_CACHED_COLS, MAX_THREADS, PLAN_TABLE,
+    RECOMPUTE, REGS_DEFAULT_MAX_COLS, REGS_EPT, REGS_EPT_WIDE_DRAM, REGS_FAST_EXP, REGS_MAX_EPT, REGS_MAX_THREADS,
     REGS_MIN_THREADS, REGS_VECTOR, ROW_FAST_EXP, ROW_ONLINE, ROW_UNROLL, SCRATCH_BYTES, SIM_CHUNK, SIM_MAX_CACHED_COLS,
     SIM_UNROLL, SPLIT_FAST_EXP, SPLIT_REVERSE, SPLIT_THREADS, UNROLL, Plan, regs_plan, softmax_launch)
 from .plan_of import softmax_plan_of
@@ -29,11 +32,11 @@ from .registers import softmax_regs_kernel
 from .shared_row import allow_large_shared, softmax_row_kernel
 from .split import chunk_stats_kernel, chunk_write_kernel, online_step, online_update
 
-__all__ = ["CHUNK", "COLS_PER_THREAD", "L2_SHARE", "LONE_BLOCK_THREADS", "MAX_CACHED_COLS", "MAX_THREADS", "PLAN_TABLE",
-           "RECOMPUTE", "REGS_DEFAULT_MAX_COLS", "REGS_EPT", "REGS_EPT_WIDE_DRAM", "REGS_FAST_EXP", "REGS_MAX_EPT",
-           "REGS_MAX_THREADS", "REGS_MIN_THREADS", "REGS_VECTOR", "ROW_FAST_EXP", "ROW_ONLINE", "ROW_UNROLL",
-           "SCRATCH_BYTES", "SIM_CHUNK", "SIM_MAX_CACHED_COLS", "SIM_UNROLL", "SPLIT_FAST_EXP", "SPLIT_REVERSE",
-           "SPLIT_THREADS", "UNROLL", "allow_large_shared", "chunk_stats_kernel", "chunk_write_kernel", "default_plan",
-           "device_limits", "exp_accurate", "exp_fast", "exp_of", "gpu_facts", "launch_softmax", "online_step",
-           "online_update", "Plan", "plan_softmax", "regs_plan", "softmax", "softmax_launch", "softmax_plan_of",
-           "softmax_regs_kernel", "softmax_row_kernel"]
+__all__ = ["CHUNK", "COLS_PER_THREAD", "L2_SHARE", "LONE_BLOCK_THREADS", "LONE_ROW_UNROLL", "MAX_CACHED_COLS",
+           "MAX_THREADS", "PLAN_TABLE", "RECOMPUTE", "REGS_DEFAULT_MAX_COLS", "REGS_EPT", "REGS_EPT_WIDE_DRAM",
+           "REGS_FAST_EXP", "REGS_MAX_EPT", "REGS_MAX_THREADS", "REGS_MIN_THREADS", "REGS_VECTOR", "ROW_FAST_EXP",
+           "ROW_ONLINE", "ROW_UNROLL", "SCRATCH_BYTES", "SIM_CHUNK", "SIM_MAX_CACHED_COLS", "SIM_UNROLL",
+           "SPLIT_FAST_EXP", "SPLIT_REVERSE", "SPLIT_THREADS", "UNROLL", "allow_large_shared", "chunk_stats_kernel",
+           "chunk_write_kernel", "default_plan", "device_limits", "exp_accurate", "exp_fast", "exp_of", "gpu_facts",
+           "launch_softmax", "online_step", "online_update", "Plan", "plan_softmax", "regs_plan", "softmax",
+           "softmax_exchange_kernel", "softmax_launch", "softmax_plan_of", "softmax_regs_kernel", "softmax_row_kernel"]

@@ -11,11 +11,13 @@ from functools import cache
 import numpy as np
 import torch
 
+from kernelscope.backends import streams
 from kernelscope.backends.numba import as_array
 from kernelscope.backends.numba import direct as numba_direct
 from kernelscope.backends.numba.common import SIMULATED, check_threads, quick_barriers
 
 from .gpu import gpu_facts
+from .exchange import softmax_exchange_kernel
 from .plan import Plan, softmax_launch
 from .registers import softmax_regs_kernel
 from .shared_row import allow_large_shared, softmax_row_kernel
@@ -27,11 +29,11 @@ def plan_softmax(rows: int, cols: int, device: torch.device, max_threads: int | 
                  split_threads: int | None = None, max_cached_cols: int | None = None,
                  l2_share: float | None = None, path: str | None = None, recompute: bool | None = None,
                  fast_exp: bool | None = None, min_blocks: int = 1, vector: bool | None = None,
-                 online: bool | None = None, reverse: bool | None = None) -> Plan:
+                 online: bool | None = None, reverse: bool | None = None, parts: int | None = None) -> Plan:
     """softmax_launch on ``device``'s GPU (gpu_facts), or under the simulator its own sizes."""
     return softmax_launch(rows, cols, None if SIMULATED else gpu_facts(device.index or 0), max_threads,
                           cols_per_thread, unroll, chunk, split_threads, max_cached_cols, l2_share, path, recompute,
-                          fast_exp, min_blocks, vector, online, reverse)
+                          fast_exp, min_blocks, vector, online, reverse, parts)
 
 
 def launch_softmax(x: torch.Tensor, out: torch.Tensor | None = None, plan: Plan | None = None,
@@ -91,6 +93,8 @@ def _launch(x: torch.Tensor, y: torch.Tensor, plan: Plan, overrides: dict) -> to
             numba_direct.launch(kernel, rows, plan.threads, x, y, ncols, flat=True, shared=cols * 4)
             return y
         plan = plan_softmax(rows, cols, x.device, **{**overrides, "path": "split"})
+    if plan.path == "exchange":
+        return _launch_exchange(x, y, plan)
     chunks = -(-cols // plan.chunk)
     stats = torch.empty((2, plan.group_rows * chunks), device=x.device, dtype=torch.float32)
     stats_max, stats_sum = stats[0], stats[1]
@@ -105,3 +109,61 @@ def _launch(x: torch.Tensor, y: torch.Tensor, plan: Plan, overrides: dict) -> to
         numba_direct.launch(write_kernel, grid, plan.threads, x, y, stats_max, stats_sum, ncols, chunk, first,
                             flat=True)
     return y
+
+
+_EXCHANGE_BUFFERS: dict = {}  # (device, stream, parts) -> (pairs, counters), grown to the most rows seen
+_EXCHANGE_GRIDS: dict = {}  # (id(kernel), device, shared bytes) -> the blocks resident at once
+
+
+def _launch_exchange(x: torch.Tensor, y: torch.Tensor, plan: Plan) -> torch.Tensor:
+    """The exchange plan (exchange.py): one launch of as many blocks as are resident at once, whole rows of
+    ``plan.parts`` blocks."""
+    rows, cols = x.shape
+    if SIMULATED and plan.parts > 1:
+        raise ValueError("softmax-numba: the simulator runs one block after another, so a row's blocks would wait "
+                         "for each other forever; the exchange plan takes parts=1 there")
+    part_cols = -(-cols // plan.parts)
+    shared = part_cols * 4
+    pairs, counters = _exchange_buffers(x.device, rows, plan.parts)
+    kernel = softmax_exchange_kernel(plan.threads, plan.unroll, plan.parts, plan.fast_exp)
+    args = (x, y, pairs, counters, np.int64(rows), np.int64(cols), np.int64(part_cols))
+
+    def wrapped():  # the arguments as Numba's first launch sees them
+        return tuple(as_array(a.view(-1)) if isinstance(a, torch.Tensor) else a for a in args)
+
+    if not SIMULATED and not allow_large_shared(kernel, wrapped, shared):
+        raise ValueError(f"softmax-numba: the exchange plan's {shared} B of shared memory a block need an opt-in "
+                         "this Numba cannot make")
+    resident = _resident_blocks(kernel, wrapped, plan.threads, shared, x.device)
+    if resident < plan.parts:
+        raise ValueError(f"softmax-numba: the exchange plan's {plan.parts} blocks a row cannot all be resident at "
+                         f"once ({resident} blocks of {plan.threads} threads and {shared} B fit the GPU)")
+    grid = min(rows, resident // plan.parts) * plan.parts
+    numba_direct.launch(kernel, grid, plan.threads, *args, flat=True, shared=shared)
+    return y
+
+
+def _exchange_buffers(device: torch.device, rows: int, parts: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The (max, sum) pairs and the arrival counters the exchange plan's blocks share, kept per device, stream and
+    parts (a counter counts in whole rows of ``parts`` arrivals); grown, the counters start again from zero."""
+    key = (device, streams.current_stream_handle() if device.type == "cuda" else 0, parts)
+    kept = _EXCHANGE_BUFFERS.get(key)
+    if kept is None or kept[1].numel() < rows:
+        kept = (torch.empty(2 * rows * parts, device=device, dtype=torch.float32),
+                torch.zeros(rows, device=device, dtype=torch.int64))
+        _EXCHANGE_BUFFERS[key] = kept
+    return kept
+
+
+def _resident_blocks(kernel, wrapped, threads: int, shared: int, device: torch.device) -> int:
+    """How many blocks of the kernel are resident at once on the GPU (the occupancy query); under the simulator two,
+    so its rows loop."""
+    if SIMULATED:
+        return 2
+    key = (id(kernel), device, shared, threads)
+    if key not in _EXCHANGE_GRIDS:
+        from numba import typeof
+
+        compiled = kernel.compile(tuple(typeof(a) for a in wrapped()))
+        _EXCHANGE_GRIDS[key] = compiled.max_cooperative_grid_blocks(threads, shared)
+    return _EXCHANGE_GRIDS[key]

@@ -44,18 +44,35 @@ LONE_BLOCK_THREADS = 1024  # row: a row filling an SM's shared memory: a lone bl
 COLS_PER_THREAD = 16
 ROW_UNROLL = 16
 RECOMPUTE = False  # row: pass 3 recomputes exp instead of pass 2 storing it to shared memory
-ROW_ONLINE = False  # row: pass 1 keeps the running max and sum, so no pass runs from shared memory alone
-ROW_FAST_EXP = False  # row: exps.py's fast exp
+# row: pass 1 keeps the running max and sum, so no pass runs from shared memory alone, with the fast exp, and a lone
+# block 8 loads in flight a thread: 512x50257 on the H100 read 62.1-62.3% of copy against 55.5% (16 loads: 58.8%,
+# 4: 58.4%; the online form with the accurate exp 56.0%, the fast exp alone 56.2%; softmax-wide-rows/h100-numba).
+ROW_ONLINE = True
+ROW_FAST_EXP = True
+LONE_ROW_UNROLL = 8
 MAX_CACHED_COLS: int | None = None  # widest row the row plan caches (None: what shared memory holds)
 SCRATCH_BYTES = 32 * 4  # the static shared memory of the reductions
-# split: CHUNK columns a block, SPLIT_THREADS threads (32 columns a thread; 8 blocks an SM, so a row group's
-# chunks fit in one wave), UNROLL loads in flight a thread in the DRAM passes, row groups of at most L2_SHARE of L2.
+# split: CHUNK columns a block, SPLIT_THREADS threads (32 columns a thread), UNROLL loads in flight a thread in the
+# DRAM passes, the fast exp, every row in one pair of launches, the second taking the chunks last to first so that it
+# starts on what L2 still holds (L2_SHARE: rows in groups of at most that share of L2 instead). On the H100 the one
+# pair beat groups that fit L2 at every shape swept, the launches a group costing more than the re-read from DRAM
+# saves: 64x262144 55.9-56.1% of copy against 45.0% (groups of 25 rows, 4 loads), 128x262144 58.5% against 43.3%,
+# 8x1048576 53.8-54.3% against 40.0%, 4096x70000 60.9% against 45.8% (softmax-wide-rows/h100-numba).
 CHUNK = 8192
 SPLIT_THREADS = 256
-UNROLL = 4
-L2_SHARE = 0.5
-SPLIT_FAST_EXP = False  # split: exps.py's fast exp in both launches
-SPLIT_REVERSE = False  # split: launch 2 takes the chunks last to first (split.py's chunk_write)
+UNROLL = 8
+L2_SHARE: float | None = None
+SPLIT_FAST_EXP = True
+SPLIT_REVERSE = True
+# exchange: a row cut into parts of at most EXCHANGE_PART_BYTES, a block a part holding it in shared memory,
+# EXCHANGE_THREADS threads, EXCHANGE_UNROLL loads in flight a thread (exchange.py): the row read from DRAM once, in
+# one launch. Taken where asked (path="exchange"): on the H100 it read about what the defaults read (512x50257
+# 61.0% with 2 parts, 64x262144 57.8% with 8 parts of 1024 threads, 4096x70000 61.2%) and needs all of a row's
+# blocks resident at once, which the split plan does not (softmax-wide-rows/h100-numba).
+EXCHANGE_PART_BYTES = 64 * 1024
+EXCHANGE_THREADS = 512
+EXCHANGE_UNROLL = 8
+EXCHANGE_FAST_EXP = True
 # Under the simulator: tiny blocks and chunks, and the split plan from 17 columns on, so the check shapes run
 # both plans and their loops really loop.
 SIM_MAX_CACHED_COLS = 16
@@ -74,11 +91,13 @@ class Plan:
     online: bool = False  # row: pass 1 keeps the running max and sum (ROW_ONLINE)
     fast_exp: bool = False  # libdevice's fast_expf for the exps (REGS_FAST_EXP, ROW_FAST_EXP, SPLIT_FAST_EXP)
     reverse: bool = False  # split: launch 2 takes the chunks last to first (SPLIT_REVERSE)
+    parts: int = 0  # exchange: blocks a row
     min_blocks: int = 1  # regs: blocks an SM the launch bounds keep registers for
     vector: bool = False  # regs: 16-byte loads and stores where the rows allow (REGS_VECTOR)
 
     def __str__(self) -> str:
         extra = f" chunk={self.chunk} group={self.group_rows}" if self.path == "split" else ""
+        extra += f" parts={self.parts}" if self.path == "exchange" else ""
         extra += " reverse" if self.reverse else ""
         extra += " recompute" if self.recompute else ""
         extra += " online" if self.online else ""
@@ -95,6 +114,8 @@ PLAN_TABLE = (
     # path    condition     threads          unroll          other fields
     ("regs",  "takes_regs", "regs_threads",  "regs_ept",     ("fast_exp", "min_blocks", "vector")),
     ("row",   "takes_row",  "row_threads",   "row_unroll",   ("recompute", "online", ("fast_exp", "row_fast_exp"))),
+    ("exchange", "takes_exchange", "exchange_threads", "exchange_unroll",
+     ("parts", ("fast_exp", "exchange_fast_exp"))),
     ("split", "always",     "split_threads", "split_unroll", ("chunk", "group_rows", "reverse",
                                                               ("fast_exp", "split_fast_exp"))),
 )
@@ -105,7 +126,7 @@ def softmax_launch(rows: int, cols: int, facts: DeviceFacts | None, max_threads:
                    split_threads: int | None = None, max_cached_cols: int | None = None,
                    l2_share: float | None = None, path: str | None = None, recompute: bool | None = None,
                    fast_exp: bool | None = None, min_blocks: int = 1, vector: bool | None = None,
-                   online: bool | None = None, reverse: bool | None = None) -> Plan:
+                   online: bool | None = None, reverse: bool | None = None, parts: int | None = None) -> Plan:
     """The launch plan for a (rows, cols) input on the GPU of ``facts`` (None: the simulator's sizes); None
     arguments: the module defaults; path forces a plan.
 
@@ -227,15 +248,21 @@ class _Input:
                              f"(at most {self.shared_bytes // 4}); take the split plan")
         if self.simulated:
             max_threads = self.asked.max_threads or SIM_THREADS
-        else:  # a row filling half an SM's shared memory or more: a lone block a row
-            lone = self.cols * 4 > self.shared_bytes // 2
-            max_threads = self.asked.max_threads or (LONE_BLOCK_THREADS if lone else MAX_THREADS)
+        else:
+            max_threads = self.asked.max_threads or (LONE_BLOCK_THREADS if self.lone else MAX_THREADS)
         per_thread = self.asked.cols_per_thread or COLS_PER_THREAD
         return min(max_threads, max(32, _pow2_at_least(-(-self.cols // per_thread))))
 
     @cached_property
+    def lone(self) -> bool:
+        """A row filling half an SM's shared memory or more: a lone block a row (not read under the simulator)."""
+        return self.cols * 4 > self.shared_bytes // 2
+
+    @cached_property
     def row_unroll(self) -> int:
-        return self.asked.unroll or (SIM_UNROLL if self.simulated else ROW_UNROLL)
+        if self.asked.unroll or self.simulated:
+            return self.asked.unroll or SIM_UNROLL
+        return LONE_ROW_UNROLL if self.lone else ROW_UNROLL
 
     @cached_property
     def recompute(self) -> bool:
@@ -248,6 +275,30 @@ class _Input:
     @cached_property
     def row_fast_exp(self) -> bool:
         return ROW_FAST_EXP if self.asked.fast_exp is None else self.asked.fast_exp
+
+    # exchange
+    @cached_property
+    def takes_exchange(self) -> bool:
+        return self.asked.path == "exchange"
+
+    @cached_property
+    def parts(self) -> int:
+        if self.asked.parts:
+            return self.asked.parts
+        return 1 if self.simulated else max(1, -(-self.cols * 4 // EXCHANGE_PART_BYTES))
+
+    @cached_property
+    def exchange_threads(self) -> int:
+        most = self.asked.max_threads or (SIM_THREADS if self.simulated else EXCHANGE_THREADS)
+        return min(most, max(32, _pow2_at_least(-(-self.cols // self.parts))))
+
+    @cached_property
+    def exchange_unroll(self) -> int:
+        return self.asked.unroll or (SIM_UNROLL if self.simulated else EXCHANGE_UNROLL)
+
+    @cached_property
+    def exchange_fast_exp(self) -> bool:
+        return EXCHANGE_FAST_EXP if self.asked.fast_exp is None else self.asked.fast_exp
 
     # split
     @cached_property
@@ -277,8 +328,11 @@ class _Input:
 
     @cached_property
     def group_rows(self) -> int:
+        share = self.asked.l2_share or L2_SHARE
+        if share is None:
+            return self.rows
         l2 = 2**20 if self.simulated else self.facts.l2_bytes
-        return max(1, min(self.rows, int((self.asked.l2_share or L2_SHARE) * l2) // (self.cols * 4)))
+        return max(1, min(self.rows, int(share * l2) // (self.cols * 4)))
 
 
 def _pow2_at_least(n: int) -> int:

@@ -2,9 +2,10 @@
 
 A block a chunk of ``chunk`` columns, in two launches. Launch 1 reads its chunk once, keeping a running max m and
 a sum s of exp(x - m) that it rescales when m grows (online softmax), and writes the chunk's (max, sum). Launch 2
-combines its row's chunk statistics and re-reads its chunk to write exp(x - M) / S. The rows go through in groups
-that fit in a share of L2 (plan.py's L2_SHARE), launch 1 then launch 2 a group, so the re-read mostly comes from
-L2.
+combines its row's chunk statistics and re-reads its chunk to write exp(x - M) / S, by default taking the chunks
+last to first, so that its first blocks re-read what launch 1 read last, the likeliest still in L2. The rows go
+through in one pair of launches, or (plan.py's L2_SHARE) in groups that fit a share of L2, launch 1 then launch 2 a
+group.
 """
 
 from functools import cache
