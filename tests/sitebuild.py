@@ -2,33 +2,71 @@
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
+import logging
 import math
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
-MKDOCS = Path(sys.executable).parent / "mkdocs"
 
 
 def run_build(dest: Path, results_dir: Path | None = None, profiles_dir: Path | None = None,
               search_index: bool = False) -> subprocess.CompletedProcess:
-    """``mkdocs build --strict`` into ``dest`` (None: the repository's results/ and profiles/).
+    """``mkdocs build --strict`` into ``dest`` (None: the repository's results/ and profiles/), as its command runs it:
+    the exit status, and what it logged (a warning fails a strict build) as stderr.
 
-    Without the search index unless asked: indexing the pages is half a build's time, and one test builds it.
+    In this process, not a new one: a fresh process would import torch, Triton and Numba (the plans the pages show)
+    and read results/ again, seconds a build that this test process has already spent (export's cache of parsed
+    result files). Without the search index unless asked: indexing the pages is half a build's time, and one test
+    builds it.
     """
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "KERNELSCOPE_SEARCH_INDEX": "true" if search_index else "false"}
+    from mkdocs.commands import build as mkdocs_build
+    from mkdocs.config import load_config
+    from mkdocs.exceptions import Abort, ConfigurationError
+
+    env = {"KERNELSCOPE_SEARCH_INDEX": "true" if search_index else "false"}
     if results_dir is not None:
         env["KERNELSCOPE_RESULTS_DIR"] = str(results_dir)
     if profiles_dir is not None:
         env["KERNELSCOPE_PROFILES_DIR"] = str(profiles_dir)
-    return subprocess.run([str(MKDOCS), "build", "--strict", "-f", str(ROOT / "mkdocs.yml"), "-d", str(dest)],
-                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    saved = {k: os.environ.get(k) for k in env}
+    logger = logging.getLogger("mkdocs")
+    logged = io.StringIO()
+    handler = logging.StreamHandler(logged)
+    handler.setFormatter(logging.Formatter("%(levelname)s - %(message)s"))
+    handler.setLevel(logging.WARNING)
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)  # the command's level: a strict build counts what this logger passes
+    logger.propagate = False
+    code = 0
+    try:
+        os.environ.update(env)  # what the plugin and mkdocs.yml read, this build's alone
+        config = load_config(config_file=str(ROOT / "mkdocs.yml"), strict=True, site_dir=str(dest))
+        config.plugins.on_startup(command="build", dirty=False)
+        try:
+            mkdocs_build.build(config, dirty=False)
+        finally:
+            config.plugins.on_shutdown()
+    except (Abort, ConfigurationError) as exc:  # what the command turns into exit status 1
+        logged.write(f"Error: {exc}\n")
+        code = 1
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
+    return subprocess.CompletedProcess(["mkdocs", "build", "--strict", "-d", str(dest)], code, "", logged.getvalue())
 
 
 def build(dest: Path, results_dir: Path | None = None, profiles_dir: Path | None = None,
