@@ -6,11 +6,14 @@ skipped (compile-checked by test_cuda_sources.py instead). The GPU versions of
 the same checks are in test_gpu.py.
 """
 
+import json
+
 import pytest
 
 from kernelscope import backends
 from kernelscope.catalog import VARIANTS
-from kernelscope.check import PASS, SKIP, check_variant
+from kernelscope.check import PASS, SKIP, CheckResult, ShapeResult, check_variant
+from shared import once
 
 cpu_path = pytest.mark.skipif(backends.cuda_available(),
                               reason="the interpreter path runs where torch sees no GPU; see test_gpu.py")
@@ -21,11 +24,23 @@ cpu_path = pytest.mark.skipif(backends.cuda_available(),
 CASES = [pytest.param(name, dtype, id=f"{name}-{dtype}") for name, v in VARIANTS.items() for dtype in v.dtypes]
 
 
+def checked(tmp_path_factory, name: str, dtype: str) -> CheckResult:
+    """check_variant on the CPU path for one variant and dtype, run once in the test run: the widest-shapes test
+    reads the float32 checks of its variants that the per-case test ran (seconds of interpreted kernels each)."""
+
+    def make(folder):
+        (folder / "result.json").write_text(json.dumps(check_variant(VARIANTS[name], device="cpu",
+                                                                     dtypes=(dtype,)).as_dict()))
+
+    data = json.loads((once(tmp_path_factory, f"check-{name}-{dtype}", make) / "result.json").read_text())
+    return CheckResult(**{**data, "shapes": [ShapeResult(**s) for s in data["shapes"]]})
+
+
 @cpu_path
 @pytest.mark.parametrize("name, dtype", CASES)
-def test_variant_matches_reference_on_cpu_path(name, dtype):
+def test_variant_matches_reference_on_cpu_path(name, dtype, tmp_path_factory):
     v = VARIANTS[name]
-    res = check_variant(v, device="cpu", dtypes=(dtype,))
+    res = checked(tmp_path_factory, name, dtype)
     if v.backend == "cuda":
         assert res.status == SKIP and "needs a CUDA GPU" in res.reason
         return
@@ -39,9 +54,9 @@ def test_variant_matches_reference_on_cpu_path(name, dtype):
 
 
 @cpu_path
-def test_widest_check_shapes_run_on_the_block_looping_kernels():
+def test_widest_check_shapes_run_on_the_block_looping_kernels(tmp_path_factory):
     # The online softmax and the flat square must really cross block boundaries.
     for name in ("softmax-triton-online", "square-triton-flat1024", "mean-triton-tuned"):
-        res = check_variant(VARIANTS[name], device="cpu", dtypes=("float32",))
+        res = checked(tmp_path_factory, name, "float32")
         widest = max(int(s.shape.split("x")[-1]) for s in res.shapes)
         assert res.status == PASS and widest > 4096, (name, res.reason)
