@@ -349,6 +349,93 @@ def test_launch_map_keeps_the_lean_path_only_for_what_it_checks_each_call(monkey
     assert direct._MAPS == {} and direct._LAUNCHES == {}
 
 
+def test_a_fixed_launch_rewrites_only_the_data_pointers_it_is_given(monkeypatch):
+    """direct.fixed: the words of its first arguments in a buffer of its own, then per call only the data
+    pointers of the varied arguments; the driver sees what the general flat path would give for the new tensors,
+    whatever another call of the same kept launch wrote meanwhile."""
+    import numpy as np
+    from numba import types
+
+    one_d = types.Array(types.float32, 1, "C")
+    tys = (one_d, one_d, one_d, types.int64)
+    seen = _recording_driver(monkeypatch, tys)
+    monkeypatch.setattr(direct.streams, "current_stream_handle", lambda: 0x5150)
+    general = direct._Launch("k", 0xC0FFEE, tys, direct.word_count(tys))
+    x, partials, y = torch.randn(64), torch.empty(8), torch.empty(64)
+    kept = direct._Fixed(general, 8, 256, (x, partials, y, np.int64(64)), 96, vary=(0, 2))
+    assert kept.kept == [partials]  # the constant tensor lives as long as the launch; x and y are not held
+    for _ in range(2):
+        x2, y2 = torch.randn(64), torch.empty(64)
+        general(3, 32, (torch.randn(5), torch.empty(1), torch.empty(5), np.int64(5)), flat=True)  # other words
+        kept(x2.data_ptr(), y2.data_ptr())
+        handle, grid, block, shared, stream, words, _ = seen[-1]
+        assert (handle, grid, block, shared, stream) == (0xC0FFEE, (8, 1, 1), (256, 1, 1), 96, 0x5150)
+        assert words == direct.flat_words(tys, (x2, partials, y2, np.int64(64)))
+
+
+def test_fixed_keeps_nothing_without_a_kept_launch_and_forget_drops_what_modules_fixed():
+    kernel = object()
+    assert direct.fixed(kernel, 1, 32, torch.randn(4), torch.empty(4)) is None  # CPU tensors: nothing kept
+    from kernelscope.backends.numba import mean as nmean
+    from kernelscope.backends.numba.softmax import launch as slaunch
+
+    nmean._FIXED["probe"] = slaunch._FIXED["probe"] = object()
+    direct.forget()
+    assert nmean._FIXED == {} and slaunch._FIXED == {}
+
+
+def _as_if_on_a_gpu(monkeypatch):
+    """The simulator's tensors taken for a GPU's: Numba's launch of each kernel still runs it (the simulator), each
+    launch is then kept, and what would reach the driver is recorded instead: ("keyed", kernel) for a kept
+    launch's call, ("fixed", kernel) for a fixed launch's."""
+    from numba import typeof
+
+    drove = []
+
+    class Kept(direct._Launch):
+        def __call__(self, *args, **keywords):
+            drove.append(("keyed", self.name))
+
+    monkeypatch.setattr(direct, "as_array", lambda t: t.numpy())
+    monkeypatch.setattr(direct, "stream", lambda: 0)
+    monkeypatch.setattr(direct, "_compiled", lambda kernel, wrapped: Kept(
+        kernel.py_func.__name__, 1, tuple(typeof(a) for a in wrapped), 64))
+    monkeypatch.setattr(direct._Launch, "_launch", lambda self, *dims: drove.append(("fixed", self.name)))
+    monkeypatch.setattr(torch.Tensor, "is_cuda", property(lambda self: True))
+    direct.forget()
+    return drove
+
+
+def test_softmax_and_mean_take_their_fixed_launch_for_a_shape_they_have_seen(monkeypatch):
+    """The first call of a shape launches as before and fixes that launch; the next call of the shape, with new
+    tensors, writes their pointers into it; another shape, or data off 16-byte alignment (another kernel), is
+    launched the general way first and fixed in turn."""
+    from kernelscope.backends.numba import mean as nmean
+    from kernelscope.backends.numba.softmax import launch as slaunch
+
+    drove = _as_if_on_a_gpu(monkeypatch)
+    x = torch.randn(3, 128)  # 32 threads x 4: the 16-byte kernel
+    assert torch.allclose(slaunch.softmax(x), torch.softmax(x.double(), -1).float(), rtol=1e-5, atol=1e-7)
+    assert drove == [] and len(slaunch._FIXED) == 1  # Numba ran it; kept and fixed
+    y = torch.empty_like(x)
+    assert slaunch.softmax(x.clone(), y) is y and drove == [("fixed", "softmax_regs_vector")]
+    slaunch.softmax(torch.randn(5, 128))  # the kernel's kept launch, then fixed for this shape
+    slaunch.softmax(torch.randn(5, 128))
+    assert drove[1:] == [("keyed", "softmax_regs_vector"), ("fixed", "softmax_regs_vector")]
+    unaligned = torch.randn(3 * 128 + 1)[1:].view(3, 128)  # 4 bytes past 16-byte alignment: the 4-byte kernel
+    slaunch.softmax(unaligned)  # through Numba: a kernel not launched before
+    slaunch.softmax(unaligned)
+    assert drove[3:] == [("fixed", "softmax_regs")] and len(slaunch._FIXED) == 3
+    drove.clear()
+    v = torch.randn(700)
+    assert torch.allclose(nmean.mean(v), v.double().mean().float())
+    nmean.mean(torch.randn(700), torch.empty(()))
+    assert drove == [("fixed", "mean_one_launch")] and len(nmean._FIXED) == 1
+    nmean.mean(torch.randn(350))  # another n: the kernel's kept launch, then fixed for this n
+    assert drove[1:] == [("keyed", "mean_one_launch")] and len(nmean._FIXED) == 2
+    direct.forget()
+
+
 # --- gelu-numba, mean-numba and softmax-numba: every launch through direct.py ----------------------------------
 
 def _routed(monkeypatch):
@@ -447,7 +534,8 @@ def test_every_softmax_launch_goes_through_direct_launch_flat(monkeypatch, shape
     calls = [(args, keywords) for kind, _, args, keywords in seen if kind == "launch"]
     assert len(calls) == len(names)
     for args, keywords in calls:
-        assert keywords == ({"flat": True, "shared": shape[1] * 4} if names == ["softmax_row"] else {"flat": True})
+        shared = shape[1] * 4 if names == ["softmax_row"] else 0
+        assert keywords in ({"flat": True, "shared": shared}, {"flat": True} if shared == 0 else None)
         assert all(type(a) is np.int64 for a in args[2:] if not isinstance(a, torch.Tensor))
     if plan and plan["path"] == "split":  # row0 of each group
         assert [int(args[-1]) for args, _ in calls] == [0, 0, 2, 2]

@@ -159,8 +159,46 @@ class _Launch:
         self._launch(blocks, 1, 1, threads, 1, 1)
 
 
+class _Fixed:
+    """A kept launch with every parameter word written once, for calls that differ only in where some tensors' data
+    lie: a call writes the data pointers of the arguments at positions ``vary`` and launches. Its own buffer, so
+    other calls of the same kernel leave its words alone; the arguments it does not vary are kept alive with it.
+    That a call's tensors match the first ones in all but their data pointers (shape, dtype, device, contiguity)
+    is the caller's to check."""
+
+    def __init__(self, launch: _Launch, grid, block, args: tuple, shared: int, vary: tuple[int, ...]):
+        self.launch = _Launch(launch.name, launch.handle, launch.types, word_count(launch.types))
+        for i, w in enumerate(flat_words(launch.types, args, launch.codes)):
+            self.launch.words[i] = w
+        offsets, at = [], 0
+        for code in launch.codes:
+            offsets.append(at + 4)  # an array's data pointer: its fifth word (arg_words)
+            at += 7 if code is None else 1
+        self.slots = tuple(offsets[i] for i in vary)
+        self.dims = (*_dims(grid), *_dims(block))
+        self.shared = shared
+        self.kept = [a for i, a in enumerate(args) if i not in vary and isinstance(a, torch.Tensor)]
+
+    def __call__(self, *data_ptrs: int) -> None:
+        words = self.launch.words
+        for slot, ptr in zip(self.slots, data_ptrs):
+            words[slot] = ptr
+        self.launch._launch(*self.dims, self.shared)
+
+
+def fixed(kernel, grid, block, *args, shared: int = 0, vary: tuple[int, ...] = (0, 1)) -> _Fixed | None:
+    """The launch ``launch(kernel, grid, block, *args, flat=True, shared=shared)`` made and kept (None where it
+    kept none: the simulator, CPU tensors), fixed for calls that pass only new data pointers for the arguments at
+    positions ``vary``: for a variant's calls of one shape, a few pointer writes and the driver call."""
+    found = _LAUNCHES.get(_key(kernel, args, True))
+    return _Fixed(found, grid, block, args, shared, vary) if isinstance(found, _Launch) else None
+
+
 _LAUNCHES: dict = {}
 _MAPS: dict = {}  # (id(kernel), dtype, device) -> the kept launch of an elementwise kernel(x, y), ready to map
+
+
+_FORGET_ALSO: list = []  # the fixed launches other modules keep (their dicts), dropped with the kept launches
 
 
 def forget() -> None:
@@ -168,6 +206,8 @@ def forget() -> None:
     Numba's launch needs to see)."""
     _LAUNCHES.clear()
     _MAPS.clear()
+    for kept in _FORGET_ALSO:
+        kept.clear()
 
 
 def _key(kernel, args, flat: bool) -> tuple:

@@ -236,17 +236,46 @@ def default_launch(n: int, device: torch.device, aligned: bool) -> tuple:
     return shape
 
 
+_FIXED: dict = {}  # (n, dtype, device, x 16-byte aligned) -> the one-launch mean, fixed, its partials kept with it
+numba_direct._FORGET_ALSO.append(_FIXED)
+
+
 def mean(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    """launch_mean's defaults, the launch shape kept per (n, device, alignment)."""
-    return _mean(x, out, default_launch(x.numel(), x.device, x.data_ptr() % 16 == 0), ONE_LAUNCH)
+    """launch_mean's defaults, the launch shape kept per (n, device, alignment). In one launch, the launch itself is
+    kept per n, dtype, device and alignment with its partials (direct.fixed; like the ticket counter, one per
+    device), and a later call of those, x contiguous, writes two data pointers and launches."""
+    y = torch.empty((), device=x.device, dtype=x.dtype) if out is None else out
+    x_ptr = x.data_ptr()
+    key = (x.numel(), x.dtype, x.device, x_ptr & 15 == 0)
+    kept = _FIXED.get(key)
+    if kept is not None and _fits(x, y):
+        kept(x_ptr, y.data_ptr())
+        return y
+    shape = default_launch(x.numel(), x.device, x_ptr % 16 == 0)
+    partials = torch.empty(shape[-1], device=x.device, dtype=torch.float32)
+    _mean(x, y, shape, ONE_LAUNCH, partials)
+    if ONE_LAUNCH and _fits(x, y):
+        threads, blocks_per_sm, unroll, vector, streaming, blocks = shape
+        kept = numba_direct.fixed(mean_one_launch_kernel(threads, blocks_per_sm, unroll, vector, streaming), blocks,
+                                  threads, x, partials, ticket_counter(x.device), y, np.int64(x.numel()), vary=(0, 3))
+        if kept is not None:
+            _FIXED[key] = kept
+    return y
 
 
-def _mean(x: torch.Tensor, out: torch.Tensor | None, shape: tuple, one_launch: bool) -> torch.Tensor:
+def _fits(x: torch.Tensor, y: torch.Tensor) -> bool:
+    """x contiguous, y one element of x's dtype on x's device: what a fixed launch's words take for granted."""
+    return x.is_contiguous() and y.numel() == 1 and y.dtype == x.dtype and y.device == x.device
+
+
+def _mean(x: torch.Tensor, out: torch.Tensor | None, shape: tuple, one_launch: bool,
+          partials: torch.Tensor | None = None) -> torch.Tensor:
     """The launches of a mean with launch shape ``shape`` (mean_launch's), each through direct.launch: every
     tensor passed flat (x, and y 0-d, as 1-D arrays), n as an np.int64, so its Numba type is int64 on every call."""
     threads, blocks_per_sm, unroll, vector, streaming, blocks = shape
     y = torch.empty((), device=x.device, dtype=x.dtype) if out is None else out
-    partials = torch.empty(blocks, device=x.device, dtype=torch.float32)
+    if partials is None:
+        partials = torch.empty(blocks, device=x.device, dtype=torch.float32)
     n = np.int64(x.numel())
     with quick_barriers():
         if one_launch:

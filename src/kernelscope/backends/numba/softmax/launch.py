@@ -57,14 +57,39 @@ def default_plan(rows: int, cols: int, device: torch.device) -> Plan:
     return plan
 
 
+_FIXED: dict = {}  # (shape, dtype, device, x and y 16-byte aligned) -> the default plan's one launch, fixed
+numba_direct._FORGET_ALSO.append(_FIXED)
+
+
 def softmax(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    """launch_softmax's default plan, kept per (rows, cols, device)."""
-    rows, cols = x.shape
+    """launch_softmax's default plan, kept per (rows, cols, device). Where that plan is one launch (regs, row), the
+    launch itself is kept per shape, dtype, device and alignment (direct.fixed), and a later call of those, its
+    tensors contiguous, writes two data pointers and launches."""
     y = torch.empty_like(x) if out is None else out
+    x_ptr, y_ptr = x.data_ptr(), y.data_ptr()
+    key = (x.shape, x.dtype, x.device, (x_ptr | y_ptr) & 15 == 0)
+    kept = _FIXED.get(key)
+    if kept is not None and _like(x, y):
+        kept(x_ptr, y_ptr)
+        return y
+    rows, cols = x.shape
     if rows == 0 or cols == 0:
         return y
+    plan = default_plan(rows, cols, x.device)
     with quick_barriers():
-        return _launch(x, y, default_plan(rows, cols, x.device), {})
+        _launch(x, y, plan, {})
+    single = _single(x, y, plan) if _like(x, y) else None
+    if single is not None:
+        kept = numba_direct.fixed(single[0], rows, plan.threads, x, y, np.int64(cols), shared=single[1])
+        if kept is not None:
+            _FIXED[key] = kept
+    return y
+
+
+def _like(x: torch.Tensor, y: torch.Tensor) -> bool:
+    """y is x's shape, dtype and device, and both are contiguous: what a fixed launch's words take for granted."""
+    return (y.shape == x.shape and y.dtype == x.dtype and y.device == x.device and x.is_contiguous()
+            and y.is_contiguous())
 
 
 def _check(plan: Plan, cols: int) -> None:
@@ -79,19 +104,11 @@ def _launch(x: torch.Tensor, y: torch.Tensor, plan: Plan, overrides: dict) -> to
     np.int64, so their Numba type is int64 on every call."""
     rows, cols = x.shape
     ncols = np.int64(cols)
-    if plan.path == "regs":
-        vector = plan.vector and cols % 4 == 0 and x.data_ptr() % 16 == 0 and y.data_ptr() % 16 == 0
-        kernel = softmax_regs_kernel(plan.threads, plan.unroll, plan.fast_exp, plan.min_blocks,
-                                     plan.threads * plan.unroll == cols, vector)
-        numba_direct.launch(kernel, rows, plan.threads, x, y, ncols, flat=True)
+    single = _single(x, y, plan)
+    if single is not None:
+        numba_direct.launch(single[0], rows, plan.threads, x, y, ncols, flat=True, shared=single[1])
         return y
-    if plan.path == "row":
-        kernel = softmax_row_kernel(plan.threads, plan.unroll, plan.recompute, plan.online, plan.fast_exp)
-        # the arguments as Numba's first launch sees them: what allow_large_shared compiles the kernel for
-        if SIMULATED or allow_large_shared(kernel, lambda: (as_array(x.view(-1)), as_array(y.view(-1)), ncols),
-                                           cols * 4):
-            numba_direct.launch(kernel, rows, plan.threads, x, y, ncols, flat=True, shared=cols * 4)
-            return y
+    if plan.path == "row":  # this Numba cannot opt in to the shared memory the row takes
         plan = plan_softmax(rows, cols, x.device, **{**overrides, "path": "split"})
     if plan.path == "exchange":
         return _launch_exchange(x, y, plan)
@@ -113,6 +130,23 @@ def _launch(x: torch.Tensor, y: torch.Tensor, plan: Plan, overrides: dict) -> to
 
 _EXCHANGE_BUFFERS: dict = {}  # (device, stream, parts) -> (pairs, counters), grown to the most rows seen
 _EXCHANGE_GRIDS: dict = {}  # (id(kernel), device, shared bytes) -> the blocks resident at once
+
+
+def _single(x: torch.Tensor, y: torch.Tensor, plan: Plan) -> tuple | None:
+    """(kernel, dynamic shared bytes) of a plan that is one launch of a block a row: regs, and row where this Numba
+    can opt in to the shared memory the row takes; else None."""
+    rows, cols = x.shape
+    if plan.path == "regs":
+        vector = plan.vector and cols % 4 == 0 and x.data_ptr() % 16 == 0 and y.data_ptr() % 16 == 0
+        return softmax_regs_kernel(plan.threads, plan.unroll, plan.fast_exp, plan.min_blocks,
+                                   plan.threads * plan.unroll == cols, vector), 0
+    if plan.path == "row":
+        kernel = softmax_row_kernel(plan.threads, plan.unroll, plan.recompute, plan.online, plan.fast_exp)
+        # the arguments as Numba's first launch sees them: what allow_large_shared compiles the kernel for
+        if SIMULATED or allow_large_shared(kernel, lambda: (as_array(x.view(-1)), as_array(y.view(-1)),
+                                                            np.int64(cols)), cols * 4):
+            return kernel, cols * 4
+    return None
 
 
 def _launch_exchange(x: torch.Tensor, y: torch.Tensor, plan: Plan) -> torch.Tensor:
