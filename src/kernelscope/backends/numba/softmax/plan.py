@@ -82,9 +82,9 @@ SIM_UNROLL = 2
 
 @dataclass(frozen=True)
 class Plan:
-    path: str  # "row", "split" or "regs"
+    path: str  # "regs", "row", "exchange" or "split"
     threads: int
-    unroll: int  # row and split: loads in flight a thread; regs: elements a thread holds
+    unroll: int  # row, exchange and split: loads in flight a thread; regs: elements a thread holds
     chunk: int = 0  # split: columns a block
     group_rows: int = 0  # split: rows a launch pair
     recompute: bool = False  # row: pass 3 recomputes exp (see shared_row.py)
@@ -111,13 +111,13 @@ class Plan:
 # property of _Input below: the condition, the plan's threads and unroll (regs: elements a thread), and its other
 # Plan fields (a field of another name than its property: (field, property)).
 PLAN_TABLE = (
-    # path    condition     threads          unroll          other fields
-    ("regs",  "takes_regs", "regs_threads",  "regs_ept",     ("fast_exp", "min_blocks", "vector")),
-    ("row",   "takes_row",  "row_threads",   "row_unroll",   ("recompute", "online", ("fast_exp", "row_fast_exp"))),
-    ("exchange", "takes_exchange", "exchange_threads", "exchange_unroll",
-     ("parts", ("fast_exp", "exchange_fast_exp"))),
-    ("split", "always",     "split_threads", "split_unroll", ("chunk", "group_rows", "reverse",
-                                                              ("fast_exp", "split_fast_exp"))),
+    # path       condition         threads             unroll             other fields
+    ("regs",     "takes_regs",     "regs_threads",     "regs_ept",        ("fast_exp", "min_blocks", "vector")),
+    ("row",      "takes_row",      "row_threads",      "row_unroll",      ("recompute", "online",
+                                                                           ("fast_exp", "row_fast_exp"))),
+    ("exchange", "takes_exchange", "exchange_threads", "exchange_unroll", ("parts", ("fast_exp", "exchange_fast_exp"))),
+    ("split",    "always",         "split_threads",    "split_unroll",    ("chunk", "group_rows", "reverse",
+                                                                           ("fast_exp", "split_fast_exp"))),
 )
 
 
@@ -131,7 +131,8 @@ def softmax_launch(rows: int, cols: int, facts: DeviceFacts | None, max_threads:
     arguments: the module defaults; path forces a plan.
 
     The default: the regs plan for rows up to REGS_DEFAULT_MAX_COLS that it holds (under the simulator, rows
-    that its 32 threads hold), else the row plan while shared memory caches the row, else the split plan.
+    that its 32 threads hold), else the row plan while shared memory caches the row, else the split plan; the
+    exchange plan only where asked.
     """
     shape = _Input(rows, cols, facts, SimpleNamespace(**locals()))
     name, _, threads, unroll, fields = next(rule for rule in PLAN_TABLE if getattr(shape, rule[1]))
