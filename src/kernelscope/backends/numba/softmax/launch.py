@@ -129,7 +129,7 @@ def _launch(x: torch.Tensor, y: torch.Tensor, plan: Plan, overrides: dict) -> to
 
 
 _EXCHANGE_BUFFERS: dict = {}  # (device, stream, parts) -> (pairs, counters), grown to the most rows seen
-_EXCHANGE_GRIDS: dict = {}  # (id(kernel), device, shared bytes) -> the blocks resident at once
+_EXCHANGE_GRIDS: dict = {}  # (id(kernel), device, shared bytes, threads) -> the blocks resident at once
 
 
 def _single(x: torch.Tensor, y: torch.Tensor, plan: Plan) -> tuple | None:
