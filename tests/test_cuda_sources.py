@@ -86,7 +86,8 @@ def entries(ptx: str) -> dict[str, str]:
 
 
 @needs_nvcc
-@pytest.mark.parametrize("source", build.CU_SOURCES)
+# softmax.cu, half a minute of nvcc, first: under pytest-xdist the tests that read its PTX would otherwise wait for it
+@pytest.mark.parametrize("source", sorted(build.CU_SOURCES, key=lambda source: source != "softmax.cu"))
 def test_cu_file_compiles_to_object_and_ptx(source, compiled):
     ptx, _ = compiled(source)
     assert compiled.object(source).stat().st_size > 0
@@ -133,6 +134,7 @@ def combined(tmp_path_factory):
 
 
 @needs_nvcc
+@pytest.mark.xdist_group("nvcc-combined")  # one test process makes `combined`; the other would wait on its lock
 def test_all_sources_compile_as_the_one_file_load_inline_builds(combined, tmp_path):
     # build.extension() concatenates the .cu files: names must not collide, and
     # torch's flags (no implicit bfloat16 conversions) must be accepted.
@@ -142,6 +144,7 @@ def test_all_sources_compile_as_the_one_file_load_inline_builds(combined, tmp_pa
 
 
 @needs_nvcc
+@pytest.mark.xdist_group("nvcc-combined")
 def test_the_extension_still_builds_for_gpus_without_clusters(combined, tmp_path):
     # softmax-cuda needs sm_90, but its file is in the one extension every CUDA
     # variant loads: on an A100 (sm_80) the cluster code must compile away.
