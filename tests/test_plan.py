@@ -392,9 +392,11 @@ def test_the_numba_launches_take_the_plan(monkeypatch, facts):
         monkeypatch.setattr(module, "gpu_facts", lambda index: facts)
     monkeypatch.setattr(elementwise, "as_array", lambda t: t)
     monkeypatch.setattr(elementwise, "stream", lambda: 0)
-    for module in (nsoftmax_launch, nmean):  # direct.launch: the kernel's launch, as Numba's first call makes it
+    for module in (nsoftmax_launch, nmean):  # direct.launch: the kernel's launch, as Numba's first call makes it;
+        # nothing kept to fix, so every call launches its plan anew
         monkeypatch.setattr(module, "numba_direct", SimpleNamespace(
-            launch=lambda kernel, grid, block, *args, flat=False, shared=0: kernel[grid, block, 0, shared](*args)))
+            launch=lambda kernel, grid, block, *args, flat=False, shared=0: kernel[grid, block, 0, shared](*args),
+            fixed=lambda *args, **keywords: None))
     for name, kernel in (("softmax_regs_kernel", lambda *a: NumbaKernel(
             "softmax_regs_vector" if a[-1] else "softmax_regs", calls)),
             ("softmax_row_kernel", lambda *a: NumbaKernel("softmax_row", calls)),
