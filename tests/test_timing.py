@@ -323,26 +323,28 @@ def test_cold_hold_grows_when_the_host_outlasts_it_and_drops_the_samples_it_did_
     assert timing.ColdHold.kept(few, [False, True]) == few
 
 
-def test_host_mode_times_a_loop_of_calls_between_synchronized_readings():
+def test_host_mode_times_a_loop_of_calls_between_synchronized_readings(monkeypatch):
+    from types import SimpleNamespace
+
     from kernelscope.timing import host
 
+    # host mode's clock moved by the calls alone, 0.1 ms each: a busy 2-core machine's sleeps of 0.1 ms last
+    # 0.1-0.3 ms, which made a reading of real sleeps fail here
+    now = [0.0]
+    monkeypatch.setattr(host, "time", SimpleNamespace(perf_counter=lambda: now[0]))
     calls = []
 
     def fn():
         calls.append(1)
-        time.sleep(1e-4)  # a call that costs the host 0.1 ms
+        now[0] += 1e-4
 
-    # what a call costs here: time.sleep(1e-4) sleeps at least 0.1 ms, and on a busy 2-core machine often 0.2 ms
-    start = time.perf_counter()
-    for _ in range(50):
-        fn()
-    cost = (time.perf_counter() - start) / 50
     number = host.plan_host(fn, "cpu")
-    assert number == pytest.approx(host.HOST_TARGET_S / cost, rel=0.5)  # about 20 ms of calls a sample
+    assert number == pytest.approx(host.HOST_TARGET_S / 1e-4, abs=1)  # 20 ms of calls a sample
     calls.clear()
     samples = host.time_host(fn, "cpu", samples=8, number=number)
     assert len(samples) == 8 and len(calls) == 8 * number
-    assert all(1e-4 <= s < 5 * cost for s in samples)  # per call, not per sample
+    assert samples == pytest.approx([1e-4] * 8)  # per call, not per sample
+    monkeypatch.undo()
     # the fastest calls: capped (the best of three plans: one 3-call probe can catch the host's hiccup)
     assert max(host.plan_host(lambda: None, "cpu") for _ in range(3)) == host.HOST_MAX_CALLS
 
