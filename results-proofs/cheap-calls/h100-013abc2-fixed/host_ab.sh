@@ -1,14 +1,13 @@
-# host cost a call, the tree before the fixed launches (old) and after (new), same box; then the GPU tests
+# Host cost a call, the tree before the fixed launches (OLD: a checkout's src/ at e0fed0b) and after (this
+# checkout's src/, 013abc2), in turns on one GPU box; then the GPU tests of the direct launch paths.
+#   bash host_ab.sh OLD_SRC OUT_DIR
 set -u
-SRC=$(pwd); mkdir -p $OUT /tmp/old && tar xzf .carry/old-src.tgz -C /tmp/old
-export PYTHONUNBUFFERED=1 KERNELSCOPE_CACHE=/tmp/kc
-python3 -m pip install -q --no-index --no-deps --no-compile --disable-pip-version-check "$SRC"/.whl/*.whl > /dev/null 2>&1
-nvidia-smi -L
+OLD=$1; OUT=$2; NEW=$(pwd)/src; mkdir -p "$OUT"
 x() { PYTHONPATH=$1 timeout 60 python3 -m kernelscope crosscheck --variant $2 --size $3 --dtype float32 --no-ncu \
-      --out $OUT/cross-$4-$2-$3.json 2>&1 | grep "^\[1/1\]" | sed "s/^/$4 /"; }
+      --out "$OUT/cross-$4-$2-$3.json" 2>&1 | grep "^\[1/1\]" | sed "s/^/$4 /"; }
 for r in 1 2; do
-  x /tmp/old/src softmax-numba 64x64 old; x $SRC/src softmax-numba 64x64 new
-  x /tmp/old/src mean-numba 4096 old; x $SRC/src mean-numba 4096 new
+  x "$OLD" softmax-numba 64x64 old; x "$NEW" softmax-numba 64x64 new
+  x "$OLD" mean-numba 4096 old; x "$NEW" mean-numba 4096 new
 done
-x $SRC/src softmax-torch 64x64 new; x $SRC/src mean-torch 4096 new; x $SRC/src mean-numba 16777216 new
-PYTHONPATH=$SRC/src timeout 120 python3 -m pytest -q -m gpu tests/test_numba_direct.py -p no:cacheprovider 2>&1 | tail -n 2
+x "$NEW" softmax-torch 64x64 new; x "$NEW" mean-torch 4096 new; x "$NEW" mean-numba 16777216 new
+PYTHONPATH=$NEW timeout 120 python3 -m pytest -q -m gpu tests/test_numba_direct.py -p no:cacheprovider 2>&1 | tail -n 2
