@@ -73,6 +73,10 @@ def arg_words(types: tuple, args: tuple, codes: tuple | None = None) -> list[int
     return words
 
 
+FLAT_ARRAY_WORDS = 7  # a 1-D array's words: meminfo, parent, count, item size, data pointer, shape, stride
+DATA_WORD = 4  # where in them the data pointer sits
+
+
 def flat_words(types: tuple, args: tuple, codes: tuple | None = None) -> list[int]:
     """:func:`arg_words` with each array argument a contiguous tensor described as 1-D (as ``view(-1)`` would
     present it), without making the views."""
@@ -84,6 +88,20 @@ def flat_words(types: tuple, args: tuple, codes: tuple | None = None) -> list[in
         else:
             words.append(_word(code, value))
     return words
+
+
+def flat_data_words(codes: tuple) -> list[int]:
+    """Per argument, where :func:`flat_words` writes its data pointer (an array's; a scalar's own word)."""
+    slots, at = [], 0
+    for code in codes:
+        slots.append(at + DATA_WORD if code is None else at)
+        at += FLAT_ARRAY_WORDS if code is None else 1
+    return slots
+
+
+def numba_args(args: tuple, flat: bool = False) -> list:
+    """The arguments as Numba's launch takes them: each tensor as a Numba array (of its ``view(-1)`` if ``flat``)."""
+    return [as_array(a.view(-1) if flat else a) if isinstance(a, torch.Tensor) else a for a in args]
 
 
 def _dims(d) -> tuple[int, int, int]:
@@ -155,7 +173,7 @@ class _Launch:
         written (the rest by :meth:`as_map`), in the layout of :func:`flat_words`."""
         w = self.words
         w[2] = w[5] = w[9] = w[12] = n
-        w[4], w[11] = x_ptr, y_ptr
+        w[DATA_WORD], w[FLAT_ARRAY_WORDS + DATA_WORD] = x_ptr, y_ptr
         self._launch(blocks, 1, 1, threads, 1, 1)
 
 
@@ -170,11 +188,8 @@ class _Fixed:
         self.launch = _Launch(launch.name, launch.handle, launch.types, word_count(launch.types))
         for i, w in enumerate(flat_words(launch.types, args, launch.codes)):
             self.launch.words[i] = w
-        offsets, at = [], 0
-        for code in launch.codes:
-            offsets.append(at + 4)  # an array's data pointer: its fifth word (arg_words)
-            at += 7 if code is None else 1
-        self.slots = tuple(offsets[i] for i in vary)
+        slots = flat_data_words(launch.codes)
+        self.slots = tuple(slots[i] for i in vary)
         self.dims = (*_dims(grid), *_dims(block))
         self.shared = shared
         self.kept = [a for i, a in enumerate(args) if i not in vary and isinstance(a, torch.Tensor)]
@@ -230,7 +245,7 @@ def launch(kernel, grid, block, *args, flat: bool = False, shared: int = 0) -> N
     if found is not None:
         found(grid, block, args, flat, shared)
         return
-    wrapped = [as_array(a.view(-1) if flat else a) if isinstance(a, torch.Tensor) else a for a in args]
+    wrapped = numba_args(args, flat)
     kernel[grid, block, stream(), shared](*wrapped)
     tensors = [a for a in args if isinstance(a, torch.Tensor)]
     # flat_words describes a tensor as contiguous: a view(-1) of another (a column, say) keeps Numba's path

@@ -6,7 +6,7 @@ and a row wider than one block's shared memory still fits, over several blocks.
 
 The grid is persistent: as many blocks as are resident at once (rounded down to whole rows of ``parts`` blocks),
 block b taking part b % parts of rows b // parts, b // parts + groups, ... A block loads its part into shared
-memory keeping a running max and sum of exp (split.py's online_update); its thread 0 writes the part's pair,
+memory keeping a running max and sum of exp (split.py's online_step); its thread 0 writes the part's pair,
 fences, adds 1 to the row's arrival counter, and waits for the counter to reach the row's next multiple of
 ``parts``. The counters are never reset: each call, a CUDA graph's replays included, adds ``parts`` to each of
 its rows, so a call needs no zeroing launch. The pairs are then read with atomics, since an SM's L1 is not kept

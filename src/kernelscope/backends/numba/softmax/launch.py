@@ -12,7 +12,6 @@ import numpy as np
 import torch
 
 from kernelscope.backends import streams
-from kernelscope.backends.numba import as_array
 from kernelscope.backends.numba import direct as numba_direct
 from kernelscope.backends.numba.common import SIMULATED, check_threads, quick_barriers
 
@@ -143,8 +142,8 @@ def _single(x: torch.Tensor, y: torch.Tensor, plan: Plan) -> tuple | None:
     if plan.path == "row":
         kernel = softmax_row_kernel(plan.threads, plan.unroll, plan.recompute, plan.online, plan.fast_exp)
         # the arguments as Numba's first launch sees them: what allow_large_shared compiles the kernel for
-        if SIMULATED or allow_large_shared(kernel, lambda: (as_array(x.view(-1)), as_array(y.view(-1)),
-                                                            np.int64(cols)), cols * 4):
+        if SIMULATED or allow_large_shared(kernel, lambda: numba_direct.numba_args((x, y, np.int64(cols)), True),
+                                           cols * 4):
             return kernel, cols * 4
     return None
 
@@ -163,7 +162,7 @@ def _launch_exchange(x: torch.Tensor, y: torch.Tensor, plan: Plan) -> torch.Tens
     args = (x, y, pairs, counters, np.int64(rows), np.int64(cols), np.int64(part_cols))
 
     def wrapped():  # the arguments as Numba's first launch sees them
-        return tuple(as_array(a.view(-1)) if isinstance(a, torch.Tensor) else a for a in args)
+        return numba_direct.numba_args(args, True)
 
     if not SIMULATED and not allow_large_shared(kernel, wrapped, shared):
         raise ValueError(f"softmax-numba: the exchange plan's {shared} B of shared memory a block need an opt-in "

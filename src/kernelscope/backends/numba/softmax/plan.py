@@ -207,9 +207,13 @@ class _Input:
     def regs_ept(self) -> int:
         return self.regs_shape[1]
 
+    def _fast_exp(self, default: bool) -> bool:
+        """The fast exp as asked, else the plan's default."""
+        return default if self.asked.fast_exp is None else self.asked.fast_exp
+
     @cached_property
     def fast_exp(self) -> bool:
-        return REGS_FAST_EXP if self.asked.fast_exp is None else self.asked.fast_exp
+        return self._fast_exp(REGS_FAST_EXP)
 
     @cached_property
     def min_blocks(self) -> int:
@@ -275,7 +279,7 @@ class _Input:
 
     @cached_property
     def row_fast_exp(self) -> bool:
-        return ROW_FAST_EXP if self.asked.fast_exp is None else self.asked.fast_exp
+        return self._fast_exp(ROW_FAST_EXP)
 
     # exchange
     @cached_property
@@ -299,7 +303,7 @@ class _Input:
 
     @cached_property
     def exchange_fast_exp(self) -> bool:
-        return EXCHANGE_FAST_EXP if self.asked.fast_exp is None else self.asked.fast_exp
+        return self._fast_exp(EXCHANGE_FAST_EXP)
 
     # split
     @cached_property
@@ -325,7 +329,7 @@ class _Input:
 
     @cached_property
     def split_fast_exp(self) -> bool:
-        return SPLIT_FAST_EXP if self.asked.fast_exp is None else self.asked.fast_exp
+        return self._fast_exp(SPLIT_FAST_EXP)
 
     @cached_property
     def group_rows(self) -> int:

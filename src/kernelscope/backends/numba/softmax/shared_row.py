@@ -6,7 +6,7 @@ once and written once. Each thread touches only its own columns (j = t, t + thre
 barrier between them beyond those inside the reductions. With ``recompute`` pass 2 only sums exp(x - max),
 leaving the row in shared memory, and pass 3 computes exp(x - max) / sum again: one exp more an element, one
 shared-memory store pass less. With ``online`` pass 1 also keeps each thread's running max and sum of exp(x - max)
-(split.py's online_update), so the exps are computed while the loads are in flight, and the only pass left after
+(split.py's online_step), so the exps are computed while the loads are in flight, and the only pass left after
 the reductions writes exp(x - max) / sum from shared memory: no pass of the block's runs only from shared memory,
 as the others' pass 2 does while the SM's DRAM traffic waits on it.
 """

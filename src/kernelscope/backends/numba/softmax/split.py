@@ -36,9 +36,6 @@ def online_step(fast_exp: bool = False):
     return online_update
 
 
-online_update = online_step(False)
-
-
 @cache
 def chunk_stats_kernel(threads: int, unroll: int, fast_exp: bool = False):
     """Launch 1 of the "split" plan: (max, sum of exp(x - max)) of each chunk."""
