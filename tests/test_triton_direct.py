@@ -102,6 +102,136 @@ def test_the_hooks_are_read_from_tritons_runtime_knobs_on_every_call(monkeypatch
     assert direct._hooks() == (print, None)
 
 
+def test_a_fixed_launch_takes_the_kept_kernel_with_the_calls_tensors_in_their_places(stand_in):
+    stand_in.arg_names = ["x_ptr", "partials_ptr", "y_ptr", "n", "BLOCK_SIZE"]
+    x, partials, y = torch.randn(64), torch.empty(8), torch.empty(())
+    assert direct.fixed(stand_in, (4,), x, partials, y, 64, vary=(0, 2), BLOCK_SIZE=16) is None  # nothing kept yet
+    direct.launch(stand_in, (4,), x, partials, y, 64, BLOCK_SIZE=16)
+    fixed = direct.fixed(stand_in, (4,), x, partials, y, 64, vary=(0, 2), BLOCK_SIZE=16)
+    x2, y2 = torch.randn(64), torch.empty(())
+    assert fixed(x2, y2) is True and fixed(x, y) is True
+    # the launcher's call as launch() makes it, each call's own tensors in places 0 and 2, partials fixed
+    assert stand_in.runs == [(4, 1, 1, 0x5150, "fn", "meta", None, None, None, x2, partials, y2, 64, 16),
+                             (4, 1, 1, 0x5150, "fn", "meta", None, None, None, x, partials, y, 64, 16)]
+    assert fixed.args[0] is x and fixed.args[2] is y  # the first call's, not the later calls' (not kept alive)
+    assert len(stand_in.standard) == 1
+
+
+def test_a_fixed_launch_launches_nothing_while_a_hook_is_set(stand_in, monkeypatch):
+    x, y = torch.randn(64), torch.empty(64)
+    direct.launch(stand_in, (4,), x, y, 64, BLOCK_SIZE=16)
+    fixed = direct.fixed(stand_in, (4,), x, y, 64, BLOCK_SIZE=16)
+    monkeypatch.setattr(direct, "_hooks", lambda: (None, lambda *a: None))  # a profiler set a hook since
+    assert fixed(x, y) is False and stand_in.runs == []  # the caller takes the standard path, which runs the hook
+
+
+def test_forget_drops_the_fixed_launches_other_modules_keep(stand_in, monkeypatch):
+    kept = {"key": "a fixed launch"}
+    monkeypatch.setattr(direct, "_FORGET_ALSO", [kept])
+    direct.forget()
+    assert kept == {}
+
+
+class FixedRecorder:
+    """direct.fixed's stand-in: records the launch it would fix, and each call it gets."""
+
+    def __init__(self):
+        self.made, self.calls = [], []
+
+    def fixed(self, kernel, grid, *args, vary=(0, 1), **keywords):
+        self.made.append((kernel.__name__, grid, args, vary, keywords))
+
+        def call(*tensors):
+            self.calls.append(tensors)
+            return True
+        return call
+
+
+@pytest.fixture
+def recorder(monkeypatch):
+    from kernelscope.backends.triton import gelu as tgelu
+    from kernelscope.backends.triton import mean as tmean
+    from kernelscope.backends.triton.softmax import launch as tlaunch
+
+    direct.forget()
+    recorder = FixedRecorder()
+    monkeypatch.setattr(direct, "fixed", recorder.fixed)
+    yield recorder, tlaunch, tmean
+    direct.forget()
+    assert tlaunch._FIXED == {} and tmean._FIXED == {} and tgelu._FIXED == {}
+
+
+def test_tuned_softmax_fixes_its_one_launch_and_reuses_it_for_the_same_shape_and_alignment(recorder):
+    recorder, tlaunch, _ = recorder
+    x = torch.randn(13, 100)
+    first = tlaunch.softmax_tuned(x)
+    assert torch.allclose(first, torch.softmax(x, dim=1), atol=1e-6)
+    plan = tlaunch.default_plan(13, 100, 4, x.device)
+    kernel, grid, args, keywords = tlaunch._single_launch(x, first, plan, False)
+    assert recorder.made == [(kernel.__name__, grid, args, (0, 1), keywords)]  # the launch the first call made
+    x2 = torch.randn(13, 100)
+    y2 = tlaunch.softmax_tuned(x2)
+    assert len(recorder.calls) == 1 and recorder.calls[0][0] is x2 and recorder.calls[0][1] is y2
+    for other in (torch.randn(13, 101), torch.randn(13, 100, dtype=torch.float64), torch.randn(13, 101)[:, :100],
+                  torch.randn(1401)[1:].view(14, 100)[:13]):  # another shape, dtype, row stride, alignment
+        assert torch.allclose(tlaunch.softmax_tuned(other), torch.softmax(other, dim=1), atol=1e-6)
+    assert len(recorder.calls) == 1 and len(recorder.made) == 5
+    out = torch.empty(13, 100, dtype=torch.float64)  # an out of another dtype: the standard path, never fixed
+    tlaunch.softmax_tuned(x, out)
+    assert len(recorder.calls) == 1 and len(recorder.made) == 5
+
+
+def test_tuned_softmax_plans_of_two_passes_are_not_fixed(recorder, monkeypatch):
+    from test_triton_kernels import PATHS
+
+    from kernelscope.backends.triton.softmax.plan import softmax_plan
+
+    recorder, tlaunch, _ = recorder
+    shape, kwargs, _ = PATHS["split"]
+    monkeypatch.setattr(tlaunch, "default_plan", lambda rows, cols, itemsize, device: softmax_plan(rows, cols,
+                                                                                                  itemsize, **kwargs))
+    x = torch.randn(shape)
+    for _ in range(2):
+        assert torch.allclose(tlaunch.softmax_tuned(x), torch.softmax(x, dim=1), atol=1e-6)
+    assert recorder.made == [] and recorder.calls == []
+
+
+def test_tuned_mean_fixes_its_launch_with_the_devices_partials(recorder):
+    recorder, _, tmean = recorder
+    x = torch.randn(1000)
+    assert torch.allclose(tmean.mean_tuned(x), x.mean(), atol=1e-6)
+    programs, steps, keywords = tmean._tuned_launch(1000, x.device)
+    ((name, grid, args, vary, made_keywords),) = recorder.made
+    assert (name, grid, vary, made_keywords) == ("mean_one_pass_kernel", (programs,), (0, 3), keywords)
+    assert args[1] is tmean.partials(programs, x.device) and args[2] is tmean.arrival_counter(x.device)
+    assert args[4:] == (1000, steps)
+    x2 = torch.randn(1000)
+    y2 = tmean.mean_tuned(x2)
+    assert recorder.calls == [(x2, y2)]
+    for other in (torch.randn(1001), torch.randn(1000, dtype=torch.float64), torch.randn(1001)[1:]):
+        assert torch.allclose(tmean.mean_tuned(other), other.mean(), atol=1e-6)
+    assert len(recorder.calls) == 1 and len(recorder.made) == 4
+
+
+def test_gelu_fixes_its_launch_per_size_dtype_and_alignment(recorder):
+    from kernelscope.backends.triton.gelu import BLOCK_SIZE, gelu
+
+    recorder = recorder[0]
+    x = torch.randn(37, 29)
+    reference = torch.nn.functional.gelu(x, approximate="tanh")
+    assert torch.allclose(gelu(x), reference, atol=1e-6)
+    assert recorder.made == [("gelu_kernel", (2,), (x, recorder.made[0][2][1], 37 * 29), (0, 1),
+                              dict(BLOCK_SIZE=BLOCK_SIZE, WIDE=False))]
+    x2 = torch.randn(37, 29)
+    y2 = gelu(x2)
+    assert recorder.calls == [(x2, y2)]
+    for other in (torch.randn(29, 37), torch.randn(37 * 29 + 1)[1:]):  # the same n, dtype: fixed; misaligned: not
+        gelu(other)
+    assert len(recorder.calls) == 2 and len(recorder.made) == 2
+    assert torch.allclose(gelu(x, torch.empty(37, 29, dtype=torch.float64)), reference.double(), atol=1e-6)
+    assert len(recorder.calls) == 2 and len(recorder.made) == 2  # an out of another dtype: never fixed
+
+
 def test_on_the_cpu_path_every_call_goes_through_the_interpreter():
     from kernelscope.backends.triton.square import square_flat, square_flat_direct
 
@@ -215,3 +345,40 @@ def test_gpu_tuned_kernels_give_the_same_bits_through_the_kept_kernel():
     graph.replay()
     torch.cuda.synchronize()
     assert torch.equal(out, gelu(x))
+
+
+@pytest.mark.gpu
+def test_gpu_tuned_gelu_softmax_and_mean_give_the_same_bits_through_their_fixed_launch():
+    """gelu-triton, softmax-triton-tuned and mean-triton-tuned: the first call through ``kernel[grid]``, the second fixes the
+    launch, later ones take it, on new inputs the same bits as the standard path; a fixed launch made during graph
+    capture is captured."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    from kernelscope.backends.triton import gelu as tgelu
+    from kernelscope.backends.triton import mean as tmean
+    from kernelscope.backends.triton.softmax import launch as tlaunch
+
+    cases = [(tgelu.gelu, (64, 64)), (tgelu.gelu, (4096, 4096)), (tlaunch.softmax_tuned, (64, 64)), (tlaunch.softmax_tuned, (512, 50257)),
+             (tlaunch.softmax_tuned, (4096, 4096)), (tmean.mean_tuned, (4096,)), (tmean.mean_tuned, (1 << 24,))]
+    for fn, shape in cases:
+        direct.forget()
+        x = torch.randn(shape, device="cuda")
+        standard = fn(x).clone()
+        fn(x)
+        assert len(tlaunch._FIXED) + len(tmean._FIXED) + len(tgelu._FIXED) == 1, (fn.__name__, shape)
+        x2 = torch.randn(shape, device="cuda")
+        through_fixed = fn(x2).clone()
+        direct.forget()
+        assert torch.equal(fn(x), standard) and torch.equal(through_fixed, fn(x2)), (fn.__name__, shape)
+    for fn, shape in cases[0], cases[2], cases[5]:
+        x = torch.randn(shape, device="cuda")
+        out = fn(x).clone()
+        fn(x, out)  # the fixed launch is kept for this out's alignment
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            fn(x, out)
+        x.copy_(torch.randn(shape, device="cuda"))
+        graph.replay()
+        torch.cuda.synchronize()
+        direct.forget()
+        assert torch.equal(out, fn(x)), (fn.__name__, shape)

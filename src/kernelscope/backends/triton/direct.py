@@ -15,8 +15,10 @@ the same specialization call that kernel's launcher directly, as
 specialization (a tensor's dtype, device and 16-byte alignment; an integer's being 1,
 its divisibility by 16 and whether it fits 32 bits; the constexprs and launch
 options), so a kept kernel is only reused where Triton would pick the same one.
-Launch hooks (a profiler such as proton) get the standard path, since they
-read the launch metadata this path skips. Under ``TRITON_INTERPRET=1`` (the
+A variant whose calls of one shape differ only in their tensors' data keeps a :class:`Fixed` launch
+(:func:`fixed`): the grid, the compiled kernel and every other argument worked out once, so such a call skips
+the variant's launch planning and the key as well. Launch hooks (a profiler such as proton) get the standard
+path, since they read the launch metadata this path skips. Under ``TRITON_INTERPRET=1`` (the
 CPU path) ``kernel[grid]`` returns no compiled kernel, so every call takes the
 standard path.
 """
@@ -56,9 +58,18 @@ def _hooked(hook) -> bool:
     return hook is not None and bool(getattr(hook, "calls", True))
 
 
+_FORGET_ALSO: list = []  # the fixed launches other modules keep (their dicts), dropped with the kept kernels
+
+
 def forget() -> None:
-    """Drop every kept kernel: each kernel's next call goes through ``kernel[grid]`` again."""
+    """Drop every kept kernel and fixed launch: each kernel's next call goes through ``kernel[grid]`` again."""
     _KEPT.clear()
+    for kept in _FORGET_ALSO:
+        kept.clear()
+
+
+def _key(kernel, args: tuple, keywords: dict) -> tuple:
+    return (id(kernel), *map(_spec, args), *keywords.items())
 
 
 def launch(kernel, grid: tuple, *args, **keywords) -> None:
@@ -72,7 +83,7 @@ def launch(kernel, grid: tuple, *args, **keywords) -> None:
     """
     enter, leave = _hooks()
     hooked = _hooked(enter) or _hooked(leave)
-    key = (id(kernel), *map(_spec, args), *keywords.items())
+    key = _key(kernel, args, keywords)
     kept = None if hooked else _KEPT.get(key)
     if kept is None:
         compiled = kernel[grid](*args, **keywords)
@@ -83,3 +94,43 @@ def launch(kernel, grid: tuple, *args, **keywords) -> None:
     g = (*grid, 1, 1)
     compiled.run(g[0], g[1], g[2], streams.current_stream_handle(), compiled.function,
                  compiled.packed_metadata, None, None, None, *args, *rest)
+
+
+class Fixed:
+    """A kept kernel's launch with its grid and every argument but some tensors fixed, for a variant's calls that
+    differ only in where those tensors' data lie: a call passes the tensors for positions ``vary`` and goes
+    straight to the launcher. That a call's tensors match the first ones in all Triton specializes on (dtype,
+    device, 16-byte alignment) and in all the fixed arguments were worked out from (shape, strides) is the
+    caller's to check; the arguments it does not vary are kept alive with it."""
+
+    __slots__ = ("run", "grid", "function", "metadata", "args", "vary")
+
+    def __init__(self, compiled, grid: tuple, args: list, vary: tuple[int, ...]):
+        self.run, self.function, self.metadata = compiled.run, compiled.function, compiled.packed_metadata
+        self.grid = (*grid, 1, 1)[:3]
+        self.args = args
+        self.vary = vary
+
+    def __call__(self, *tensors: torch.Tensor) -> bool:
+        """Launch with ``tensors`` in the varied places; False (nothing launched) where a launch hook is set, and
+        the caller takes the standard path, which runs it."""
+        enter, leave = _hooks()
+        if _hooked(enter) or _hooked(leave):
+            return False
+        args = self.args.copy()  # the call's tensors are not kept past it
+        for i, tensor in zip(self.vary, tensors):
+            args[i] = tensor
+        gx, gy, gz = self.grid
+        self.run(gx, gy, gz, streams.current_stream_handle(), self.function, self.metadata, None, None, None, *args)
+        return True
+
+
+def fixed(kernel, grid: tuple, *args, vary: tuple[int, ...] = (0, 1), **keywords) -> Fixed | None:
+    """The launch ``launch(kernel, grid, *args, **keywords)`` made and kept, fixed for calls that pass only the
+    tensors at positions ``vary`` (None where none was kept: the interpreter, a launch hook, a first call not made
+    yet)."""
+    kept = _KEPT.get(_key(kernel, args, keywords))
+    if kept is None:
+        return None
+    compiled, rest = kept
+    return Fixed(compiled, grid, [*args, *rest], vary)

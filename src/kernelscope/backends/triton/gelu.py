@@ -28,11 +28,25 @@ def gelu_kernel(x_ptr, y_ptr, n, BLOCK_SIZE: tl.constexpr, WIDE: tl.constexpr = 
     tl.store(y_ptr + offsets, y.to(y_ptr.dtype.element_ty), mask=mask)
 
 
+_FIXED: dict = {}  # (n, dtype, device, x and y 16-byte aligned) -> gelu's launch, fixed
+direct._FORGET_ALSO.append(_FIXED)
+
+
 def gelu(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """Through the compiled kernel after the first call (direct.py), the launch kept fixed per size, dtype,
+    device and alignment: a later call of those passes x and y straight to the launcher."""
     y = torch.empty_like(x) if out is None else out
     n = x.numel()
-    # through the compiled kernel after the first call (direct.py): the same kernel, a cheaper call
-    direct.launch(gelu_kernel, (cdiv(n, BLOCK_SIZE),), x, y, n, BLOCK_SIZE=BLOCK_SIZE, WIDE=wide_index(n))
+    key = (n, x.dtype, x.device, x.data_ptr() & 15 == 0, y.data_ptr() & 15 == 0)
+    kept = _FIXED.get(key)
+    fits = out is None or (out.dtype == x.dtype and out.device == x.device and out.numel() == n)
+    if kept is not None and fits and kept(x, y):
+        return y
+    grid, keywords = (cdiv(n, BLOCK_SIZE),), dict(BLOCK_SIZE=BLOCK_SIZE, WIDE=wide_index(n))
+    direct.launch(gelu_kernel, grid, x, y, n, **keywords)
+    fixed = direct.fixed(gelu_kernel, grid, x, y, n, **keywords) if fits and n else None
+    if fixed is not None:
+        _FIXED[key] = fixed
     return y
 
 

@@ -148,20 +148,23 @@ def _keywords(n: int, programs: int, block: int, num_warps: int, num_stages: int
 
 def _launch(x: torch.Tensor, out: torch.Tensor | None, programs: int, steps: int, keywords: dict) -> torch.Tensor:
     """The one launch, through the compiled kernel after the first call (direct.py): the same kernel, a cheaper
-    call. Fresh partials each call (the caching allocator makes this cheap, and graph capture safe); a grid of
-    one program writes none, and gets a stand-in allocated once."""
-    device = x.device
-    partials = _no_partials(device) if programs == 1 else torch.empty(programs, device=device, dtype=torch.float32)
-    y = torch.empty((), device=device, dtype=x.dtype) if out is None else out
-    direct.launch(mean_one_pass_kernel, (programs,), x, partials, arrival_counter(device), y, x.numel(), steps,
-                  **keywords)
+    call."""
+    y = torch.empty((), device=x.device, dtype=x.dtype) if out is None else out
+    direct.launch(mean_one_pass_kernel, (programs,), *_arguments(x, y, programs, steps), **keywords)
     return y
 
 
+def _arguments(x: torch.Tensor, y: torch.Tensor, programs: int, steps: int) -> tuple:
+    """mean_one_pass_kernel's arguments: the partials and arrival counter are the device's own, allocated once (so
+    calls and graph replays allocate nothing)."""
+    return (x, partials(programs, x.device), arrival_counter(x.device), y, x.numel(), steps)
+
+
 @cache
-def _no_partials(device: torch.device) -> torch.Tensor:
-    """The partials' stand-in for a grid of one program, which writes none: allocated once a device."""
-    return torch.empty(1, device=device, dtype=torch.float32)
+def partials(programs: int, device: torch.device) -> torch.Tensor:
+    """A float32 partial sum a program, one buffer per grid size and device, shared like the arrival counter; a
+    grid of one program writes none, and gets one element."""
+    return torch.empty(programs, device=device, dtype=torch.float32)
 
 
 @cache
@@ -172,9 +175,26 @@ def _tuned_launch(n: int, device: torch.device) -> tuple[int, int, dict]:
     return programs, steps, _keywords(n, programs, TUNED_BLOCK, TUNED_WARPS, TUNED_STAGES, EVICT, CONTIGUOUS)
 
 
+_FIXED: dict = {}  # (n, dtype, device, x and y 16-byte aligned) -> mean_tuned's launch, fixed
+direct._FORGET_ALSO.append(_FIXED)
+
+
 def mean_tuned(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    """mean_one_pass with its defaults, the launch worked out once per size and device."""
-    return _launch(x, out, *_tuned_launch(x.numel(), x.device))
+    """mean_one_pass with its defaults, the launch worked out once per size and device, and kept fixed per size,
+    dtype, device and alignment (direct.fixed): a later call of those passes x and y straight to the launcher."""
+    y = torch.empty((), device=x.device, dtype=x.dtype) if out is None else out
+    key = (x.numel(), x.dtype, x.device, x.data_ptr() & 15 == 0, y.data_ptr() & 15 == 0)
+    kept = _FIXED.get(key)
+    fits = out is None or (out.dtype == x.dtype and out.device == x.device)
+    if kept is not None and fits and kept(x, y):
+        return y
+    programs, steps, keywords = _tuned_launch(x.numel(), x.device)
+    arguments = _arguments(x, y, programs, steps)
+    direct.launch(mean_one_pass_kernel, (programs,), *arguments, **keywords)
+    fixed = direct.fixed(mean_one_pass_kernel, (programs,), *arguments, vary=(0, 3), **keywords) if fits else None
+    if fixed is not None:
+        _FIXED[key] = fixed
+    return y
 
 
 def mean_plan_of(shape: tuple[int, ...], dtype: str, facts: DeviceFacts):

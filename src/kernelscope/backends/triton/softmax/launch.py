@@ -22,24 +22,13 @@ from .whole_rows import softmax_rows_tuned_kernel
 def softmax_planned(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torch.Tensor:
     """Run ``plan`` on a 2-D ``x`` into ``y`` (same shape, contiguous rows)."""
     rows, cols = x.shape
-    wide = wide_index(rows * max(x.stride(0), y.stride(0)))  # the kernels' 64-bit form: rows past 2^31 elements
+    wide = _wide(x, y)
     if plan.strategy == "pipe":
         return _softmax_piped(x, y, plan, wide)
-    if plan.strategy == "persist":
-        keep, last_use = plan.eviction_policies()
-        direct.launch(softmax_persistent_kernel, (plan.grid(rows),), x, y, rows, cols, x.stride(0), y.stride(0),
-                      CHUNK=plan.block, GROUP=plan.group, VEC=persist_vec(plan, x, y), STAGES=plan.stages,
-                      KEEP=keep, LAST_USE=last_use, WIDE=wide, num_warps=plan.num_warps)
-        return y
-    if plan.strategy == "tiles":
-        a, b, c = plan.tiles
-        direct.launch(softmax_tiles_kernel, (plan.grid(rows),), x, y, cols, x.stride(0), y.stride(0), A=a, B=b, C=c,
-                      VEC=cut_vec(x, y), WIDE=wide, num_warps=plan.num_warps)
-        return y
-    if plan.strategy != "split":
-        grid = (plan.grid(rows),)
-        direct.launch(softmax_rows_tuned_kernel, grid, x, y, rows, cols, x.stride(0), y.stride(0),
-                      ROWS=plan.rows_per_program, BLOCK=plan.block, WIDE=wide, num_warps=plan.num_warps)
+    single = _single_launch(x, y, plan, wide)
+    if single is not None:
+        kernel, grid, args, keywords = single
+        direct.launch(kernel, grid, *args, **keywords)
         return y
     # One (max, sum) pair per chunk of the group's rows, reused by every group:
     # the stream runs group g's pass 2 before group g + 1's pass 1 overwrites it.
@@ -55,6 +44,30 @@ def softmax_planned(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan) -> torc
                       CHUNKS_BLOCK=next_power_of_2(plan.chunks), LAST_USE=last_use, WIDE=wide,
                       num_warps=plan.num_warps)
     return y
+
+
+def _wide(x: torch.Tensor, y: torch.Tensor) -> bool:
+    """Whether the kernels take their 64-bit form: rows past 2^31 elements."""
+    return wide_index(x.shape[0] * max(x.stride(0), y.stride(0)))
+
+
+def _single_launch(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan, wide: bool):
+    """(kernel, grid, arguments, keywords) of a plan that is one launch (persist, tiles, the whole-row plans);
+    None for the plans of two passes (split, pipe)."""
+    rows, cols = x.shape
+    if plan.strategy == "persist":
+        keep, last_use = plan.eviction_policies()
+        return (softmax_persistent_kernel, (plan.grid(rows),), (x, y, rows, cols, x.stride(0), y.stride(0)),
+                dict(CHUNK=plan.block, GROUP=plan.group, VEC=persist_vec(plan, x, y), STAGES=plan.stages,
+                     KEEP=keep, LAST_USE=last_use, WIDE=wide, num_warps=plan.num_warps))
+    if plan.strategy == "tiles":
+        a, b, c = plan.tiles
+        return (softmax_tiles_kernel, (plan.grid(rows),), (x, y, cols, x.stride(0), y.stride(0)),
+                dict(A=a, B=b, C=c, VEC=cut_vec(x, y), WIDE=wide, num_warps=plan.num_warps))
+    if plan.strategy in ("split", "pipe"):
+        return None
+    return (softmax_rows_tuned_kernel, (plan.grid(rows),), (x, y, rows, cols, x.stride(0), y.stride(0)),
+            dict(ROWS=plan.rows_per_program, BLOCK=plan.block, WIDE=wide, num_warps=plan.num_warps))
 
 
 def _softmax_piped(x: torch.Tensor, y: torch.Tensor, plan: SoftmaxPlan, wide: bool) -> torch.Tensor:
@@ -86,11 +99,31 @@ def default_plan(rows: int, cols: int, itemsize: int, device: torch.device) -> S
     return softmax_launch(rows, cols, itemsize, gpu_facts(device))
 
 
+_FIXED: dict = {}  # (shape, x and y strides, dtype, device, x and y 16-byte aligned) -> the default plan's launch, fixed
+direct._FORGET_ALSO.append(_FIXED)
+
+
 def softmax_tuned(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
-    """Row softmax with the launch shape ``softmax_plan`` picks for this width."""
+    """Row softmax with the launch shape ``softmax_plan`` picks for this width. Where that plan is one launch, the
+    launch is kept fixed per shape, strides, dtype, device and alignment (direct.fixed), and a later call of those
+    passes its two tensors straight to the launcher."""
     y = torch.empty_like(x) if out is None else out
+    key = (x.shape, x.stride(), y.stride(), x.dtype, x.device, x.data_ptr() & 15 == 0, y.data_ptr() & 15 == 0)
+    kept = _FIXED.get(key)
+    like = out is None or (out.shape == x.shape and out.dtype == x.dtype and out.device == x.device)
+    if kept is not None and like and kept(x, y):
+        return y
     rows, cols = x.shape
-    return softmax_planned(x, y, default_plan(rows, cols, x.element_size(), x.device))
+    plan = default_plan(rows, cols, x.element_size(), x.device)
+    single = _single_launch(x, y, plan, _wide(x, y))
+    if single is None or not like or x.numel() == 0:
+        return softmax_planned(x, y, plan)
+    kernel, grid, args, keywords = single
+    direct.launch(kernel, grid, *args, **keywords)
+    fixed = direct.fixed(kernel, grid, *args, **keywords)
+    if fixed is not None:
+        _FIXED[key] = fixed
+    return y
 
 
 @cache
