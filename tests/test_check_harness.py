@@ -190,3 +190,52 @@ def test_a_gpu_only_stress_input_is_listed_as_not_run_on_the_cpu_and_checked_in_
     assert res.status == PASS and "checked on a GPU only: huge 5x6" in res.not_run
     assert made == [((4, 9), "float16")]
     assert [(s.input, s.dtype) for s in res.shapes if s.input != "random"] == [("one-dtype", "float16")]
+
+
+@pytest.mark.parametrize("impl", ["slightly_wrong", "raises"])
+def test_the_backend_gives_back_what_its_framework_kept_after_the_variants_cases(monkeypatch, impl):
+    """After a variant's last case (passed, failed or crashed), its backend's release runs, once: a compile
+    variant's CUDA graph pools would otherwise hold a 2^31-element input's memory against the next variant."""
+    from kernelscope import backends
+
+    released = []
+    torch_backend = backends.BACKENDS["torch"]
+    monkeypatch.setitem(backends.BACKENDS, "torch",
+                        dataclasses.replace(torch_backend, release=lambda: released.append(len(cases_run))))
+    cases_run = []
+    monkeypatch.setattr("kernelscope.check.check_case", lambda *a, **k: cases_run.append(a) or _raise_or(impl, a))
+    res = check_variant(fake(impl), device="cpu", seed=1)
+    assert res.status == FAIL and released == [len(cases_run)] and len(cases_run) > 1
+
+
+def _raise_or(impl, args):
+    if impl == "raises":
+        raise RuntimeError("kernel exploded")
+    from kernelscope.check import ShapeResult
+    return ShapeResult("1x1", args[2], 1.0, 1e-6, args[4], False)
+
+
+def test_torch_compiles_release_shuts_its_cuda_graph_trees_down(monkeypatch):
+    import torch._inductor.cudagraph_trees as trees
+
+    from kernelscope import backends
+
+    shut = []
+    monkeypatch.setattr(trees, "reset_cudagraph_trees", lambda: shut.append(True))
+    backends.BACKENDS["torch-compile"].release()
+    assert shut == [True]
+
+
+@pytest.mark.gpu
+def test_gpu_a_reduce_overhead_variants_check_leaves_no_graph_pool_behind():
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    from kernelscope.catalog import get
+
+    variant = get("square-compile-cudagraphs")
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    res = check_variant(variant, device="cuda", shapes=((8192, 8192),), stress=False)
+    assert res.status == PASS
+    torch.cuda.synchronize()
+    assert torch.cuda.memory_allocated() - before < 2**20  # the graph's 256 MiB input copy and output are gone

@@ -206,39 +206,44 @@ def check_variant(variant: Variant, device: str | None = None, dtypes: tuple[str
     if stress:
         cases += [(s.shape, s) for s in variant.op_spec.stress]
     gpu_only = []
-    for i, (shape, st) in enumerate(cases):
-        if variant.unsupported(shape, dtypes[0]):
-            continue  # e.g. wider than the kernel's block: declared, and refused by validation
-        if st and st.gpu_only and device != "cuda":
-            gpu_only.append(f"{st.name} {shape_str(shape)}")
-            continue
-        limit = min(cap or STRESS_INTERPRETED_MAX_NUMEL, STRESS_INTERPRETED_MAX_NUMEL) if (st and interpreted) else cap
-        if limit is not None and numel(shape) > limit:
-            too_big.append(f"{st.name} {shape_str(shape)}" if st else shape_str(shape))
-            continue
-        for j, dtype in enumerate(dtypes):
-            if st and st.dtypes is not None and dtype not in st.dtypes:
+    try:
+        for i, (shape, st) in enumerate(cases):
+            if variant.unsupported(shape, dtypes[0]):
+                continue  # e.g. wider than the kernel's block: declared, and refused by validation
+            if st and st.gpu_only and device != "cuda":
+                gpu_only.append(f"{st.name} {shape_str(shape)}")
                 continue
-            case_seed = (base_seed + 7919 * i + 104729 * j) % 2**31
-            what = f"stress input {st.name} ({st.what}) " if st else ""
-            try:
-                res = check_case(variant, shape, dtype, device, case_seed, stress=st)
-            except Exception as exc:  # a crash is a failure with its reason, not the end of the run
-                res = ShapeResult(shape_str(shape), dtype, float("nan"), variant.op_spec.tolerance[dtype], case_seed,
-                                  False, input=st.name if st else "random")
-                res.known = _known(variant, res)
-                if not res.known:
-                    failures.append(f"{what}{shape_str(shape)} {dtype}: {type(exc).__name__}: {exc}")
-                if os.environ.get("KERNELSCOPE_DEBUG"):
-                    traceback.print_exc()
+            limit = cap
+            if st and interpreted:
+                limit = min(cap or STRESS_INTERPRETED_MAX_NUMEL, STRESS_INTERPRETED_MAX_NUMEL)
+            if limit is not None and numel(shape) > limit:
+                too_big.append(f"{st.name} {shape_str(shape)}" if st else shape_str(shape))
+                continue
+            for j, dtype in enumerate(dtypes):
+                if st and st.dtypes is not None and dtype not in st.dtypes:
+                    continue
+                case_seed = (base_seed + 7919 * i + 104729 * j) % 2**31
+                what = f"stress input {st.name} ({st.what}) " if st else ""
+                try:
+                    res = check_case(variant, shape, dtype, device, case_seed, stress=st)
+                except Exception as exc:  # a crash is a failure with its reason, not the end of the run
+                    res = ShapeResult(shape_str(shape), dtype, float("nan"), variant.op_spec.tolerance[dtype],
+                                      case_seed, False, input=st.name if st else "random")
+                    res.known = _known(variant, res)
+                    if not res.known:
+                        failures.append(f"{what}{shape_str(shape)} {dtype}: {type(exc).__name__}: {exc}")
+                    if os.environ.get("KERNELSCOPE_DEBUG"):
+                        traceback.print_exc()
+                    result.shapes.append(res)
+                    continue
                 result.shapes.append(res)
-                continue
-            result.shapes.append(res)
-            if not res.ok:
-                res.known = _known(variant, res)
-                if not res.known:
-                    failures.append(f"{what}{res.shape} {dtype}: rel_err {res.rel_err:.3g} > {res.tolerance:g} "
-                                    f"(seed {res.seed})")
+                if not res.ok:
+                    res.known = _known(variant, res)
+                    if not res.known:
+                        failures.append(f"{what}{res.shape} {dtype}: rel_err {res.rel_err:.3g} > {res.tolerance:g} "
+                                        f"(seed {res.seed})")
+    finally:
+        backend.release()  # what its framework kept for these inputs, before the next variant's largest need it
     result.known = [f"{s.input} {s.dtype}" for s in result.shapes if s.known]
     counted = [s for s in result.shapes if not s.known]  # a declared limit is reported, not folded into the error
     errs = [s.rel_err for s in counted]

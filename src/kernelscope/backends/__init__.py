@@ -156,6 +156,17 @@ def _compile_preload() -> None:
     _triton_preload()  # Inductor's cache key includes Triton's
 
 
+def _compile_release() -> None:
+    """Inductor's CUDA graph trees (mode="reduce-overhead") keep each recorded graph's memory pool, its static
+    inputs and outputs, for the process's life: a 2^31-element input's graph holds about 17 GiB. Shut them down
+    (a later call records its graph anew) and hand the pools' memory back."""
+    if "torch._inductor.cudagraph_trees" not in sys.modules:
+        return  # nothing was recorded in this process
+    sys.modules["torch._inductor.cudagraph_trees"].reset_cudagraph_trees()
+    if torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+
+
 def _cuda_preload() -> None:
     _import_all("torch.utils.cpp_extension")
 
@@ -232,6 +243,9 @@ class Backend:
     # Its framework's one-time start in a process, host side only (imports, hashes): done once in
     # a parent that then forks benchmark processes, so that each of them skips it.
     preload: Callable[[], None] = _nothing
+    # Memory its framework keeps between calls (graph pools, static buffers), handed back: after a variant's check,
+    # whose largest inputs need most of a GPU for the variants checked after it.
+    release: Callable[[], None] = _nothing
 
     def interpreted(self, device: str) -> bool:
         return device == "cpu" and self.interpreter is not None
@@ -252,7 +266,8 @@ class Backend:
 BACKENDS: dict[str, Backend] = {b.name: b for b in [
     Backend("torch", "PyTorch eager: ATen's own kernels", ("torch",), _torch_unavailable, _any_device),
     Backend("torch-compile", "torch.compile: Inductor generates Triton (GPU) or C++ (CPU) kernels",
-            ("torch>=2.0", "a C++ compiler on the CPU"), _compile_unavailable, _any_device, preload=_compile_preload),
+            ("torch>=2.0", "a C++ compiler on the CPU"), _compile_unavailable, _any_device, preload=_compile_preload,
+            release=_compile_release),
     Backend("triton", "Triton kernels written in Python, JIT-compiled", ("triton", f"a CUDA GPU or {TRITON_INTERPRET}=1"),
             _triton_unavailable, _gpu_or_interpreter(TRITON_INTERPRET), interpreter=TRITON_INTERPRET,
             preload=_triton_preload),
