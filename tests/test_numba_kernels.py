@@ -202,6 +202,7 @@ def softmax_inputs(shape):
     Plan("regs", threads=64, unroll=8),  # the same in two warps: the block reductions' barriers
     Plan("regs", threads=32, unroll=16, vector=True),  # 75 vectors of 4 in 32 x 4: the last 53 padded
     Plan("regs", threads=64, unroll=8, vector=True),
+    Plan("regs", threads=32, unroll=10),  # elements a thread not a power of two (cols_per_thread asked): 20 padded
 ])
 def test_softmax_plans_on_stress_inputs(plan):
     shape = (3, 300)
@@ -282,6 +283,16 @@ def test_the_regs_plan_reads_16_bytes_an_access_only_where_the_rows_allow(monkey
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("rows", [512, 7])
+def test_the_regs_plan_holds_a_row_of_50257_in_50_registers_a_thread_on_the_gpu(rows):
+    for name, x in softmax_inputs((rows, 50257)):
+        out = torch.full_like(x, float("nan"))
+        launch_softmax(x, out, path="regs", max_threads=1024, cols_per_thread=50)
+        assert torch.isfinite(out).all(), name
+        within_tolerance("softmax", x, out)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("shape", [(64, 8192), (100, 16384), (37, 1000), (5, 1001)])
 @pytest.mark.parametrize("offset", [0, 1])
 def test_the_regs_plan_on_the_gpu_on_random_and_stress_rows(shape, offset):
@@ -355,6 +366,13 @@ def test_the_regs_plan_holds_16_elements_a_thread_where_the_dram_asks_more_of_ea
     gpu.gpu_facts.cache_clear()
     assert shape(plan_softmax(8192, 8192, cuda)) == ("regs", 256, 32)
     assert shape(plan_softmax(16384, 16384, cuda)) == ("regs", 512, 32)
+    # elements a thread asked: a thread holds what covers the row, not rounded up to a power of two (64 would
+    # spill at 1024 threads)
+    assert shape(plan_softmax(512, 50257, cuda, path="regs", max_threads=1024, cols_per_thread=50)) == (
+        "regs", 1024, 50)
+    assert shape(plan_softmax(512, 50257, cuda, path="regs", max_threads=1024, cols_per_thread=40)) == (
+        "regs", 1024, 50)
+    assert shape(plan_softmax(512, 50257, cuda, path="regs", max_threads=1024)) == ("regs", 1024, 64)
 
 
 def test_launchers_refuse_blocks_of_partial_warps():

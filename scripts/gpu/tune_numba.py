@@ -158,8 +158,11 @@ SOFTMAX_SWEEP = {  # the first few run under --quick: candidates beside the defa
                    {"path": "row", "recompute": True}, {"path": "row", "cols_per_thread": 32}],
     (16384, 1000): [{"path": "regs", "vector": False}, {"path": "regs", "max_threads": 32}, {"path": "row"},
                     {"path": "row", "unroll": 4, "cols_per_thread": 8}],
-    # Wide rows: the row plan's exps in its loading pass (online), the fast exp, and the split plan beside them.
-    (512, 50257): [{"online": True, "fast_exp": True}, {"online": True}, {"fast_exp": True},
+    # Wide rows: the regs plan holding a row in 50 registers a thread of 1024 (with and without the fast exp), the
+    # row plan's exps in its loading pass (online), the fast exp, and the split plan beside them.
+    (512, 50257): [{"path": "regs", "max_threads": 1024, "cols_per_thread": 50},
+                   {"path": "regs", "max_threads": 1024, "cols_per_thread": 50, "fast_exp": False},
+                   {"online": True, "fast_exp": True}, {"online": True}, {"fast_exp": True},
                    {"online": True, "fast_exp": True, "unroll": 8}, {"online": True, "fast_exp": True, "unroll": 32},
                    {"online": True, "fast_exp": True, "max_threads": 512},
                    {"path": "split", "fast_exp": True}, {"path": "split", "fast_exp": True, "l2_share": 0.75},
@@ -171,7 +174,7 @@ SOFTMAX_SWEEP = {  # the first few run under --quick: candidates beside the defa
                    {"fast_exp": True, "l2_share": 100.0, "reverse": True}, {"l2_share": 100.0}],
 }
 # --quick: how many of each shape's sweep
-SOFTMAX_QUICK = {(16384, 16384): 3, (8192, 8192): 3, (4096, 4096): 2, (16384, 1000): 1, (512, 50257): 8,
+SOFTMAX_QUICK = {(16384, 16384): 3, (8192, 8192): 3, (4096, 4096): 2, (16384, 1000): 1, (512, 50257): 10,
                  (64, 262144): 7}
 SOFTMAX_SMALL = [(1024, 1024)]  # the rest of the suite's sweep: catalog and torch only
 

@@ -155,11 +155,14 @@ def regs_plan(cols: int, max_threads: int | None = None, fast_exp: bool | None =
                 vector=regs_vector(vector, ept))
 
 
-def regs_shape(cols: int, max_threads: int | None, ept: int | None) -> tuple[int, int]:
-    """(threads, elements a thread) of the regs plan for rows of ``cols`` (see regs_plan)."""
+def regs_shape(cols: int, max_threads: int | None, ept: int | None, exact: bool = False) -> tuple[int, int]:
+    """(threads, elements a thread) of the regs plan for rows of ``cols`` (see regs_plan). A thread holds the
+    power of two of elements that covers the row, or with ``exact`` just what covers it: a row of 50,257 at 1024
+    threads in 50 registers a thread, where 64 are all a thread of 1024 has, and spill."""
     wanted = _pow2_at_least(-(-cols // (ept or REGS_EPT)))
     threads = min(max_threads or REGS_MAX_THREADS, max(REGS_MIN_THREADS, wanted))
-    ept = _pow2_at_least(-(-cols // threads))
+    needed = -(-cols // threads)
+    ept = needed if exact else _pow2_at_least(needed)
     if ept > REGS_MAX_EPT:
         raise ValueError(f"softmax-numba: a row of {cols} columns is wider than the regs plan holds "
                          f"({threads} threads x {REGS_MAX_EPT} elements); take the row or split plan")
@@ -194,10 +197,10 @@ class _Input:
 
     @cached_property
     def regs_shape(self) -> tuple[int, int]:
-        ept = self.asked.cols_per_thread  # the elements a thread holds
+        ept = self.asked.cols_per_thread  # the elements a thread holds, as asked
         if ept is None and not self.simulated and self.facts.dram_gbps_per_sm >= WIDE_DRAM_GBPS_PER_SM:
-            ept = REGS_EPT_WIDE_DRAM
-        return regs_shape(self.cols, self.regs_max_threads, ept)
+            return regs_shape(self.cols, self.regs_max_threads, REGS_EPT_WIDE_DRAM)
+        return regs_shape(self.cols, self.regs_max_threads, ept, exact=ept is not None)
 
     @cached_property
     def regs_threads(self) -> int:
