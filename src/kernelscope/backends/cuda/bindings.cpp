@@ -146,9 +146,13 @@ torch::Tensor mean(torch::Tensor x, torch::Tensor out, bool streaming, int64_t b
     check_f32_cuda(out, "out");
     TORCH_CHECK(blocks_per_sm >= 1 && blocks_per_sm <= 32, "mean: blocks_per_sm must be 1 to 32, not ", blocks_per_sm);
     int sms = sm_count(x);
-    auto partials = torch::empty({mean_partial_count(x.numel(), sms, (int)blocks_per_sm)}, x.options());
+    const int count = mean_partial_count(x.numel(), sms, (int)blocks_per_sm);
+    // One block (a small input) writes no partials: none allocated, where the allocation was a part of the call
+    // that matters at that size.
+    torch::Tensor partials = count > 1 ? torch::empty({count}, x.options()) : torch::Tensor();
     auto stream = c10::cuda::getCurrentCUDAStream(x.get_device()).stream();
-    check_launch(launch_mean(x.data_ptr<float>(), partials.data_ptr<float>(), out.data_ptr<float>(), x.numel(), sms,
-                             streaming, (int)blocks_per_sm, (int)unroll, stream), "mean");
+    check_launch(launch_mean(x.data_ptr<float>(), partials.defined() ? partials.data_ptr<float>() : nullptr,
+                             out.data_ptr<float>(), x.numel(), sms, streaming, (int)blocks_per_sm, (int)unroll, stream),
+                 "mean");
     return out;
 }

@@ -95,7 +95,7 @@ __launch_bounds__(MEAN_THREADS, 4) __global__ void mean_kernel(const float* __re
     }
 }
 
-// partials must hold mean_partial_count(n, sm_count, blocks_per_sm) floats:
+// partials must hold mean_partial_count(n, sm_count, blocks_per_sm) floats (for one block none: it may be null):
 // enough blocks to keep every SM's memory pipes busy (blocks_per_sm x 512
 // threads each; kernels.MEAN_BLOCKS_PER_SM), no more, so the last block's sum of
 // partials stays short. Up to MEAN_ONE_BLOCK elements (32
