@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from functools import lru_cache
 
 from asv.results import Results
 from asv_runner.statistics import compute_stats
@@ -80,12 +81,30 @@ def _mode(name: str) -> str:
     return name.rsplit(".", 1)[-1]  # time_warm, track_cold, track_host, time_first_call
 
 
+# A run saves its results after every case (kernelscope.asv.saves), and each save widens every case of the file
+# again: a case's own spread and asv's interval are kept by its samples, so a save computes only the new cases'
+# (statistics.stdev is exact, in fractions: recomputed for every case it was most of a save's time).
+_KEPT_CASES = 1 << 16
+
+
+@lru_cache(maxsize=_KEPT_CASES)
+def _scaled_sd(samples: tuple[float, ...]) -> float:
+    """A case's standard deviation on a log scale, over the median of s / sigma for its number of values."""
+    return statistics.stdev([math.log(s) for s in samples]) / MEDIAN_SD[len(samples)]
+
+
+@lru_cache(maxsize=_KEPT_CASES)
+def _asv_interval(samples: tuple[float, ...], number) -> tuple[float, float] | None:
+    """asv's own 99% interval of the median, from the samples alone (None where asv gives none)."""
+    _, own = compute_stats(list(samples), number)
+    return None if own is None else (own["ci_99_a"], own["ci_99_b"])
+
+
 def pooled_spread(results: Results) -> dict[str, tuple[float, int]]:
     """Per benchmark method (the timing mode): the pooled process-to-process sigma (log scale), and of how many cases."""
     scaled: dict[str, list[float]] = {}
     for name, _, samples, _ in _cases(results):
-        logs = [math.log(s) for s in samples]
-        scaled.setdefault(_mode(name), []).append(statistics.stdev(logs) / MEDIAN_SD[len(samples)])
+        scaled.setdefault(_mode(name), []).append(_scaled_sd(tuple(samples)))
     return {mode: (statistics.median(v), len(v)) for mode, v in scaled.items()}
 
 
@@ -97,10 +116,10 @@ def widen(results: Results) -> dict[str, tuple[float, int]]:
     """
     spread = {mode: v for mode, v in pooled_spread(results).items() if v[1] >= MIN_POOLED}
     for name, _, samples, stats in _cases(results):
-        _, own = compute_stats(samples, stats.get("number") or 1)  # asv's own, from the samples alone
+        own = _asv_interval(tuple(samples), stats.get("number") or 1)  # asv's own, from the samples alone
         if own is None:
             continue
-        low, high = own["ci_99_a"], own["ci_99_b"]
+        low, high = own
         floor = min(samples)
         if _mode(name) in spread:
             sigma = spread[_mode(name)][0]
