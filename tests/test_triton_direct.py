@@ -167,8 +167,8 @@ def test_tuned_softmax_fixes_its_one_launch_and_reuses_it_for_the_same_shape_and
     first = tlaunch.softmax_tuned(x)
     assert torch.allclose(first, torch.softmax(x, dim=1), atol=1e-6)
     plan = tlaunch.default_plan(13, 100, 4, x.device)
-    kernel, grid, args, keywords = tlaunch._single_launch(x, first, plan, False)
-    assert recorder.made == [(kernel.__name__, grid, args, (0, 1), keywords)]  # the launch the first call made
+    ((kernel, grid, args, keywords, vary),) = tlaunch._launches(x, first, plan, False, None)
+    assert recorder.made == [(kernel.__name__, grid, args, vary, keywords)]  # the launch the first call made
     x2 = torch.randn(13, 100)
     y2 = tlaunch.softmax_tuned(x2)
     assert len(recorder.calls) == 1 and recorder.calls[0][0] is x2 and recorder.calls[0][1] is y2
@@ -181,19 +181,33 @@ def test_tuned_softmax_fixes_its_one_launch_and_reuses_it_for_the_same_shape_and
     assert len(recorder.calls) == 1 and len(recorder.made) == 5
 
 
-def test_tuned_softmax_plans_of_two_passes_are_not_fixed(recorder, monkeypatch):
+def test_tuned_softmax_fixes_the_split_plans_launches_with_their_statistics_and_never_the_pipe_plans(recorder,
+                                                                                                      monkeypatch):
     from test_triton_kernels import PATHS
 
     from kernelscope.backends.triton.softmax.plan import softmax_plan
 
     recorder, tlaunch, _ = recorder
-    shape, kwargs, _ = PATHS["split"]
+    shape, kwargs, _ = PATHS["split"]  # 3 rows in groups of 2: two groups, two passes each
     monkeypatch.setattr(tlaunch, "default_plan", lambda rows, cols, itemsize, device: softmax_plan(rows, cols,
                                                                                                   itemsize, **kwargs))
     x = torch.randn(shape)
+    assert torch.allclose(tlaunch.softmax_tuned(x), torch.softmax(x, dim=1), atol=1e-6)
+    names = [(name, vary) for name, _, _, vary, _ in recorder.made]
+    assert names == [("softmax_chunk_stats_kernel", (0,)), ("softmax_chunk_write_kernel", (0, 1))] * 2
+    # (chunk_max, chunk_sum, first row): the stats pass's arguments 1-3, the write pass's 2-4
+    pairs = [args[1:4] if name == "softmax_chunk_stats_kernel" else args[2:5] for name, _, args, _, _ in recorder.made]
+    assert len({t.untyped_storage().data_ptr() for m, s, _ in pairs for t in (m, s)}) == 1  # one buffer kept
+    assert [row0 for _, _, row0 in pairs] == [0, 0, 2, 2]
+    x2 = torch.randn(shape)
+    y2 = tlaunch.softmax_tuned(x2)
+    assert recorder.calls == [(x2, y2)] * 4
+    shape, kwargs, _ = PATHS["pipe"]
+    recorder.made.clear()
+    x = torch.randn(shape)
     for _ in range(2):
         assert torch.allclose(tlaunch.softmax_tuned(x), torch.softmax(x, dim=1), atol=1e-6)
-    assert recorder.made == [] and recorder.calls == []
+    assert recorder.made == []
 
 
 def test_tuned_mean_fixes_its_launch_with_the_devices_partials(recorder):
@@ -349,7 +363,7 @@ def test_gpu_tuned_kernels_give_the_same_bits_through_the_kept_kernel():
 
 @pytest.mark.gpu
 def test_gpu_tuned_gelu_softmax_and_mean_give_the_same_bits_through_their_fixed_launch():
-    """gelu-triton, softmax-triton-tuned and mean-triton-tuned: the first call through ``kernel[grid]``, the second fixes the
+    """gelu-triton, softmax-triton-tuned and mean-triton-tuned: the first call through ``kernel[grid]`` fixes the
     launch, later ones take it, on new inputs the same bits as the standard path; a fixed launch made during graph
     capture is captured."""
     if not torch.cuda.is_available():
@@ -358,8 +372,10 @@ def test_gpu_tuned_gelu_softmax_and_mean_give_the_same_bits_through_their_fixed_
     from kernelscope.backends.triton import mean as tmean
     from kernelscope.backends.triton.softmax import launch as tlaunch
 
-    cases = [(tgelu.gelu, (64, 64)), (tgelu.gelu, (4096, 4096)), (tlaunch.softmax_tuned, (64, 64)), (tlaunch.softmax_tuned, (512, 50257)),
-             (tlaunch.softmax_tuned, (4096, 4096)), (tmean.mean_tuned, (4096,)), (tmean.mean_tuned, (1 << 24,))]
+    cases = [(tgelu.gelu, (64, 64)), (tgelu.gelu, (4096, 4096)), (tlaunch.softmax_tuned, (64, 64)),
+             (tlaunch.softmax_tuned, (64, 262144)),  # the split plan: two launches and their statistics, fixed
+             (tlaunch.softmax_tuned, (512, 50257)), (tlaunch.softmax_tuned, (4096, 4096)),
+             (tmean.mean_tuned, (4096,)), (tmean.mean_tuned, (1 << 24,))]
     for fn, shape in cases:
         direct.forget()
         x = torch.randn(shape, device="cuda")
@@ -370,7 +386,7 @@ def test_gpu_tuned_gelu_softmax_and_mean_give_the_same_bits_through_their_fixed_
         through_fixed = fn(x2).clone()
         direct.forget()
         assert torch.equal(fn(x), standard) and torch.equal(through_fixed, fn(x2)), (fn.__name__, shape)
-    for fn, shape in cases[0], cases[2], cases[5]:
+    for fn, shape in cases[0], cases[2], cases[3], cases[6]:
         x = torch.randn(shape, device="cuda")
         out = fn(x).clone()
         fn(x, out)  # the fixed launch is kept for this out's alignment
