@@ -375,8 +375,12 @@ def preload() -> None:
     backends.configure_interpreters()
     # The run's own variants, when asv's process named them (kernelscope.asv.runs): a run of Square's torch variants
     # does not wait for Inductor's imports (seconds) in each of its forkservers.
+    # A name this commit's catalog lacks is a working tree's case that an older commit cannot run (skipped as n/a):
+    # it needs no framework. Launch's kernel is no variant of any catalog; a run of it starts them all.
     named = [n for n in os.environ.get(PRELOAD_ENV, "").split(",") if n]
-    chosen = [VARIANTS[n] for n in named] if named and all(n in VARIANTS for n in named) else list(VARIANTS.values())
+    launch = set(Launch.params[0])
+    chosen = ([VARIANTS[n] for n in named if n in VARIANTS] if named and not launch.intersection(named)
+              else list(VARIANTS.values()))
     backends.preload(only={v.backend for v in chosen})
     for variant in chosen:
         if variant.backend in ("triton", "torch-compile", "numba"):
