@@ -103,8 +103,7 @@ class SystemSitePackages(environment.Environment):
         # which redirects `numba.cuda` to numba-cuda (without it the old built-in
         # numba.cuda loads and rejects launch_bounds).
         parent = util.check_output([self._executable, "-c", _SITE_DIRS]).split()
-        purelib = self.run_executable("python", ["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
-        with open(os.path.join(purelib.strip(), "_kernelscope_parent_site.pth"), "w") as f:
+        with open(os.path.join(self._purelib(), "_kernelscope_parent_site.pth"), "w") as f:
             f.write("".join(f"import site; site.addsitedir({d!r})\n" for d in parent))
         wanted = {**self._requirements, **self._base_requirements}
         missing = [name for name in wanted if not self._has(name)]
@@ -127,6 +126,14 @@ class SystemSitePackages(environment.Environment):
         except util.ProcessError:
             return False
 
+    def _purelib(self) -> str:
+        """The environment's site-packages, asked of its interpreter once: a start of it costs about a second
+        (the parent's .pth files run), and asv continuous installs a commit every other round."""
+        if getattr(self, "_purelib_path", None) is None:
+            self._purelib_path = self.run_executable(
+                "python", ["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).strip()
+        return self._purelib_path
+
     def _run_pip(self, args, **kwargs):
         return self.run_executable("python", ["-m", "pip", *args], **kwargs)
 
@@ -137,8 +144,7 @@ class SystemSitePackages(environment.Environment):
 
     def _install_project(self, repo, commit_hash, build_dir):
         super()._install_project(repo, commit_hash, build_dir)
-        purelib = self.run_executable("python", ["-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"])
-        added = add_left_out_sources(build_dir, purelib.strip())
+        added = add_left_out_sources(build_dir, self._purelib())
         if added:
             log.info(f"{repo.get_decorated_hash(commit_hash, 8)}'s wheel left out {', '.join(added)}: installed from its tree")
 
