@@ -23,11 +23,7 @@ BENCH = f"Square.time_warm.*'square-mul'.*'{SIDE}x{SIDE}'.*float32"
 # One intra-op thread: on a 2-core box two threads contend with asv itself, and the
 # same code read 55% slower in one of three runs.
 CPU_CAP = {"KERNELSCOPE_CPU_MAX_NUMEL": str(256 * 256), "OMP_NUM_THREADS": "1"}
-# Rounds each result set takes, in turns with the others. A round measures for under a second; with a forkserver
-# kept per set (kernelscope.asv.forkservers) a round of all three sets takes about two, so a load spell of the other
-# test process covers every set's turns alike. Three turns left a set's median to one or two windows, and the
-# same code once read 4x slower in one set than in the other under a loaded box.
-TURNS = 6
+TURNS = 3  # rounds each result set takes, in turns with the others
 # The result sets `runs` makes, each an asv environment of its own (asv's matrix): a variable names the set, and the
 # slowed one's also injects the slowdown. Variables that do not touch the build (env_nobuild): one build serves all.
 SETS = {"results": {}, "results-again": {}, "results-slow": {"KERNELSCOPE_INJECT_SLOWDOWN": "square-mul"}}

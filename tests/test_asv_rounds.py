@@ -113,10 +113,10 @@ class _Server:
 
 
 class _Env:
-    _path = "/env"
+    name, _path, env_vars = "syssite-py3", "/env", {}
 
-    def __init__(self, commit, name="syssite-py3", env_vars=None):
-        self.installed_commit_hash, self.name, self.env_vars = commit, name, env_vars or {}
+    def __init__(self, commit):
+        self.installed_commit_hash = commit
 
 
 def test_a_kept_forkserver_serves_only_the_next_round_of_what_it_was_started_for(monkeypatch, tmp_path):
@@ -130,9 +130,9 @@ def test_a_kept_forkserver_serves_only_the_next_round_of_what_it_was_started_for
         started.append(_Server())
         return started[-1]
 
-    def call(commit, more_rounds, launch_method="forkserver", benchmark_dir=tmp_path, env=None):
+    def call(commit, more_rounds, launch_method="forkserver", benchmark_dir=tmp_path):
         monkeypatch.setattr(forkservers, "_MORE_ROUNDS", [more_rounds])
-        spawner = forkservers.spawner_for(get_spawner, env or _Env(commit), str(benchmark_dir), launch_method)
+        spawner = forkservers.spawner_for(get_spawner, _Env(commit), str(benchmark_dir), launch_method)
         spawner.close()  # as run_benchmarks does at its end
         return spawner.server_proc
 
@@ -152,18 +152,6 @@ def test_a_kept_forkserver_serves_only_the_next_round_of_what_it_was_started_for
     assert call("B", False) is not e and started[-1].closed == 1  # nothing kept after it
     assert call("B", True, launch_method="spawn").closed == 1  # only forkservers are kept
     assert forkservers._KEPT == [] and all(s.closed == 1 for s in started)
-
-    # Rounds interleaved over environments (asv's matrix, one commit): each environment's own, kept side by side
-    one, two = _Env("B", "syssite-py3-SET1", {"SET": "1"}), _Env("B", "syssite-py3-SET2", {"SET": "2"})
-    g, h = call("B", True, env=one), call("B", True, env=two)
-    assert g is not h and g.closed == h.closed == 0
-    assert call("B", True, env=one) is g and call("B", True, env=two) is h and g.closed == h.closed == 0
-    assert call("B", False, env=one) is g and g.closed == 1 and h.closed == 0  # its last round stops its own alone
-    assert call("B", False, env=two) is h and h.closed == 1
-    assert forkservers._KEPT == []
-    g = call("B", True, env=one)
-    forkservers.stop_kept()  # an install (kernelscope.asv.env): every environment may share its folder
-    assert g.closed == 1 and forkservers._KEPT == []
 
     # A round in which every case already has its samples starts none, and leaves the kept one for a later round
     f = call("B", True)

@@ -18,9 +18,6 @@ rounds from one forkserver, each case still runs in a process of its own,
 forked from it. Anything else stops the kept one and starts a fresh one, as
 asv would; the last round's call, an interrupt, a new install
 (:mod:`kernelscope.asv.env`) and the end of asv's process stop it too.
-Rounds interleaved over several environments (asv's matrix: one commit, each
-environment its variables) keep one forkserver per environment, so each
-environment's next round finds its own, not one started for another.
 
 A round that will start no benchmark process, because every case selected
 already has the samples it wants (:mod:`kernelscope.asv.rounds`: asv
@@ -37,7 +34,7 @@ from . import hooks
 from .rounds import runs_nothing
 from .runs import current_run
 
-_KEPT: list = []  # [(key, spawner)]: the forkservers kept for a next call, at most one per environment
+_KEPT: list = []  # [(key, spawner)]: the forkserver kept for the next call
 _MORE_ROUNDS = [False]  # the call of run_benchmarks now running has rounds after it
 _CALL: dict = {}  # the call of run_benchmarks now running: its run_rounds, extra_params, quick
 
@@ -47,12 +44,11 @@ def _key(env, benchmark_dir: str, launch_method) -> tuple:
             os.path.abspath(benchmark_dir), tuple(sorted(env.env_vars.items())), tuple(sorted(os.environ.items())))
 
 
-def stop_kept(env_name: str | None = None) -> None:
-    """Stop the kept forkservers, or the one of environment ``env_name`` (asv's own close, which also reports what
-    the server printed)."""
-    for kept in [k for k in _KEPT if env_name is None or k[0][1] == env_name]:
-        _KEPT.remove(kept)
-        kept[1].close()
+def stop_kept() -> None:
+    """Stop the kept forkserver, if any (asv's own close, which also reports what the server printed)."""
+    while _KEPT:
+        _, spawner = _KEPT.pop()
+        spawner.close()
 
 
 class KeptSpawner:
@@ -65,14 +61,10 @@ class KeptSpawner:
         return getattr(self.spawner, name)
 
     def close(self):
-        mine = [k for k in _KEPT if k[1] is self.spawner]
-        if not mine:
+        if not any(s is self.spawner for _, s in _KEPT):
             self.spawner.close()
-        elif self.spawner.interrupted:
+        elif not _MORE_ROUNDS[0] or self.spawner.interrupted or self.spawner.server_proc.poll() is not None:
             stop_kept()
-        elif not _MORE_ROUNDS[0] or self.spawner.server_proc.poll() is not None:
-            _KEPT.remove(mine[0])
-            self.spawner.close()
 
 
 class IdleSpawner:
@@ -119,15 +111,11 @@ def spawner_for(get_spawner, env, benchmark_dir: str, launch_method, idle: bool 
     """The kept forkserver if it is the one ``get_spawner`` would start now, none yet for a round that runs nothing
     (``idle``), else a new spawner (a forkserver kept)."""
     key = _key(env, benchmark_dir, launch_method)
-    for kept_key, spawner in _KEPT:
-        if kept_key == key and spawner.server_proc.poll() is None:
-            return KeptSpawner(spawner)
+    if _KEPT and _KEPT[-1][0] == key and _KEPT[-1][1].server_proc.poll() is None:
+        return KeptSpawner(_KEPT[-1][1])
     if idle and _runs_nothing():  # none started, and a kept one stays kept
         return IdleSpawner(lambda: spawner_for(get_spawner, env, benchmark_dir, launch_method, idle=False))
-    # This environment's kept one was started with something else. Those of other environments stay: interleaved
-    # rounds take turns between environments (asv's matrix) too, with nothing installed in between; an install
-    # stops them all (kernelscope.asv.env), as several environments may share one folder.
-    stop_kept(env.name)
+    stop_kept()
     spawner = get_spawner(env, benchmark_dir, launch_method)
     if launch_method != "forkserver":
         return spawner
