@@ -19,9 +19,17 @@ cpu_path = pytest.mark.skipif(backends.cuda_available(),
                               reason="the interpreter path runs where torch sees no GPU; see test_gpu.py")
 
 
+def _case(name: str, dtype: str):
+    # On the CPU a torch.compile variant and its reduce-overhead twin build the same C++ (no CUDA graphs here):
+    # one test process checks both, one after the other, so the second loads the first's builds from Inductor's
+    # cache, where two processes at once would each run g++ for them.
+    group = VARIANTS[name].backend == "torch-compile" and f"inductor-{VARIANTS[name].op}-{dtype}"
+    return pytest.param(name, dtype, id=f"{name}-{dtype}", marks=[pytest.mark.xdist_group(group)] if group else [])
+
+
 # A case per variant and dtype, every dtype the catalog promises: test processes share a variant's dtypes out
 # (mean-triton-lecture's interpreted loop and each torch.compile variant's C++ builds are minutes in all).
-CASES = [pytest.param(name, dtype, id=f"{name}-{dtype}") for name, v in VARIANTS.items() for dtype in v.dtypes]
+CASES = [_case(name, dtype) for name, v in VARIANTS.items() for dtype in v.dtypes]
 
 
 def checked(tmp_path_factory, name: str, dtype: str) -> CheckResult:
