@@ -68,6 +68,19 @@ def forget() -> None:
         kept.clear()
 
 
+def fixed_table() -> dict:
+    """A dict for a module's fixed launches, emptied by forget() with the kept kernels."""
+    table: dict = {}
+    _FORGET_ALSO.append(table)
+    return table
+
+
+def flat_key(x: torch.Tensor, y: torch.Tensor) -> tuple:
+    """What a flat launch over x into y is fixed by: x's size, dtype and device, and each pointer's 16-byte
+    alignment (Triton specializes on it)."""
+    return (x.numel(), x.dtype, x.device, x.data_ptr() & 15 == 0, y.data_ptr() & 15 == 0)
+
+
 def _key(kernel, args: tuple, keywords: dict) -> tuple:
     return (id(kernel), *map(_spec, args), *keywords.items())
 

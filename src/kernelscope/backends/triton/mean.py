@@ -175,15 +175,14 @@ def _tuned_launch(n: int, device: torch.device) -> tuple[int, int, dict]:
     return programs, steps, _keywords(n, programs, TUNED_BLOCK, TUNED_WARPS, TUNED_STAGES, EVICT, CONTIGUOUS)
 
 
-_FIXED: dict = {}  # (n, dtype, device, x and y 16-byte aligned) -> mean_tuned's launch, fixed
-direct._FORGET_ALSO.append(_FIXED)
+_FIXED = direct.fixed_table()  # direct.flat_key -> mean_tuned's launch, fixed
 
 
 def mean_tuned(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
     """mean_one_pass with its defaults, the launch worked out once per size and device, and kept fixed per size,
     dtype, device and alignment (direct.fixed): a later call of those passes x and y straight to the launcher."""
     y = torch.empty((), device=x.device, dtype=x.dtype) if out is None else out
-    key = (x.numel(), x.dtype, x.device, x.data_ptr() & 15 == 0, y.data_ptr() & 15 == 0)
+    key = direct.flat_key(x, y)
     kept = _FIXED.get(key)
     fits = out is None or (out.dtype == x.dtype and out.device == x.device)
     if kept is not None and fits and kept(x, y):

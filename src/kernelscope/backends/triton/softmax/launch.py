@@ -109,8 +109,7 @@ def default_plan(rows: int, cols: int, itemsize: int, device: torch.device) -> S
     return softmax_launch(rows, cols, itemsize, gpu_facts(device))
 
 
-_FIXED: dict = {}  # (shape, x and y strides, dtype, device, x and y 16-byte aligned) -> the default plan's launches
-direct._FORGET_ALSO.append(_FIXED)
+_FIXED = direct.fixed_table()  # (shape, x and y strides, dtype, device, x and y aligned) -> the default plan, fixed
 
 
 def softmax_tuned(x: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
