@@ -1,17 +1,18 @@
 """Host cost a call (the suite's host clock: timing.host.block_s) beside torch.utils.benchmark.Timer and the warm
 GPU time (the suite's held clock), for the checked case of each variant and size; one JSON line a case.
-PYTHONPATH picks the tree."""
+PYTHONPATH picks the tree. A case is [op, variant, size] or [op, variant, size, dtype] (default float32)."""
 import json, statistics, sys
 import torch
 from torch.utils.benchmark import Timer
 from kernelscope.timing.cases import prepare
 from kernelscope.timing import host
 tag, cases = sys.argv[1], json.loads(sys.argv[2])
-for op, name, size in cases:
+for op, name, size, *rest in cases:
+    dtype = rest[0] if rest else "float32"
     try:
-        case = prepare(op, name, size, "float32")
+        case = prepare(op, name, size, dtype)
     except Exception as e:
-        print(json.dumps({"tag": tag, "variant": name, "size": size, "error": f"{type(e).__name__}: {e}"[:300]}), flush=True)
+        print(json.dumps({"tag": tag, "variant": name, "size": size, "dtype": dtype, "error": f"{type(e).__name__}: {e}"[:300]}), flush=True)
         continue
     fn = case.call
     for _ in range(20):
@@ -28,5 +29,5 @@ for op, name, size in cases:
         for _ in range(n):
             fn()
         e.record(); torch.cuda.synchronize(); gpu.append(s.elapsed_time(e) / n * 1e3)
-    print(json.dumps({"tag": tag, "variant": name, "size": size, "host_us": round(suite * 1e6, 2),
+    print(json.dumps({"tag": tag, "variant": name, "size": size, "dtype": dtype, "host_us": round(suite * 1e6, 2),
                       "timer_us": round(t.median * 1e6, 2), "gpu_us": round(min(gpu), 2)}), flush=True)
