@@ -114,7 +114,7 @@ class Fixed:
     differ only in where those tensors' data lie: a call passes the tensors for positions ``vary`` and goes
     straight to the launcher. That a call's tensors match the first ones in all Triton specializes on (dtype,
     device, 16-byte alignment) and in all the fixed arguments were worked out from (shape, strides) is the
-    caller's to check; the arguments it does not vary are kept alive with it."""
+    caller's to check; the arguments it does not vary are kept alive with it, those it varies are not."""
 
     __slots__ = ("run", "grid", "function", "metadata", "args", "vary")
 
@@ -146,4 +146,5 @@ def fixed(kernel, grid: tuple, *args, vary: tuple[int, ...] = (0, 1), **keywords
     if kept is None:
         return None
     compiled, rest = kept
-    return Fixed(compiled, grid, [*args, *rest], vary)
+    # the first call's own tensors are not kept: a kept 8 GiB input would stay allocated for the process's life
+    return Fixed(compiled, grid, [None if i in vary else a for i, a in enumerate(args)] + [*rest], vary)
