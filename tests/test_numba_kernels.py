@@ -230,6 +230,30 @@ def test_the_regs_plan_on_rows_that_fill_it_exactly(plan):
 
 
 @simulated
+@pytest.mark.parametrize("plan, cols, laps", [
+    (Plan("regs", 32, 8), 256, 8),  # the row fills every lap: no column checks
+    (Plan("regs", 32, 10), 300, 9),  # only the last lap leaves the row: only its element checked
+    (Plan("regs", 32, 16), 300, 0),  # laps 9 to 15 leave it: every element checked
+    (Plan("regs", 32, 12, vector=True), 380, 2),  # 95 vectors: laps 0 and 1 full, the third partial
+    (Plan("regs", 32, 16, vector=True), 300, 0),  # 75 vectors in 4 laps of 32: two partial or empty
+])
+def test_the_regs_kernel_checks_columns_only_in_laps_that_leave_the_row(monkeypatch, plan, cols, laps):
+    # A compile-time count of laps without checks: at 1024 threads x 50 (512x50257) fifty checks held to the
+    # stores spilled the row out of registers, where one check (the last lap's) does not
+    from kernelscope.backends.numba.softmax import launch
+
+    built = []
+    kernel = launch.softmax_regs_kernel
+    monkeypatch.setattr(launch, "softmax_regs_kernel", lambda *args: built.append(args[4]) or kernel(*args))
+    for name, x in softmax_inputs((3, cols)):
+        out = torch.full_like(x, float("nan"))
+        launch_softmax(x, out, plan=plan)
+        assert torch.isfinite(out).all(), name
+        within_tolerance("softmax", x, out)
+    assert set(built) == {laps}
+
+
+@simulated
 def test_softmax_plan_choice_under_the_simulator():
     # The catalog's check shapes run the plans the GPU's defaults use: the regs plan up to what 32 simulated
     # threads hold (2048 columns), the split plan past the simulated cache (9001 columns); the row plan, the
@@ -290,6 +314,18 @@ def test_the_regs_plan_holds_a_row_of_50257_in_50_registers_a_thread_on_the_gpu(
         launch_softmax(x, out, path="regs", max_threads=1024, cols_per_thread=50)
         assert torch.isfinite(out).all(), name
         within_tolerance("softmax", x, out)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(64, 262144), (7, 70001)])
+def test_the_split_plans_l2_hints_change_no_bit_on_the_gpu(shape):
+    # The hints (cache_hints.py's PTX loads and stores with L2 policies) change where lines stay, not what is read
+    for name, x in softmax_inputs(shape):
+        hinted, plain = torch.full_like(x, float("nan")), torch.full_like(x, float("nan"))
+        launch_softmax(x, hinted, path="split", hints=True)
+        launch_softmax(x, plain, path="split", hints=False)
+        assert torch.equal(hinted, plain), name
+        within_tolerance("softmax", x, hinted)
 
 
 @pytest.mark.gpu

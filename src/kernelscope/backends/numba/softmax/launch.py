@@ -18,7 +18,7 @@ from kernelscope.backends.numba.common import SIMULATED, check_threads, quick_ba
 from .gpu import gpu_facts
 from .exchange import softmax_exchange_kernel
 from .plan import Plan, softmax_launch
-from .registers import softmax_regs_kernel
+from .registers import full_laps, softmax_regs_kernel
 from .shared_row import allow_large_shared, softmax_row_kernel
 from .split import chunk_stats_kernel, chunk_write_kernel
 
@@ -28,11 +28,12 @@ def plan_softmax(rows: int, cols: int, device: torch.device, max_threads: int | 
                  split_threads: int | None = None, max_cached_cols: int | None = None,
                  l2_share: float | None = None, path: str | None = None, recompute: bool | None = None,
                  fast_exp: bool | None = None, min_blocks: int = 1, vector: bool | None = None,
-                 online: bool | None = None, reverse: bool | None = None, parts: int | None = None) -> Plan:
+                 online: bool | None = None, reverse: bool | None = None, parts: int | None = None,
+                 hints: bool | None = None) -> Plan:
     """softmax_launch on ``device``'s GPU (gpu_facts), or under the simulator its own sizes."""
     return softmax_launch(rows, cols, None if SIMULATED else gpu_facts(device.index or 0), max_threads,
                           cols_per_thread, unroll, chunk, split_threads, max_cached_cols, l2_share, path, recompute,
-                          fast_exp, min_blocks, vector, online, reverse, parts)
+                          fast_exp, min_blocks, vector, online, reverse, parts, hints)
 
 
 def launch_softmax(x: torch.Tensor, out: torch.Tensor | None = None, plan: Plan | None = None,
@@ -114,8 +115,8 @@ def _launch(x: torch.Tensor, y: torch.Tensor, plan: Plan, overrides: dict) -> to
     chunks = -(-cols // plan.chunk)
     stats = torch.empty((2, plan.group_rows * chunks), device=x.device, dtype=torch.float32)
     stats_max, stats_sum = stats[0], stats[1]
-    stats_kernel = chunk_stats_kernel(plan.threads, plan.unroll, plan.fast_exp)
-    write_kernel = chunk_write_kernel(plan.threads, plan.unroll, plan.fast_exp, plan.reverse)
+    stats_kernel = chunk_stats_kernel(plan.threads, plan.unroll, plan.fast_exp, plan.hints)
+    write_kernel = chunk_write_kernel(plan.threads, plan.unroll, plan.fast_exp, plan.reverse, plan.hints)
     chunk = np.int64(plan.chunk)
     for row0 in range(0, rows, plan.group_rows):
         grid = (min(plan.group_rows, rows - row0), chunks)
@@ -138,7 +139,7 @@ def _single(x: torch.Tensor, y: torch.Tensor, plan: Plan) -> tuple | None:
     if plan.path == "regs":
         vector = plan.vector and cols % 4 == 0 and x.data_ptr() % 16 == 0 and y.data_ptr() % 16 == 0
         return softmax_regs_kernel(plan.threads, plan.unroll, plan.fast_exp, plan.min_blocks,
-                                   plan.threads * plan.unroll == cols, vector), 0
+                                   full_laps(cols, plan.threads, plan.unroll, vector), vector), 0
     if plan.path == "row":
         kernel = softmax_row_kernel(plan.threads, plan.unroll, plan.recompute, plan.online, plan.fast_exp)
         # the arguments as Numba's first launch sees them: what allow_large_shared compiles the kernel for

@@ -64,6 +64,9 @@ UNROLL = 8
 L2_SHARE: float | None = None
 SPLIT_FAST_EXP = True
 SPLIT_REVERSE = True
+# split: L2 eviction policies (cache_hints.py): launch 1's loads ask L2 to keep the chunks, launch 2's re-read and
+# writes are last uses, as softmax-triton-tuned's split plan asks (its KEEP and LAST_USE).
+SPLIT_L2_HINTS = True
 # exchange: a row cut into parts of at most EXCHANGE_PART_BYTES, a block a part holding it in shared memory,
 # EXCHANGE_THREADS threads, EXCHANGE_UNROLL loads in flight a thread (exchange.py): the row read from DRAM once, in
 # one launch. Taken where asked (path="exchange"): on the H100 it read about what the defaults read (512x50257
@@ -94,6 +97,7 @@ class Plan:
     parts: int = 0  # exchange: blocks a row
     min_blocks: int = 1  # regs: blocks an SM the launch bounds keep registers for
     vector: bool = False  # regs: 16-byte loads and stores where the rows allow (REGS_VECTOR)
+    hints: bool = False  # split: L2 eviction policies on the loads and stores (SPLIT_L2_HINTS)
 
     def __str__(self) -> str:
         extra = f" chunk={self.chunk} group={self.group_rows}" if self.path == "split" else ""
@@ -104,6 +108,7 @@ class Plan:
         extra += " fast-exp" if self.fast_exp else ""
         extra += f" min-blocks={self.min_blocks}" if self.min_blocks > 1 else ""
         extra += " 16B" if self.vector else ""
+        extra += " l2-hints" if self.hints else ""
         return f"{self.path} threads={self.threads} unroll={self.unroll}{extra}"
 
 
@@ -117,7 +122,8 @@ PLAN_TABLE = (
                                                                            ("fast_exp", "row_fast_exp"))),
     ("exchange", "takes_exchange", "exchange_threads", "exchange_unroll", ("parts", ("fast_exp", "exchange_fast_exp"))),
     ("split",    "always",         "split_threads",    "split_unroll",    ("chunk", "group_rows", "reverse",
-                                                                           ("fast_exp", "split_fast_exp"))),
+                                                                           ("fast_exp", "split_fast_exp"),
+                                                                           ("hints", "split_hints"))),
 )
 
 
@@ -126,7 +132,8 @@ def softmax_launch(rows: int, cols: int, facts: DeviceFacts | None, max_threads:
                    split_threads: int | None = None, max_cached_cols: int | None = None,
                    l2_share: float | None = None, path: str | None = None, recompute: bool | None = None,
                    fast_exp: bool | None = None, min_blocks: int = 1, vector: bool | None = None,
-                   online: bool | None = None, reverse: bool | None = None, parts: int | None = None) -> Plan:
+                   online: bool | None = None, reverse: bool | None = None, parts: int | None = None,
+                   hints: bool | None = None) -> Plan:
     """The launch plan for a (rows, cols) input on the GPU of ``facts`` (None: the simulator's sizes); None
     arguments: the module defaults; path forces a plan.
 
@@ -333,6 +340,10 @@ class _Input:
     @cached_property
     def split_fast_exp(self) -> bool:
         return self._fast_exp(SPLIT_FAST_EXP)
+
+    @cached_property
+    def split_hints(self) -> bool:
+        return SPLIT_L2_HINTS if self.asked.hints is None else self.asked.hints
 
     @cached_property
     def group_rows(self) -> int:

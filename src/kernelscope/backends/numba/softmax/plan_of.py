@@ -4,6 +4,7 @@ from kernelscope.backends.device import DeviceFacts
 from kernelscope.backends.launches import Launch, LaunchPlan
 
 from .plan import softmax_launch
+from .registers import full_laps
 
 SOURCE = "src/kernelscope/backends/numba/softmax"  # the package's files, from the repository's root
 
@@ -20,6 +21,7 @@ def softmax_plan_of(shape: tuple[int, int], dtype: str, facts: DeviceFacts):
                            plan.threads, note="a block a row, the row in registers"),)
         fields = {"elements a thread": plan.unroll, "16-byte loads": vector, "fast exp": plan.fast_exp,
                   "exact rows (no column checks)": plan.threads * plan.unroll == cols,
+                  "laps without column checks": full_laps(cols, plan.threads, plan.unroll, vector),
                   "launch bound (blocks an SM)": plan.min_blocks}
     elif plan.path == "row":
         launches = (Launch("softmax_row", f"{SOURCE}/shared_row.py", (rows,), plan.threads,
@@ -36,5 +38,5 @@ def softmax_plan_of(shape: tuple[int, int], dtype: str, facts: DeviceFacts):
                                 note=note) for name in ("chunk_stats", "chunk_write"))
         fields = {"chunk (columns a block)": plan.chunk, "rows a group": plan.group_rows,
                   "loads in flight a thread": plan.unroll, "fast exp": plan.fast_exp,
-                  "chunks written last to first": plan.reverse}
+                  "chunks written last to first": plan.reverse, "L2 eviction hints": plan.hints}
     return LaunchPlan(plan.path, launches, {**fields, "persistent": False})

@@ -6,14 +6,21 @@ combines its row's chunk statistics and re-reads its chunk to write exp(x - M) /
 last to first, so that its first blocks re-read what launch 1 read last, the likeliest still in L2. The rows go
 through in one pair of launches, or (plan.py's L2_SHARE) in groups that fit a share of L2, launch 1 then launch 2 a
 group.
+
+With ``hints`` the loads and stores carry L2 eviction policies (cache_hints.py): launch 1 asks L2 to keep what it
+reads, launch 2 reads and writes as last uses, so that neither its re-read nor its output pushes out what is kept.
+Indices are unsigned, as in the regs plan: Numba wraps a signed index that is negative, at a shift, an and and an add
+an element.
 """
 
 from functools import cache
 
 import numpy as np
-from numba import cuda, float32
+from numba import cuda, float32, uint64
 
 from kernelscope.backends.numba.common import NEG_INF, ZERO, block_max, block_sum, jit_bounded, resident_blocks_per_sm
+
+from kernelscope.backends.numba.cache_hints import load_keep, load_last, store_last
 
 from .exps import exp_of
 
@@ -37,8 +44,9 @@ def online_step(fast_exp: bool = False):
 
 
 @cache
-def chunk_stats_kernel(threads: int, unroll: int, fast_exp: bool = False):
-    """Launch 1 of the "split" plan: (max, sum of exp(x - max)) of each chunk."""
+def chunk_stats_kernel(threads: int, unroll: int, fast_exp: bool = False, hints: bool = False):
+    """Launch 1 of the "split" plan: (max, sum of exp(x - max)) of each chunk; ``hints``: its loads ask L2 to keep
+    the chunk for launch 2."""
     exp = exp_of(fast_exp)
     online_update = online_step(fast_exp)
 
@@ -48,21 +56,21 @@ def chunk_stats_kernel(threads: int, unroll: int, fast_exp: bool = False):
         t = cuda.threadIdx.x
         r = cuda.blockIdx.x  # the row within the group; the grid's y is the chunk
         c = cuda.blockIdx.y
-        base = (row0 + r) * cols
-        stop = min(cols, (c + 1) * chunk)
+        base = uint64(row0 + r) * uint64(cols)
+        stop = uint64(min(cols, (c + 1) * chunk))
         v = cuda.local.array(unroll, float32)
         m = NEG_INF
         s = ZERO
-        j = c * chunk + t
-        while j + (unroll - 1) * threads < stop:
+        j = uint64(c * chunk + t)
+        while j + uint64((unroll - 1) * threads) < stop:
             for u in range(unroll):
-                v[u] = x[base + j + u * threads]
+                v[u] = load_keep(x, base + j + uint64(u * threads)) if hints else x[base + j + uint64(u * threads)]
             for u in range(unroll):
                 m, s = online_update(m, s, v[u])
-            j += unroll * threads
+            j += uint64(unroll * threads)
         while j < stop:
-            m, s = online_update(m, s, x[base + j])
-            j += threads
+            m, s = online_update(m, s, load_keep(x, base + j) if hints else x[base + j])
+            j += uint64(threads)
         chunk_max = block_max(m, scratch)
         # Each thread's sum, rescaled to the chunk's max (a thread that saw only -inf adds 0).
         s = s * exp(m - chunk_max) if m > NEG_INF else ZERO
@@ -75,10 +83,11 @@ def chunk_stats_kernel(threads: int, unroll: int, fast_exp: bool = False):
 
 
 @cache
-def chunk_write_kernel(threads: int, unroll: int, fast_exp: bool = False, reverse: bool = False):
+def chunk_write_kernel(threads: int, unroll: int, fast_exp: bool = False, reverse: bool = False,
+                       hints: bool = False):
     """Launch 2 of the "split" plan: combine the row's chunk statistics, write the chunk. ``reverse``: the blocks
     take the chunks last to first, so the first to run re-read what launch 1 read last, the likeliest still in L2
-    (for groups of rows larger than L2)."""
+    (for groups of rows larger than L2); ``hints``: the re-read and the writes are last uses to L2."""
     exp = exp_of(fast_exp)
 
     @jit_bounded(threads, resident_blocks_per_sm(threads, 64))
@@ -99,18 +108,24 @@ def chunk_write_kernel(threads: int, unroll: int, fast_exp: bool = False, revers
         for k in range(t, chunks, threads):  # a chunk all -inf: sum 0, times exp(-inf) = 0
             s += stats_sum[r * chunks + k] * exp(stats_max[r * chunks + k] - row_max)
         inv = ONE / block_sum(s, scratch)
-        base = (row0 + r) * cols
-        stop = min(cols, (c + 1) * chunk)
+        base = uint64(row0 + r) * uint64(cols)
+        stop = uint64(min(cols, (c + 1) * chunk))
         v = cuda.local.array(unroll, float32)
-        j = c * chunk + t
-        while j + (unroll - 1) * threads < stop:
+        j = uint64(c * chunk + t)
+        while j + uint64((unroll - 1) * threads) < stop:
             for u in range(unroll):
-                v[u] = x[base + j + u * threads]
+                v[u] = load_last(x, base + j + uint64(u * threads)) if hints else x[base + j + uint64(u * threads)]
             for u in range(unroll):
-                y[base + j + u * threads] = exp(v[u] - row_max) * inv
-            j += unroll * threads
+                if hints:  # compile-time constant
+                    store_last(y, base + j + uint64(u * threads), exp(v[u] - row_max) * inv)
+                else:
+                    y[base + j + uint64(u * threads)] = exp(v[u] - row_max) * inv
+            j += uint64(unroll * threads)
         while j < stop:
-            y[base + j] = exp(x[base + j] - row_max) * inv
-            j += threads
+            if hints:
+                store_last(y, base + j, exp(load_last(x, base + j) - row_max) * inv)
+            else:
+                y[base + j] = exp(x[base + j] - row_max) * inv
+            j += uint64(threads)
 
     return chunk_write
