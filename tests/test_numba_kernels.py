@@ -277,6 +277,23 @@ def test_softmax_plan_choice_under_the_simulator():
     assert (split.group_rows, split.reverse, split.fast_exp) == (4, True, True)
 
 
+@pytest.mark.parametrize("gpu", ["h100", "h200"])
+def test_wide_rows_that_fill_the_sms_take_the_regs_plan_at_1024_threads(gpu):
+    # Past 16384 columns up to 1024 x 64, each thread holding just what covers the row (512x50257: 50 a thread, not
+    # the 64 that spilled); fewer rows than SMs keep the split plan, and an asked shape is taken as asked
+    from kernelscope.backends.device import PRESETS
+    from kernelscope.backends.numba.softmax import softmax_launch
+
+    facts = PRESETS[gpu]
+    assert softmax_launch(512, 50257, facts) == Plan("regs", 1024, 50, fast_exp=True)
+    assert softmax_launch(2048, 20000, facts) == Plan("regs", 1024, 20, fast_exp=True, vector=True)
+    assert softmax_launch(256, 65536, facts) == Plan("regs", 1024, 64, fast_exp=True, vector=True)
+    assert softmax_launch(facts.sm_count - 1, 50257, facts).path == "split"
+    assert softmax_launch(512, 65537, facts).path == "split"  # past what 1024 x 64 and shared memory hold
+    assert softmax_launch(512, 50257, facts, max_threads=512).path == "row"
+    assert softmax_launch(512, 16384, facts).threads <= 512  # the narrower rows keep their shapes
+
+
 @simulated
 def test_the_regs_plan_holds_the_whole_row_or_refuses():
     cpu = torch.device("cpu")

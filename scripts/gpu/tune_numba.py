@@ -158,28 +158,23 @@ SOFTMAX_SWEEP = {  # the first few run under --quick: candidates beside the defa
                    {"path": "row", "recompute": True}, {"path": "row", "cols_per_thread": 32}],
     (16384, 1000): [{"path": "regs", "vector": False}, {"path": "regs", "max_threads": 32}, {"path": "row"},
                     {"path": "row", "unroll": 4, "cols_per_thread": 8}],
-    # Wide rows: the regs plan holding a row in 50 registers a thread of 1024 (with and without the fast exp) or in
-    # 99 of 512, the row plan's exps in its loading pass (online), the fast exp, and the split plan beside them.
-    (512, 50257): [{"path": "regs", "max_threads": 1024, "cols_per_thread": 50},
-                   {"path": "regs", "max_threads": 512, "cols_per_thread": 99},
-                   {"path": "regs", "max_threads": 1024, "cols_per_thread": 50, "fast_exp": False},
-                   {"path": "row", "online": True, "fast_exp": True},
-                   {"online": True, "fast_exp": True, "unroll": 32},
-                   {"online": True, "fast_exp": True, "max_threads": 512},
-                   {"path": "split", "fast_exp": True}, {"path": "split", "fast_exp": True, "hints": False},
-                   {"path": "split", "fast_exp": True, "l2_share": 0.75}, {"unroll": 4}, {"unroll": 16}],
+    # Wide rows: the default (the regs plan at 1024 threads, 50 registers a thread) beside the accurate exp, the row
+    # plan it replaced (its exps in its loading pass, the fast exp, loads in flight, threads) and the split plan.
+    (512, 50257): [{"path": "row"}, {"fast_exp": False},
+                   {"path": "row", "unroll": 32}, {"path": "row", "max_threads": 512},
+                   {"path": "split"}, {"path": "split", "hints": False}, {"path": "split", "l2_share": 0.75},
+                   {"path": "row", "unroll": 4}, {"path": "row", "unroll": 16}],
     # The split plan with its L2 hints (the default) against none, chunk sizes, loads in flight, groups of rows.
     (64, 262144): [{"hints": False}, {"chunk": 4096, "split_threads": 128}, {"chunk": 16384, "split_threads": 512},
                    {"unroll": 4}, {"unroll": 16}, {"l2_share": 0.75}, {"l2_share": 1.0}, {"l2_share": 0.25},
                    {"fast_exp": False}, {"l2_share": 100.0, "reverse": False}],
     (4096, 70000): [{"hints": False}, {"chunk": 4096, "split_threads": 128}],
-    # Between the regs plan's default reach and 1024 threads x 64: the regs plan at 1024 threads against the row
-    # plan (the default there).
-    (2048, 20000): [{"path": "regs", "max_threads": 1024, "cols_per_thread": 20}],
-    (256, 65536): [{"path": "regs", "max_threads": 1024, "cols_per_thread": 64}],
+    # From the regs plan's first reach to 1024 threads x 64: its wide form (the default) against the row plan.
+    (2048, 20000): [{"path": "row"}],
+    (256, 65536): [{"path": "row"}],
 }
 # --quick: how many of each shape's sweep
-SOFTMAX_QUICK = {(16384, 16384): 3, (8192, 8192): 3, (4096, 4096): 2, (16384, 1000): 1, (512, 50257): 8,
+SOFTMAX_QUICK = {(16384, 16384): 3, (8192, 8192): 3, (4096, 4096): 2, (16384, 1000): 1, (512, 50257): 6,
                  (64, 262144): 6, (4096, 70000): 2,
                  (2048, 20000): 1, (256, 65536): 1}
 SOFTMAX_SMALL = [(1024, 1024)]  # the rest of the suite's sweep: catalog and torch only

@@ -19,6 +19,11 @@ from kernelscope.backends.numba.common import SIM_THREADS
 # (results-proofs/tuning-sweeps/h100-971e88e/numba-regs-small.txt) and won there with the fast one
 # (results-proofs/tuning-sweeps/h100-a08c0b0).
 REGS_DEFAULT_MAX_COLS = 16384
+# regs past REGS_DEFAULT_MAX_COLS: blocks of REGS_WIDE_THREADS threads, each holding just what covers the row (up to
+# REGS_MAX_EPT: 65536 columns), where enough rows fill the SMs. On the H100 it read 72.9% of copy at 512x50257 (the
+# row plan 62.1%), 94.1% at 2048x20000 (53.1%) and 60.4% at 256x65536 (57.6%)
+# (results-proofs/tuning-sweeps/h100-34bf9d1).
+REGS_WIDE_THREADS = 1024
 # regs: the fast exp (exps.py's exp_fast): 97.3% of copy at 16384x16384 on the H100 against 66.8% with the
 # accurate exp (results-proofs/tuning-sweeps/h100-a08c0b0).
 REGS_FAST_EXP = True
@@ -138,8 +143,8 @@ def softmax_launch(rows: int, cols: int, facts: DeviceFacts | None, max_threads:
     arguments: the module defaults; path forces a plan.
 
     The default: the regs plan for rows up to REGS_DEFAULT_MAX_COLS that it holds (under the simulator, rows
-    that its 32 threads hold), else the row plan while shared memory caches the row, else the split plan; the
-    exchange plan only where asked.
+    that its 32 threads hold) and, where the rows fill the SMs, up to REGS_WIDE_THREADS x REGS_MAX_EPT; else the
+    row plan while shared memory caches the row, else the split plan; the exchange plan only where asked.
     """
     shape = _Input(rows, cols, facts, SimpleNamespace(**locals()))
     name, _, threads, unroll, fields = next(rule for rule in PLAN_TABLE if getattr(shape, rule[1]))
@@ -200,10 +205,20 @@ class _Input:
         if self.asked.path is not None:
             return self.asked.path == "regs"
         holds = (self.regs_max_threads or REGS_MAX_THREADS) * REGS_MAX_EPT
-        return self.cols <= REGS_DEFAULT_MAX_COLS and self.cols <= holds
+        return (self.cols <= REGS_DEFAULT_MAX_COLS and self.cols <= holds) or self.wide_regs
+
+    @cached_property
+    def wide_regs(self) -> bool:
+        """A row past REGS_DEFAULT_MAX_COLS that REGS_WIDE_THREADS threads hold, with rows enough to fill the SMs
+        and no threads or elements a thread asked: REGS_WIDE_THREADS threads, each just what covers the row."""
+        return (not self.simulated and self.asked.max_threads is None and self.asked.cols_per_thread is None
+                and REGS_DEFAULT_MAX_COLS < self.cols <= REGS_WIDE_THREADS * REGS_MAX_EPT
+                and self.rows >= self.facts.sm_count)
 
     @cached_property
     def regs_shape(self) -> tuple[int, int]:
+        if self.wide_regs:
+            return regs_shape(self.cols, REGS_WIDE_THREADS, None, exact=True)
         ept = self.asked.cols_per_thread  # the elements a thread holds, as asked
         if ept is None and not self.simulated and self.facts.dram_gbps_per_sm >= WIDE_DRAM_GBPS_PER_SM:
             return regs_shape(self.cols, self.regs_max_threads, REGS_EPT_WIDE_DRAM)
