@@ -129,7 +129,7 @@ def _hover_first_point(pg, chart) -> str:
 
 @pytest.mark.parametrize("path", PAGES)
 def test_page_renders_its_charts_offline(page, server, built_site, path):
-    page.goto(f"{server}/{path}", wait_until="networkidle")
+    page.goto(f"{server}/{path}", wait_until="load")
     charts = page.locator("vegachart")
     for i in range(charts.count()):
         chart = charts.nth(i)
@@ -148,7 +148,7 @@ def test_page_renders_its_charts_offline(page, server, built_site, path):
 
 
 def test_size_sweep_draws_one_point_per_result_and_switches_mode(page, server, built_site):
-    page.goto(f"{server}/results/square/", wait_until="networkidle")
+    page.goto(f"{server}/results/square/", wait_until="load")
     sweep = page.locator("vegachart").first
     sweep.locator("svg").wait_for()
     points = json.loads((built_site / "data" / "square.json").read_text())
@@ -176,9 +176,9 @@ def test_size_sweep_draws_one_point_per_result_and_switches_mode(page, server, b
 
 
 def test_a_legend_click_isolates_one_series(page, server):
-    page.goto(f"{server}/results/gelu/", wait_until="networkidle")
+    page.goto(f"{server}/results/gelu/", wait_until="load")
     sweep = page.locator("vegachart").first
-    sweep.locator("svg").wait_for()
+    assert _marks(page, sweep) > 0  # vega-embed adds the svg before its marks
     opacities = "el => Array.from(el.querySelectorAll('svg g.role-mark.mark-symbol > path')).map(p => p.getAttribute('opacity') || '1')"
     assert set(sweep.evaluate(opacities)) == {"1"}
     sweep.locator("g.role-legend-symbol path, g.role-legend-label text").first.click()
@@ -193,9 +193,9 @@ def test_a_legend_click_isolates_one_series(page, server):
 
 
 def test_demos_chart_marks_the_impossible_numbers_where_the_check_fails(page, server, built_site):
-    page.goto(f"{server}/results/demos/", wait_until="networkidle")
+    page.goto(f"{server}/results/demos/", wait_until="load")
     chart = page.locator("vegachart").first
-    chart.locator("svg").wait_for()
+    assert _marks(page, chart) > 0  # vega-embed adds the svg before its marks
     rows = json.loads((built_site / "data" / "demos.json").read_text())
     fills = chart.evaluate("el => Array.from(el.querySelectorAll('svg g.role-mark.mark-symbol > path'))"
                            ".map(p => p.getAttribute('fill'))")
@@ -217,7 +217,7 @@ def _colours(pg, selector: str) -> int:
 
 
 def test_compiled_code_is_highlighted_and_its_tabs_switch(page, server):
-    page.goto(f"{server}/results/profiles/square-triton-flat1024/", wait_until="networkidle")
+    page.goto(f"{server}/results/profiles/square-triton-flat1024/", wait_until="load")
     ptx, sass = page.locator(".language-ptx.highlight code"), page.locator(".language-gas.highlight code")
     assert not ptx.is_visible() and not sass.is_visible()  # long code starts collapsed, SASS in its tab
     page.locator("details:has(.language-ptx) summary").click()
@@ -228,7 +228,7 @@ def test_compiled_code_is_highlighted_and_its_tabs_switch(page, server):
     sass.wait_for(state="visible")
     assert not ptx.is_visible()
     assert _colours(page, ".language-gas.highlight code") >= 3, "SASS is not highlighted"
-    page.goto(f"{server}/results/profiles/square-cuda-vec4/", wait_until="networkidle")
+    page.goto(f"{server}/results/profiles/square-cuda-vec4/", wait_until="load")
     page.get_by_text("ptxas report", exact=True).click()
     report = page.locator(".language-text.highlight code", has_text="Used 32 registers")
     assert report.is_visible()  # short: shown open
@@ -247,7 +247,7 @@ def test_the_dtype_switch_redraws_the_sweep_in_bfloat16(browser, bf16_server):
     server, site = bf16_server
     context, pg = _page(browser, server)
     try:
-        pg.goto(f"{server}/results/square/", wait_until="networkidle")
+        pg.goto(f"{server}/results/square/", wait_until="load")
         sweep = pg.locator("vegachart").first
         sweep.locator("svg").wait_for()
         points = json.loads((site / "data" / "square.json").read_text())
@@ -311,7 +311,7 @@ def test_no_page_is_longer_than_eight_screens_as_it_loads(browser, server, built
 
 def test_the_overview_chooser_answers_from_the_built_answers(page, server, built_site):
     records = json.loads((built_site / "data" / "answers.json").read_text())
-    page.goto(f"{server}/results/", wait_until="networkidle")
+    page.goto(f"{server}/results/", wait_until="load")
     chooser = page.locator(".ks-chooser")
     chooser.locator(".ks-chooser-best").wait_for()
 
