@@ -132,7 +132,8 @@ def sweep_mean(copy_gbps: float, quick: bool) -> Table:
 
 # Overrides of plan_softmax per shape, after the catalog row (which is the default plan): the candidates.
 # Up to 16384 columns the default is the regs plan with the fast exp (REGS_DEFAULT_MAX_COLS, REGS_FAST_EXP;
-# a08c0b0 on the H100), so the row plan's knobs there name the path.
+# a08c0b0 on the H100), and up to 65536 its wide form at 1024 threads where the rows fill the SMs
+# (REGS_WIDE_THREADS), so the row plan's knobs there name the path.
 # Half the elements a thread in twice the threads first, as softmax-cuda's block reads 95.6% at 8192x8192 on the
 # H200 with 512 threads of 16 against 88.1% with 256 of 32 (a1dd638). Since the regs kernel's unsigned indices
 # (72f41f7) both shapes read alike on both GPUs (H200 94.0% against 94.2% at 8192x8192, H100 98.7% against 99.1%
