@@ -277,6 +277,30 @@ def test_softmax_plan_choice_under_the_simulator():
     assert (split.group_rows, split.reverse, split.fast_exp) == (4, True, True)
 
 
+@simulated
+@pytest.mark.parametrize("cols, offset, chunk, vector", [
+    (36, 0, None, True),  # three chunks of 12 (the simulator's), each thread's vectors one at a time
+    (520, 0, 256, True),  # two vectors in flight a thread (unroll 8 elements), then the last chunk's 8 columns
+    (37, 0, None, False),  # not whole vectors: the 4-byte kernels
+    (36, 1, None, False),  # x one element past a 16-byte boundary: the 4-byte kernels
+])
+def test_the_split_plan_reads_16_bytes_an_access_only_where_the_rows_allow(monkeypatch, cols, offset, chunk, vector):
+    from kernelscope.backends.numba.softmax import launch
+
+    built = []
+    stats, write = launch.chunk_stats_kernel, launch.chunk_write_kernel
+    monkeypatch.setattr(launch, "chunk_stats_kernel", lambda *args: built.append(args[-1]) or stats(*args))
+    monkeypatch.setattr(launch, "chunk_write_kernel", lambda *args: built.append(args[-1]) or write(*args))
+    x = OPS["softmax"].make_input((2, cols), "float32", DEVICE, 5)
+    x[1, cols // 2:] = float("-inf")  # a masked tail: chunks of -inf add nothing
+    x = torch.cat([torch.zeros(offset), x.reshape(-1)])[offset:].view(2, cols)  # the same values, moved
+    out = torch.full_like(x, float("nan"))
+    launch_softmax(x, out, path="split", vector=True, unroll=8, **({"chunk": chunk} if chunk else {}))
+    assert torch.isfinite(out).all()
+    within_tolerance("softmax", x, out)
+    assert set(built) == {vector}
+
+
 @pytest.mark.parametrize("gpu", ["h100", "h200"])
 def test_wide_rows_that_fill_the_sms_take_the_regs_plan_at_1024_threads(gpu):
     # Past 16384 columns up to 1024 x 64, each thread holding just what covers the row (512x50257: 50 a thread, not
@@ -329,6 +353,17 @@ def test_the_regs_plan_holds_a_row_of_50257_in_50_registers_a_thread_on_the_gpu(
     for name, x in softmax_inputs((rows, 50257)):
         out = torch.full_like(x, float("nan"))
         launch_softmax(x, out, path="regs", max_threads=1024, cols_per_thread=50)
+        assert torch.isfinite(out).all(), name
+        within_tolerance("softmax", x, out)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", [(64, 262144), (7, 70000)])
+@pytest.mark.parametrize("hints", [True, False])
+def test_the_split_plans_16_byte_form_on_the_gpu(shape, hints):
+    for name, x in softmax_inputs(shape):
+        out = torch.full_like(x, float("nan"))
+        launch_softmax(x, out, path="split", vector=True, hints=hints)
         assert torch.isfinite(out).all(), name
         within_tolerance("softmax", x, out)
 

@@ -50,7 +50,8 @@ NUMBA_OVERRIDES = [
     {"path": "row", "online": True}, {"path": "row", "online": True, "fast_exp": True},
     {"path": "row", "fast_exp": True}, {"path": "split", "fast_exp": True},
     {"path": "split", "fast_exp": True, "l2_share": 0.75}, {"path": "split", "reverse": True, "l2_share": 100.0},
-    {"hints": False}, {"path": "split", "hints": False},
+    {"hints": False}, {"path": "split", "hints": False}, {"path": "split", "vector": True},
+    {"vector": True, "chunk": 4096, "split_threads": 128},
     {"path": "regs", "max_threads": 512, "cols_per_thread": 99},
 ]
 

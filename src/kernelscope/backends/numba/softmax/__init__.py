@@ -26,8 +26,8 @@ from .plan import (
     CHUNK, COLS_PER_THREAD, L2_SHARE, LONE_BLOCK_THREADS, LONE_ROW_UNROLL, MAX_CACHED_COLS, MAX_THREADS, PLAN_TABLE,
     RECOMPUTE, REGS_DEFAULT_MAX_COLS, REGS_EPT, REGS_EPT_WIDE_DRAM, REGS_FAST_EXP, REGS_MAX_EPT, REGS_MAX_THREADS,
     REGS_MIN_THREADS, REGS_VECTOR, REGS_WIDE_THREADS, ROW_FAST_EXP, ROW_ONLINE, ROW_UNROLL, SCRATCH_BYTES, SIM_CHUNK,
-    SIM_MAX_CACHED_COLS, SIM_UNROLL, SPLIT_FAST_EXP, SPLIT_L2_HINTS, SPLIT_REVERSE, SPLIT_THREADS, UNROLL, Plan,
-    regs_plan, softmax_launch)
+    SIM_MAX_CACHED_COLS, SIM_UNROLL, SPLIT_FAST_EXP, SPLIT_L2_HINTS, SPLIT_REVERSE, SPLIT_THREADS, SPLIT_VECTOR,
+    UNROLL, Plan, regs_plan, softmax_launch)
 from .plan_of import softmax_plan_of
 from .registers import softmax_regs_kernel
 from .shared_row import allow_large_shared, softmax_row_kernel
@@ -35,10 +35,10 @@ from .split import chunk_stats_kernel, chunk_write_kernel, online_step
 
 __all__ = ["CHUNK", "COLS_PER_THREAD", "L2_SHARE", "LONE_BLOCK_THREADS", "LONE_ROW_UNROLL", "MAX_CACHED_COLS",
            "MAX_THREADS", "PLAN_TABLE", "RECOMPUTE", "REGS_DEFAULT_MAX_COLS", "REGS_EPT", "REGS_EPT_WIDE_DRAM",
-           "REGS_FAST_EXP", "REGS_MAX_EPT", "REGS_MAX_THREADS", "REGS_MIN_THREADS", "REGS_VECTOR",
-           "REGS_WIDE_THREADS", "ROW_FAST_EXP",
-           "ROW_ONLINE", "ROW_UNROLL", "SCRATCH_BYTES", "SIM_CHUNK", "SIM_MAX_CACHED_COLS", "SIM_UNROLL",
-           "SPLIT_FAST_EXP", "SPLIT_L2_HINTS", "SPLIT_REVERSE", "SPLIT_THREADS", "UNROLL", "allow_large_shared", "chunk_stats_kernel",
-           "chunk_write_kernel", "default_plan", "device_limits", "exp_accurate", "exp_fast", "exp_of", "gpu_facts",
-           "launch_softmax", "online_step", "Plan", "plan_softmax", "regs_plan", "softmax",
-           "softmax_exchange_kernel", "softmax_launch", "softmax_plan_of", "softmax_regs_kernel", "softmax_row_kernel"]
+           "REGS_FAST_EXP", "REGS_MAX_EPT", "REGS_MAX_THREADS", "REGS_MIN_THREADS", "REGS_VECTOR", "REGS_WIDE_THREADS",
+           "ROW_FAST_EXP", "ROW_ONLINE", "ROW_UNROLL", "SCRATCH_BYTES", "SIM_CHUNK", "SIM_MAX_CACHED_COLS",
+           "SIM_UNROLL", "SPLIT_FAST_EXP", "SPLIT_L2_HINTS", "SPLIT_REVERSE", "SPLIT_THREADS", "SPLIT_VECTOR", "UNROLL",
+           "allow_large_shared", "chunk_stats_kernel", "chunk_write_kernel", "default_plan", "device_limits",
+           "exp_accurate", "exp_fast", "exp_of", "gpu_facts", "launch_softmax", "online_step", "Plan", "plan_softmax",
+           "regs_plan", "softmax", "softmax_exchange_kernel", "softmax_launch", "softmax_plan_of",
+           "softmax_regs_kernel", "softmax_row_kernel"]

@@ -115,8 +115,9 @@ def _launch(x: torch.Tensor, y: torch.Tensor, plan: Plan, overrides: dict) -> to
     chunks = -(-cols // plan.chunk)
     stats = torch.empty((2, plan.group_rows * chunks), device=x.device, dtype=torch.float32)
     stats_max, stats_sum = stats[0], stats[1]
-    stats_kernel = chunk_stats_kernel(plan.threads, plan.unroll, plan.fast_exp, plan.hints)
-    write_kernel = chunk_write_kernel(plan.threads, plan.unroll, plan.fast_exp, plan.reverse, plan.hints)
+    vector = plan.vector and x.data_ptr() % 16 == 0 and y.data_ptr() % 16 == 0  # the plan saw whole vectors
+    stats_kernel = chunk_stats_kernel(plan.threads, plan.unroll, plan.fast_exp, plan.hints, vector)
+    write_kernel = chunk_write_kernel(plan.threads, plan.unroll, plan.fast_exp, plan.reverse, plan.hints, vector)
     chunk = np.int64(plan.chunk)
     for row0 in range(0, rows, plan.group_rows):
         grid = (min(plan.group_rows, rows - row0), chunks)

@@ -72,6 +72,9 @@ SPLIT_REVERSE = True
 # split: L2 eviction policies (cache_hints.py): launch 1's loads ask L2 to keep the chunks, launch 2's re-read and
 # writes are last uses, as softmax-triton-tuned's split plan asks (its KEEP and LAST_USE).
 SPLIT_L2_HINTS = True
+# split: 16-byte loads and stores where rows and chunks are whole vectors and x and y start 16-byte aligned (a
+# quarter of the memory instructions; taken where asked until a sweep on each GPU shows it ahead).
+SPLIT_VECTOR = False
 # exchange: a row cut into parts of at most EXCHANGE_PART_BYTES, a block a part holding it in shared memory,
 # EXCHANGE_THREADS threads, EXCHANGE_UNROLL loads in flight a thread (exchange.py): the row read from DRAM once, in
 # one launch. Taken where asked (path="exchange"): on the H100 it read about what the defaults read (512x50257
@@ -101,7 +104,7 @@ class Plan:
     reverse: bool = False  # split: launch 2 takes the chunks last to first (SPLIT_REVERSE)
     parts: int = 0  # exchange: blocks a row
     min_blocks: int = 1  # regs: blocks an SM the launch bounds keep registers for
-    vector: bool = False  # regs: 16-byte loads and stores where the rows allow (REGS_VECTOR)
+    vector: bool = False  # regs, split: 16-byte loads and stores where the rows allow (REGS_VECTOR, SPLIT_VECTOR)
     hints: bool = False  # split: L2 eviction policies on the loads and stores (SPLIT_L2_HINTS)
 
     def __str__(self) -> str:
@@ -128,7 +131,8 @@ PLAN_TABLE = (
     ("exchange", "takes_exchange", "exchange_threads", "exchange_unroll", ("parts", ("fast_exp", "exchange_fast_exp"))),
     ("split",    "always",         "split_threads",    "split_unroll",    ("chunk", "group_rows", "reverse",
                                                                            ("fast_exp", "split_fast_exp"),
-                                                                           ("hints", "split_hints"))),
+                                                                           ("hints", "split_hints"),
+                                                                           ("vector", "split_vector"))),
 )
 
 
@@ -359,6 +363,12 @@ class _Input:
     @cached_property
     def split_hints(self) -> bool:
         return SPLIT_L2_HINTS if self.asked.hints is None else self.asked.hints
+
+    @cached_property
+    def split_vector(self) -> bool:
+        """16-byte accesses as asked (else SPLIT_VECTOR), where rows and chunks are whole vectors."""
+        asked = SPLIT_VECTOR if self.asked.vector is None else self.asked.vector
+        return asked and self.cols % 4 == 0 and self.chunk % 4 == 0
 
     @cached_property
     def group_rows(self) -> int:

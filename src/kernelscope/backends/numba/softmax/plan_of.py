@@ -38,5 +38,6 @@ def softmax_plan_of(shape: tuple[int, int], dtype: str, facts: DeviceFacts):
                                 note=note) for name in ("chunk_stats", "chunk_write"))
         fields = {"chunk (columns a block)": plan.chunk, "rows a group": plan.group_rows,
                   "loads in flight a thread": plan.unroll, "fast exp": plan.fast_exp,
-                  "chunks written last to first": plan.reverse, "L2 eviction hints": plan.hints}
+                  "chunks written last to first": plan.reverse, "L2 eviction hints": plan.hints,
+                  "16-byte loads": plan.vector}
     return LaunchPlan(plan.path, launches, {**fields, "persistent": False})

@@ -10,7 +10,8 @@ group.
 With ``hints`` the loads and stores carry L2 eviction policies (cache_hints.py): launch 1 asks L2 to keep what it
 reads, launch 2 reads and writes as last uses, so that neither its re-read nor its output pushes out what is kept.
 Indices are unsigned, as in the regs plan: Numba wraps a signed index that is negative, at a shift, an and and an add
-an element.
+an element. With ``vector`` each load and store moves 16 bytes (4 elements), a quarter of the instructions, where
+rows and chunks are whole vectors and x and y start 16-byte aligned (the launcher's to check).
 """
 
 from functools import cache
@@ -20,7 +21,8 @@ from numba import cuda, float32, uint64
 
 from kernelscope.backends.numba.common import NEG_INF, ZERO, block_max, block_sum, jit_bounded, resident_blocks_per_sm
 
-from kernelscope.backends.numba.cache_hints import load_keep, load_last, store_last
+from kernelscope.backends.numba.cache_hints import load4_keep, load4_last, load_keep, load_last, store4_last, store_last
+from kernelscope.backends.numba.vector import load_f32x4, store_f32x4
 
 from .exps import exp_of
 
@@ -44,11 +46,14 @@ def online_step(fast_exp: bool = False):
 
 
 @cache
-def chunk_stats_kernel(threads: int, unroll: int, fast_exp: bool = False, hints: bool = False):
+def chunk_stats_kernel(threads: int, unroll: int, fast_exp: bool = False, hints: bool = False,
+                       vector: bool = False):
     """Launch 1 of the "split" plan: (max, sum of exp(x - max)) of each chunk; ``hints``: its loads ask L2 to keep
-    the chunk for launch 2."""
+    the chunk for launch 2; ``vector``: 16-byte loads (unroll of them in flight a thread)."""
     exp = exp_of(fast_exp)
     online_update = online_step(fast_exp)
+    if vector:
+        return _chunk_stats_vector(threads, unroll, exp, online_update, hints)
 
     @jit_bounded(threads, resident_blocks_per_sm(threads, 64))  # a full SM of blocks: fewer waves
     def chunk_stats(x, stats_max, stats_sum, cols, chunk, row0):
@@ -84,11 +89,14 @@ def chunk_stats_kernel(threads: int, unroll: int, fast_exp: bool = False, hints:
 
 @cache
 def chunk_write_kernel(threads: int, unroll: int, fast_exp: bool = False, reverse: bool = False,
-                       hints: bool = False):
+                       hints: bool = False, vector: bool = False):
     """Launch 2 of the "split" plan: combine the row's chunk statistics, write the chunk. ``reverse``: the blocks
     take the chunks last to first, so the first to run re-read what launch 1 read last, the likeliest still in L2
-    (for groups of rows larger than L2); ``hints``: the re-read and the writes are last uses to L2."""
+    (for groups of rows larger than L2); ``hints``: the re-read and the writes are last uses to L2; ``vector``:
+    16-byte loads and stores."""
     exp = exp_of(fast_exp)
+    if vector:
+        return _chunk_write_vector(threads, unroll, exp, reverse, hints)
 
     @jit_bounded(threads, resident_blocks_per_sm(threads, 64))
     def chunk_write(x, y, stats_max, stats_sum, cols, chunk, row0):
@@ -129,3 +137,117 @@ def chunk_write_kernel(threads: int, unroll: int, fast_exp: bool = False, revers
             j += uint64(threads)
 
     return chunk_write
+
+
+def _chunk_stats_vector(threads: int, unroll: int, exp, online_update, hints: bool):
+    """chunk_stats_kernel's ``vector`` form: the same pass over vectors of 4 elements (cols and chunk whole
+    vectors); ``unroll`` counts elements in flight a thread, as the 4-byte form's do: unroll // 4 vectors (more
+    spilled at the launch bound's 32 registers a thread)."""
+    unroll = max(1, unroll // 4)
+    lanes = 4 * unroll  # the elements a thread holds a step: a compile-time constant
+
+    @jit_bounded(threads, resident_blocks_per_sm(threads, 64))
+    def chunk_stats_vector(x, stats_max, stats_sum, cols, chunk, row0):
+        scratch = cuda.shared.array(32, float32)
+        t = cuda.threadIdx.x
+        r = cuda.blockIdx.x
+        c = cuda.blockIdx.y
+        row_vecs = uint64(cols) // uint64(4)
+        chunk_vecs = uint64(chunk) // uint64(4)
+        base = uint64(row0 + r) * row_vecs
+        stop = min(row_vecs, uint64(c + 1) * chunk_vecs)
+        v = cuda.local.array(lanes, float32)
+        m = NEG_INF
+        s = ZERO
+        j = uint64(c) * chunk_vecs + uint64(t)
+        while j + uint64((unroll - 1) * threads) < stop:
+            for u in range(unroll):
+                k = base + j + uint64(u * threads)
+                if hints:  # compile-time constant
+                    v[4 * u], v[4 * u + 1], v[4 * u + 2], v[4 * u + 3] = load4_keep(x, k)
+                else:
+                    v[4 * u], v[4 * u + 1], v[4 * u + 2], v[4 * u + 3] = load_f32x4(x, k)
+            for u in range(lanes):
+                m, s = online_update(m, s, v[u])
+            j += uint64(unroll * threads)
+        while j < stop:
+            if hints:
+                a, b, e, f = load4_keep(x, base + j)
+            else:
+                a, b, e, f = load_f32x4(x, base + j)
+            m, s = online_update(m, s, a)
+            m, s = online_update(m, s, b)
+            m, s = online_update(m, s, e)
+            m, s = online_update(m, s, f)
+            j += uint64(threads)
+        chunk_max = block_max(m, scratch)
+        s = s * exp(m - chunk_max) if m > NEG_INF else ZERO
+        s = block_sum(s, scratch)
+        if t == 0:
+            stats_max[r * cuda.gridDim.y + c] = chunk_max
+            stats_sum[r * cuda.gridDim.y + c] = s
+
+    return chunk_stats_vector
+
+
+def _chunk_write_vector(threads: int, unroll: int, exp, reverse: bool, hints: bool):
+    """chunk_write_kernel's ``vector`` form: the same pass, a load and a store a vector of 4 elements; unroll // 4
+    vectors in flight a thread (see _chunk_stats_vector)."""
+    unroll = max(1, unroll // 4)
+    lanes = 4 * unroll
+
+    @jit_bounded(threads, resident_blocks_per_sm(threads, 64))
+    def chunk_write_vector(x, y, stats_max, stats_sum, cols, chunk, row0):
+        scratch = cuda.shared.array(32, float32)
+        t = cuda.threadIdx.x
+        r = cuda.blockIdx.x
+        c = cuda.blockIdx.y
+        chunks = cuda.gridDim.y
+        if reverse:
+            r = cuda.gridDim.x - 1 - r
+            c = chunks - 1 - c
+        m = NEG_INF
+        for k in range(t, chunks, threads):
+            m = max(m, stats_max[r * chunks + k])
+        row_max = block_max(m, scratch)
+        s = ZERO
+        for k in range(t, chunks, threads):
+            s += stats_sum[r * chunks + k] * exp(stats_max[r * chunks + k] - row_max)
+        inv = ONE / block_sum(s, scratch)
+        row_vecs = uint64(cols) // uint64(4)
+        chunk_vecs = uint64(chunk) // uint64(4)
+        base = uint64(row0 + r) * row_vecs
+        stop = min(row_vecs, uint64(c + 1) * chunk_vecs)
+        v = cuda.local.array(lanes, float32)
+        j = uint64(c) * chunk_vecs + uint64(t)
+        while j + uint64((unroll - 1) * threads) < stop:
+            for u in range(unroll):
+                k = base + j + uint64(u * threads)
+                if hints:
+                    v[4 * u], v[4 * u + 1], v[4 * u + 2], v[4 * u + 3] = load4_last(x, k)
+                else:
+                    v[4 * u], v[4 * u + 1], v[4 * u + 2], v[4 * u + 3] = load_f32x4(x, k)
+            for u in range(unroll):
+                k = base + j + uint64(u * threads)
+                a = exp(v[4 * u] - row_max) * inv
+                b = exp(v[4 * u + 1] - row_max) * inv
+                e = exp(v[4 * u + 2] - row_max) * inv
+                f = exp(v[4 * u + 3] - row_max) * inv
+                if hints:
+                    store4_last(y, k, a, b, e, f)
+                else:
+                    store_f32x4(y, k, a, b, e, f)
+            j += uint64(unroll * threads)
+        while j < stop:
+            k = base + j
+            if hints:
+                a, b, e, f = load4_last(x, k)
+                store4_last(y, k, exp(a - row_max) * inv, exp(b - row_max) * inv, exp(e - row_max) * inv,
+                            exp(f - row_max) * inv)
+            else:
+                a, b, e, f = load_f32x4(x, k)
+                store_f32x4(y, k, exp(a - row_max) * inv, exp(b - row_max) * inv, exp(e - row_max) * inv,
+                            exp(f - row_max) * inv)
+            j += uint64(threads)
+
+    return chunk_write_vector
