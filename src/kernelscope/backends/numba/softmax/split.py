@@ -46,14 +46,53 @@ def online_step(fast_exp: bool = False):
 
 
 @cache
+def chunk_totals(fast_exp: bool = False):
+    """The device function that writes a chunk's (max, sum of exp(x - max)) from each thread's running (m, s),
+    every thread of the block taking part (launch 1's last step, in both its forms)."""
+    exp = exp_of(fast_exp)
+
+    @cuda.jit(device=True)
+    def totals(m, s, stats_max, stats_sum, r, c, t, scratch):
+        chunk_max = block_max(m, scratch)
+        # Each thread's sum, rescaled to the chunk's max (a thread that saw only -inf adds 0).
+        s = s * exp(m - chunk_max) if m > NEG_INF else ZERO
+        s = block_sum(s, scratch)
+        if t == 0:
+            stats_max[r * cuda.gridDim.y + c] = chunk_max
+            stats_sum[r * cuda.gridDim.y + c] = s
+
+    return totals
+
+
+@cache
+def row_totals(threads: int, fast_exp: bool = False):
+    """The device function (row max, 1 / row sum) of row r from its chunks' statistics, every thread of the block
+    taking part (launch 2's first step, in both its forms)."""
+    exp = exp_of(fast_exp)
+
+    @cuda.jit(device=True)
+    def totals(stats_max, stats_sum, r, chunks, t, scratch):
+        m = NEG_INF
+        for k in range(t, chunks, threads):
+            m = max(m, stats_max[r * chunks + k])
+        row_max = block_max(m, scratch)
+        s = ZERO
+        for k in range(t, chunks, threads):  # a chunk all -inf: sum 0, times exp(-inf) = 0
+            s += stats_sum[r * chunks + k] * exp(stats_max[r * chunks + k] - row_max)
+        return row_max, ONE / block_sum(s, scratch)
+
+    return totals
+
+
+@cache
 def chunk_stats_kernel(threads: int, unroll: int, fast_exp: bool = False, hints: bool = False,
                        vector: bool = False):
     """Launch 1 of the "split" plan: (max, sum of exp(x - max)) of each chunk; ``hints``: its loads ask L2 to keep
     the chunk for launch 2; ``vector``: 16-byte loads (unroll of them in flight a thread)."""
-    exp = exp_of(fast_exp)
     online_update = online_step(fast_exp)
+    totals = chunk_totals(fast_exp)
     if vector:
-        return _chunk_stats_vector(threads, unroll, exp, online_update, hints)
+        return _chunk_stats_vector(threads, unroll, online_update, totals, hints)
 
     @jit_bounded(threads, resident_blocks_per_sm(threads, 64))  # a full SM of blocks: fewer waves
     def chunk_stats(x, stats_max, stats_sum, cols, chunk, row0):
@@ -76,13 +115,7 @@ def chunk_stats_kernel(threads: int, unroll: int, fast_exp: bool = False, hints:
         while j < stop:
             m, s = online_update(m, s, load_keep(x, base + j) if hints else x[base + j])
             j += uint64(threads)
-        chunk_max = block_max(m, scratch)
-        # Each thread's sum, rescaled to the chunk's max (a thread that saw only -inf adds 0).
-        s = s * exp(m - chunk_max) if m > NEG_INF else ZERO
-        s = block_sum(s, scratch)
-        if t == 0:
-            stats_max[r * cuda.gridDim.y + c] = chunk_max
-            stats_sum[r * cuda.gridDim.y + c] = s
+        totals(m, s, stats_max, stats_sum, r, c, t, scratch)
 
     return chunk_stats
 
@@ -95,8 +128,9 @@ def chunk_write_kernel(threads: int, unroll: int, fast_exp: bool = False, revers
     (for groups of rows larger than L2); ``hints``: the re-read and the writes are last uses to L2; ``vector``:
     16-byte loads and stores."""
     exp = exp_of(fast_exp)
+    totals = row_totals(threads, fast_exp)
     if vector:
-        return _chunk_write_vector(threads, unroll, exp, reverse, hints)
+        return _chunk_write_vector(threads, unroll, exp, totals, reverse, hints)
 
     @jit_bounded(threads, resident_blocks_per_sm(threads, 64))
     def chunk_write(x, y, stats_max, stats_sum, cols, chunk, row0):
@@ -108,14 +142,7 @@ def chunk_write_kernel(threads: int, unroll: int, fast_exp: bool = False, revers
         if reverse:  # compile-time constant
             r = cuda.gridDim.x - 1 - r
             c = chunks - 1 - c
-        m = NEG_INF
-        for k in range(t, chunks, threads):
-            m = max(m, stats_max[r * chunks + k])
-        row_max = block_max(m, scratch)
-        s = ZERO
-        for k in range(t, chunks, threads):  # a chunk all -inf: sum 0, times exp(-inf) = 0
-            s += stats_sum[r * chunks + k] * exp(stats_max[r * chunks + k] - row_max)
-        inv = ONE / block_sum(s, scratch)
+        row_max, inv = totals(stats_max, stats_sum, r, chunks, t, scratch)
         base = uint64(row0 + r) * uint64(cols)
         stop = uint64(min(cols, (c + 1) * chunk))
         v = cuda.local.array(unroll, float32)
@@ -139,7 +166,7 @@ def chunk_write_kernel(threads: int, unroll: int, fast_exp: bool = False, revers
     return chunk_write
 
 
-def _chunk_stats_vector(threads: int, unroll: int, exp, online_update, hints: bool):
+def _chunk_stats_vector(threads: int, unroll: int, online_update, totals, hints: bool):
     """chunk_stats_kernel's ``vector`` form: the same pass over vectors of 4 elements (cols and chunk whole
     vectors); ``unroll`` counts elements in flight a thread, as the 4-byte form's do: unroll // 4 vectors (more
     spilled at the launch bound's 32 registers a thread)."""
@@ -180,17 +207,12 @@ def _chunk_stats_vector(threads: int, unroll: int, exp, online_update, hints: bo
             m, s = online_update(m, s, e)
             m, s = online_update(m, s, f)
             j += uint64(threads)
-        chunk_max = block_max(m, scratch)
-        s = s * exp(m - chunk_max) if m > NEG_INF else ZERO
-        s = block_sum(s, scratch)
-        if t == 0:
-            stats_max[r * cuda.gridDim.y + c] = chunk_max
-            stats_sum[r * cuda.gridDim.y + c] = s
+        totals(m, s, stats_max, stats_sum, r, c, t, scratch)
 
     return chunk_stats_vector
 
 
-def _chunk_write_vector(threads: int, unroll: int, exp, reverse: bool, hints: bool):
+def _chunk_write_vector(threads: int, unroll: int, exp, totals, reverse: bool, hints: bool):
     """chunk_write_kernel's ``vector`` form: the same pass, a load and a store a vector of 4 elements; unroll // 4
     vectors in flight a thread (see _chunk_stats_vector)."""
     unroll = max(1, unroll // 4)
@@ -206,14 +228,7 @@ def _chunk_write_vector(threads: int, unroll: int, exp, reverse: bool, hints: bo
         if reverse:
             r = cuda.gridDim.x - 1 - r
             c = chunks - 1 - c
-        m = NEG_INF
-        for k in range(t, chunks, threads):
-            m = max(m, stats_max[r * chunks + k])
-        row_max = block_max(m, scratch)
-        s = ZERO
-        for k in range(t, chunks, threads):
-            s += stats_sum[r * chunks + k] * exp(stats_max[r * chunks + k] - row_max)
-        inv = ONE / block_sum(s, scratch)
+        row_max, inv = totals(stats_max, stats_sum, r, chunks, t, scratch)
         row_vecs = uint64(cols) // uint64(4)
         chunk_vecs = uint64(chunk) // uint64(4)
         base = uint64(row0 + r) * row_vecs
