@@ -115,7 +115,7 @@ def _launch(x: torch.Tensor, y: torch.Tensor, plan: Plan, overrides: dict) -> to
     chunks = -(-cols // plan.chunk)
     stats = torch.empty((2, plan.group_rows * chunks), device=x.device, dtype=torch.float32)
     stats_max, stats_sum = stats[0], stats[1]
-    vector = plan.vector and x.data_ptr() % 16 == 0 and y.data_ptr() % 16 == 0  # the plan saw whole vectors
+    vector = plan.vector and _aligned(x, y)  # the plan saw whole vectors
     stats_kernel = chunk_stats_kernel(plan.threads, plan.unroll, plan.fast_exp, plan.hints, vector)
     write_kernel = chunk_write_kernel(plan.threads, plan.unroll, plan.fast_exp, plan.reverse, plan.hints, vector)
     chunk = np.int64(plan.chunk)
@@ -133,12 +133,17 @@ _EXCHANGE_BUFFERS: dict = {}  # (device, stream, parts) -> (pairs, counters), gr
 _EXCHANGE_GRIDS: dict = {}  # (id(kernel), device, shared bytes, threads) -> the blocks resident at once
 
 
+def _aligned(x: torch.Tensor, y: torch.Tensor) -> bool:
+    """x and y start 16-byte aligned: a 16-byte access elsewhere is a CUDA error."""
+    return x.data_ptr() % 16 == 0 and y.data_ptr() % 16 == 0
+
+
 def _single(x: torch.Tensor, y: torch.Tensor, plan: Plan) -> tuple | None:
     """(kernel, dynamic shared bytes) of a plan that is one launch of a block a row: regs, and row where this Numba
     can opt in to the shared memory the row takes; else None."""
     rows, cols = x.shape
     if plan.path == "regs":
-        vector = plan.vector and cols % 4 == 0 and x.data_ptr() % 16 == 0 and y.data_ptr() % 16 == 0
+        vector = plan.vector and cols % 4 == 0 and _aligned(x, y)
         return softmax_regs_kernel(plan.threads, plan.unroll, plan.fast_exp, plan.min_blocks,
                                    full_laps(cols, plan.threads, plan.unroll, vector), vector), 0
     if plan.path == "row":

@@ -20,11 +20,11 @@ ONE = np.float32(1.0)
 
 
 @cache
-def softmax_regs_kernel(threads: int, ept: int, fast_exp: bool = False, min_blocks: int = 1, full_laps: int = 0,
+def softmax_regs_kernel(threads: int, ept: int, fast_exp: bool = False, min_blocks: int = 1, unchecked: int = 0,
                         vector: bool = False):
     """The "regs" plan's kernel: a block a row, ``ept`` elements a thread in registers (each shape compiles once);
     ``fast_exp``: libdevice's fast_expf for the exps (the device function it closes over); ``min_blocks``: the
-    blocks an SM its launch bounds ask registers for (2 at 512 threads: 64 registers a thread); ``full_laps``: the
+    blocks an SM its launch bounds ask registers for (2 at 512 threads: 64 registers a thread); ``unchecked``: the
     laps (element u of every thread; vector u in the ``vector`` form) that lie in the row for every thread, so
     need no column check (full_laps(); ept where the row is exactly threads x ept wide); ``vector``: 16-byte loads and
     stores (vector.load_f32x4, store_f32x4), thread t holding the row's vectors t, t + threads, ... (rows a whole
@@ -37,7 +37,7 @@ def softmax_regs_kernel(threads: int, ept: int, fast_exp: bool = False, min_bloc
     """
     exp = exp_of(fast_exp)
     if vector:
-        return _softmax_regs_vector_kernel(threads, ept, exp, min_blocks, full_laps)
+        return _softmax_regs_vector_kernel(threads, ept, exp, min_blocks, unchecked)
 
     @jit_bounded(threads, min_blocks)
     def softmax_regs(x, y, cols):
@@ -46,7 +46,7 @@ def softmax_regs_kernel(threads: int, ept: int, fast_exp: bool = False, min_bloc
         base = uint64(cuda.blockIdx.x) * uint64(cols) + uint64(t)
         v = cuda.local.array(ept, float32)  # registers: ept is a compile-time constant, every index too
         for u in range(ept):  # every load before the first use: ept in flight a thread
-            if u < full_laps or t + u * threads < cols:
+            if u < unchecked or t + u * threads < cols:
                 v[u] = x[base + uint64(u * threads)]
             else:
                 v[u] = NEG_INF
@@ -61,12 +61,12 @@ def softmax_regs_kernel(threads: int, ept: int, fast_exp: bool = False, min_bloc
             s += e
         inv = ONE / block_sum(s, scratch)
         for u in range(ept):
-            if u < full_laps or t + u * threads < cols:
+            if u < unchecked or t + u * threads < cols:
                 y[base + uint64(u * threads)] = v[u] * inv
     return softmax_regs
 
 
-def _softmax_regs_vector_kernel(threads: int, ept: int, exp, min_blocks: int, full_laps: int):
+def _softmax_regs_vector_kernel(threads: int, ept: int, exp, min_blocks: int, unchecked: int):
     """softmax_regs_kernel's ``vector`` form: the same passes, a load and a store a vector of 4 elements."""
     vecs = ept // 4
 
@@ -78,7 +78,7 @@ def _softmax_regs_vector_kernel(threads: int, ept: int, exp, min_blocks: int, fu
         base = uint64(cuda.blockIdx.x) * row_vecs + uint64(t)
         v = cuda.local.array(ept, float32)
         for u in range(vecs):  # every load before the first use
-            if u < full_laps or uint64(t + u * threads) < row_vecs:
+            if u < unchecked or uint64(t + u * threads) < row_vecs:
                 v[4 * u], v[4 * u + 1], v[4 * u + 2], v[4 * u + 3] = load_f32x4(x, base + uint64(u * threads))
             else:
                 for k in range(4):
@@ -94,14 +94,14 @@ def _softmax_regs_vector_kernel(threads: int, ept: int, exp, min_blocks: int, fu
             s += e
         inv = ONE / block_sum(s, scratch)
         for u in range(vecs):
-            if u < full_laps or uint64(t + u * threads) < row_vecs:
+            if u < unchecked or uint64(t + u * threads) < row_vecs:
                 store_f32x4(y, base + uint64(u * threads), v[4 * u] * inv, v[4 * u + 1] * inv, v[4 * u + 2] * inv,
                             v[4 * u + 3] * inv)
     return softmax_regs_vector
 
 
 def full_laps(cols: int, threads: int, ept: int, vector: bool) -> int:
-    """softmax_regs_kernel's ``full_laps`` for rows of ``cols``: ept where the row fills every lap, ept - 1 where
+    """softmax_regs_kernel's ``unchecked`` for rows of ``cols``: ept where the row fills every lap, ept - 1 where
     only the last lap is partial, else 0 (every lap checked). A compile-time constant of the kernel, so that each
     load and store of a full lap goes unchecked: at 1024 threads x 50 (512x50257), fifty checks kept live to the
     stores cost more registers than 1024 threads have (64 a thread) and the row spilled. Only those three values,

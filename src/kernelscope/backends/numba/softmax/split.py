@@ -65,13 +65,20 @@ def chunk_totals(fast_exp: bool = False):
 
 
 @cache
-def row_totals(threads: int, fast_exp: bool = False):
-    """The device function (row max, 1 / row sum) of row r from its chunks' statistics, every thread of the block
-    taking part (launch 2's first step, in both its forms)."""
+def write_totals(threads: int, fast_exp: bool = False, reverse: bool = False):
+    """The device function (r, c, row max, 1 / row sum) of launch 2's block: the row and chunk it writes (``reverse``:
+    the chunks last to first) and that row's totals from its chunks' statistics, every thread of the block taking
+    part (launch 2's first step, in both its forms)."""
     exp = exp_of(fast_exp)
 
     @cuda.jit(device=True)
-    def totals(stats_max, stats_sum, r, chunks, t, scratch):
+    def totals(stats_max, stats_sum, t, scratch):
+        r = cuda.blockIdx.x
+        c = cuda.blockIdx.y
+        chunks = cuda.gridDim.y
+        if reverse:  # compile-time constant
+            r = cuda.gridDim.x - 1 - r
+            c = chunks - 1 - c
         m = NEG_INF
         for k in range(t, chunks, threads):
             m = max(m, stats_max[r * chunks + k])
@@ -79,7 +86,7 @@ def row_totals(threads: int, fast_exp: bool = False):
         s = ZERO
         for k in range(t, chunks, threads):  # a chunk all -inf: sum 0, times exp(-inf) = 0
             s += stats_sum[r * chunks + k] * exp(stats_max[r * chunks + k] - row_max)
-        return row_max, ONE / block_sum(s, scratch)
+        return r, c, row_max, ONE / block_sum(s, scratch)
 
     return totals
 
@@ -128,21 +135,15 @@ def chunk_write_kernel(threads: int, unroll: int, fast_exp: bool = False, revers
     (for groups of rows larger than L2); ``hints``: the re-read and the writes are last uses to L2; ``vector``:
     16-byte loads and stores."""
     exp = exp_of(fast_exp)
-    totals = row_totals(threads, fast_exp)
+    totals = write_totals(threads, fast_exp, reverse)
     if vector:
-        return _chunk_write_vector(threads, unroll, exp, totals, reverse, hints)
+        return _chunk_write_vector(threads, unroll, exp, totals, hints)
 
     @jit_bounded(threads, resident_blocks_per_sm(threads, 64))
     def chunk_write(x, y, stats_max, stats_sum, cols, chunk, row0):
         scratch = cuda.shared.array(32, float32)
         t = cuda.threadIdx.x
-        r = cuda.blockIdx.x
-        c = cuda.blockIdx.y
-        chunks = cuda.gridDim.y
-        if reverse:  # compile-time constant
-            r = cuda.gridDim.x - 1 - r
-            c = chunks - 1 - c
-        row_max, inv = totals(stats_max, stats_sum, r, chunks, t, scratch)
+        r, c, row_max, inv = totals(stats_max, stats_sum, t, scratch)
         base = uint64(row0 + r) * uint64(cols)
         stop = uint64(min(cols, (c + 1) * chunk))
         v = cuda.local.array(unroll, float32)
@@ -212,7 +213,7 @@ def _chunk_stats_vector(threads: int, unroll: int, online_update, totals, hints:
     return chunk_stats_vector
 
 
-def _chunk_write_vector(threads: int, unroll: int, exp, totals, reverse: bool, hints: bool):
+def _chunk_write_vector(threads: int, unroll: int, exp, totals, hints: bool):
     """chunk_write_kernel's ``vector`` form: the same pass, a load and a store a vector of 4 elements; unroll // 4
     vectors in flight a thread (see _chunk_stats_vector)."""
     unroll = max(1, unroll // 4)
@@ -222,13 +223,7 @@ def _chunk_write_vector(threads: int, unroll: int, exp, totals, reverse: bool, h
     def chunk_write_vector(x, y, stats_max, stats_sum, cols, chunk, row0):
         scratch = cuda.shared.array(32, float32)
         t = cuda.threadIdx.x
-        r = cuda.blockIdx.x
-        c = cuda.blockIdx.y
-        chunks = cuda.gridDim.y
-        if reverse:
-            r = cuda.gridDim.x - 1 - r
-            c = chunks - 1 - c
-        row_max, inv = totals(stats_max, stats_sum, r, chunks, t, scratch)
+        r, c, row_max, inv = totals(stats_max, stats_sum, t, scratch)
         row_vecs = uint64(cols) // uint64(4)
         chunk_vecs = uint64(chunk) // uint64(4)
         base = uint64(row0 + r) * row_vecs
