@@ -528,11 +528,12 @@ def test_tuning_script_summary_compares_the_defaults_with_the_targets(capsys):
 
 @pytest.mark.gpu
 def test_row_plan_opts_in_to_more_than_48_kib_of_shared_memory():
-    # 20,000 columns are 80 KB a row: the row plan must opt in, not fall back to the split plan.
+    # 20,000 columns are 80 KB a row: the row plan must opt in, not fall back to the split plan. (Asked for by
+    # name: rows this wide that fill the SMs take the regs plan by default.)
     from kernelscope.backends.numba.softmax import shared_row
 
     x = OPS["softmax"].make_input((200, 20000), "float32", "cuda", 17)
-    plan = plan_softmax(200, 20000, x.device)
+    plan = plan_softmax(200, 20000, x.device, path="row")
     assert plan.path == "row"
     out = launch_softmax(x, plan=plan)
     torch.cuda.synchronize()
