@@ -131,16 +131,11 @@ def sweep_mean(copy_gbps: float, quick: bool) -> Table:
 
 
 # Overrides of plan_softmax per shape, after the catalog row (which is the default plan): the candidates.
-# Up to 16384 columns the default is the regs plan with the fast exp (REGS_DEFAULT_MAX_COLS, REGS_FAST_EXP;
-# a08c0b0 on the H100), and up to 65536 its wide form at 1024 threads where the rows fill the SMs
-# (REGS_WIDE_THREADS), so the row plan's knobs there name the path.
-# Half the elements a thread in twice the threads first, as softmax-cuda's block reads 95.6% at 8192x8192 on the
-# H200 with 512 threads of 16 against 88.1% with 256 of 32 (a1dd638). Since the regs kernel's unsigned indices
-# (72f41f7) both shapes read alike on both GPUs (H200 94.0% against 94.2% at 8192x8192, H100 98.7% against 99.1%
-# at 16384x16384). (A persistent regs plan that loaded the block's next row behind the current one read 60.0-67.6%
-# on the H200, a1dd638: dropped.) The regs plan's 16-byte accesses (REGS_VECTOR, the default since d1a0df1; the
-# H200's 8192x8192 read 94.1% of copy with 4-byte ones) beside the 4-byte form, first; at 8192 and
-# 4096 columns 32 elements a thread beside the H200's 16 (REGS_EPT_WIDE_DRAM).
+# Up to 16384 columns the default is the regs plan with the fast exp (REGS_DEFAULT_MAX_COLS, REGS_FAST_EXP), and up
+# to 65536 its wide form at 1024 threads where the rows fill the SMs (REGS_WIDE_THREADS), so the row plan's knobs
+# there name the path. Beside each default: its 4-byte accesses (REGS_VECTOR), half the elements a thread in twice
+# the threads (the H200's choice for softmax-cuda's block at 8192x8192, REGS_EPT_WIDE_DRAM), two blocks an SM, and
+# the plans it replaced. What each sweep measured: results-proofs/tuning-sweeps/ (its README names the folder).
 SOFTMAX_SWEEP = {  # the first few run under --quick: candidates beside the default, then the plans it replaced
     (16384, 16384): [{"path": "regs", "vector": False}, {"path": "regs", "cols_per_thread": 16, "max_threads": 1024},
                      {"path": "regs", "min_blocks": 2},
