@@ -15,9 +15,8 @@
 # copy in OUTDIR) and the detection table. The checkout's files, index and HEAD are
 # never touched (the commits are made with git plumbing); the branches and asv
 # configs it made are removed on exit. MACHINE defaults to the only machine in
-# ~/.asv-machine.json. On the H100, BENCH="Square.time_warm.*'(square-torch|square-triton-flat1024|square-cuda-vec4)'"
-# (18 cases) took 399 s a level at 6138c4f, when every case ran in all three rounds;
-# with launch-bound cases alone in three processes it is 72 processes a level.
+# ~/.asv-machine.json. BENCH="Square.time_warm.*'(square-torch|square-triton-flat1024|square-cuda-vec4)'" is 18
+# cases, 72 benchmark processes a level (launch-bound cases alone in three processes).
 case "${1:-}" in -h|--help) sed -n '2,/^set -u/{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;; esac
 set -u
 cd "$(git rev-parse --show-toplevel)" || exit 2

@@ -48,25 +48,21 @@ SOFTMAX_QUICK_CANDIDATES = 8  # --quick: the first few of a shape's candidates (
 # Candidates beside the default (softmax_plan's choice, always timed first), from the previous H100 sweep's winners.
 SOFTMAX_CANDIDATES = {
     (4096, 4096): [("block", 128, 1), ("block", 256, 1), ("block", 512, 1)],
-    # The H200 at eaec9dd: 87.3% (float32) and 87.4% (bfloat16) in the block plan of 256 threads, where the H100
-    # reads 97.8% and 96.5%. a1dd638 there: float32 blocks of 512 threads 95.6% (its plan since), the lone-row ring
-    # 82.5-84.8% (70.2% at 1024 threads); bfloat16 512 threads 83.6%, its ring 54.1-68.8%
+    # the H200's plan here is blocks of 512 threads (its HBM3e asks each SM for 1.4x the bytes in flight); the
+    # lone-row ring and the other block sizes beside it
     (8192, 8192): [("block", 256, 1), ("block", 512, 1), ("ring", 256, 1), ("ring", 512, 1), ("ring3", 256, 1),
                    ("ring", 1024, 1), ("block", 1024, 1)],
-    # the H200's shape: the block plan read 100% of copy on the H100 and 84.5% on the H200 (6c7faa1), whose
-    # HBM3e asks each SM for 1.4x the bytes in flight; the ring kernel keeps 2 or 3 rows a block in flight
-    # (the ring kernel's lone block on the H200: 512 threads 90.2% against the block plan's 84.4% at f1f901f, 1024
-    # threads 93.7% at 75e4667; the default there from then until d0eaee0, whose blocks of 1024 x 16 read 97.8%)
-    # bfloat16 (a 32 KiB row): its ring of 1024 threads read 55.5%, 512 threads 71.9%, against the block plan's 83.6%
-    # (eaec9dd); at 256 threads (2 stages in 64 KiB: 3 blocks an SM) 80.1%, ring3 74.6% (a1dd638)
+    # block sizes, and the ring kernel (a block keeps 2 or 3 rows in flight), which led on the H200 before its
+    # blocks of 1024 x 16; in bfloat16 (a 32 KiB row) the block plan leads
     (16384, 16384): [("block", 512, 1), ("block", 1024, 1), ("block", 256, 1), ("ring", 1024, 1), ("ring", 512, 1),
                      ("ring3", 1024, 1), ("ring", 256, 1), ("ring3", 512, 1), ("ring3", 256, 1)],
     (16384, 1000): [("warp", 128, 1), ("block", 128, 1)],
     (1024, 1024): [("warp", 128, 1), ("block", 128, 1)],
-    # the wide rows' candidates, first so that --quick runs them: the ring kernel (persistent clusters, a block's slices of its next
-    # 2 or 3 rows in shared memory, no row in registers); the pipe kernel (the next row in shared memory behind a
-    # register-held one: at 971e88e it lost in float32, 63-73% against 78%, and won in bfloat16); the loop kernel
-    # (its loads batched, its slice re-read from L2: at 971e88e it won 64x262144 float32 by 3-4 points)
+    # the wide rows' candidates, first so that --quick runs them: the ring kernel (persistent clusters, a block's
+    # slices of its next 2 or 3 rows in shared memory, no row in registers); the pipe kernel (the next row in
+    # shared memory behind a register-held one: behind in float32, ahead in bfloat16); the loop kernel (its loads
+    # batched, its slice re-read from L2); the cluster kernel. Measured: results-proofs/tuning-sweeps/ and
+    # results-proofs/softmax-wide-rows/.
     (512, 50257): [("ring", 256, 8), ("ring", 128, 8), ("ring", 256, 4), ("ring3", 256, 8), ("ring", 512, 8),
                    ("ring", 256, 16), ("pipe", 256, 4), ("pipe", 128, 8), ("pipe", 512, 4), ("pipe", 256, 8),
                    ("loop", 512, 4), ("loop", 256, 8), ("loop", 256, 4), ("loop", 512, 8), ("loop", 1024, 2),
@@ -140,9 +136,8 @@ def sweep_row(table: Table, op, label: str, run, x, out, ref, scale, shape, dtyp
         run(sx, sout)
         ok &= matches(f"{op.name} {label} {size} {dtype} ({name} input)", op, sout, sref, sscale, dtype)
     if ok and (op.name, size, dtype) not in SWEEPS:
-        # A sweep's first row read slow, whichever configuration it was: 8192x8192 bfloat16 square-cuda-vec4 at
-        # 128 threads 107.8 us first, 93.0 in the suite's row of the same run (H100, f1f901f), and 256 threads
-        # 108.7 first against 92.9 in the run before; on the H200 75.7 against 69.2. Timed once, unrecorded.
+        # A sweep's first row reads about 15% slow, whichever configuration it is (results-proofs/tuning-sweeps/,
+        # "A sweep's first row"): timed once, unrecorded.
         warm_seconds(lambda: run(x, out), samples=5)
     if ok:
         row = table.add(label, lambda: run(x, out), op.bytes_for(shape, dtype), size, dtype)

@@ -48,8 +48,8 @@ ELEMENTWISE_SHAPES = [(8192, 8192), (16384, 16384)]  # --quick: the last
 # (threads, blocks per SM, unroll, one launch, 16-byte loads, grid balanced to whole laps): one launch = the last
 # block to finish sums the partials. The candidates for mean at 2^24: the full grid (the default until the
 # balanced one), 16-byte loads (vector.load_f32x4). blocks/SM is also the kernel's launch bound: at 4 blocks of
-# 512 ptxas has 32 registers a thread, and 16-byte loads 4 or 8 a lap spilled there (results-proofs/numba-codegen, H200,
-# a757696: 8 and 40 bytes of local memory; 33.2 us against 27.5 on the H100 at 8c08f43), so they are timed at 3
+# 512 ptxas has 32 registers a thread, and 16-byte loads 4 or 8 a lap spilled there, and read slower
+# (results-proofs/numba-codegen, results-proofs/tuning-sweeps), so they are timed at 3
 # and 2 blocks an SM too; then the 16-byte loads evict-first (ld.global.cs, mean-cuda's __ldcs; a seventh item,
 # True) at the default shape and at mean-cuda's 3 blocks of 4 loads; --quick runs the first seven.
 MEAN_CONFIGS = [(512, 4, 8, True, False, True), (512, 4, 2, True, True, True), (512, 3, 4, True, True, True),

@@ -46,23 +46,14 @@ SOFTMAX_SHAPES = [(64, 64), (256, 256), (1024, 1024), (4096, 4096), (8192, 8192)
                   (16384, 1000), (512, 50257), (64, 262144)]
 SOFTMAX_DTYPES = ["float32", "bfloat16"]
 WIDE = [(512, 50257), (64, 262144)]
-# The split path's tunables, at both wide shapes in both dtypes, beside the default
-# (64 MB groups: one group at 64x262144, 2 or 4 at 512x50257).
-# The newest candidates first (--quick runs them). Since a08c0b0 float32 rows that give every program of the
-# persist plan a row take it (2 programs an SM: 62.7% of copy at 512x50257 on the H100 against the split plan's
-# 56.3%); the split plan is the {"persistent": False} row, the other shapes' default. bfloat16 lost in the persist
-# plan at 4096-column chunks (41.9% against 45.7%) and won at 8192 (51.5% against 45.4%, f1f901f): 16 KiB chunks
-# since (PERSIST_CHUNK_BYTES), the other width is timed beside it.
-# The persist kernel cut at 16 bytes with pass 1 folded a thread's share at a time (the default since 2026-11-26;
-# sm_90 SASS float32: 544 instructions and 47 registers, against 1,256 and 124 before) read 64.0% of copy at
-# 512x50257 float32 on the H100 (837cd2a), 55.0% on the H200. Both passes run 3 stages of cp.async (12 LDGSTS in its
-# SASS): a program keeps 2 chunks of 16 KiB in flight, 32 KiB an SM at one program an SM, while 100% of copy asks
-# an SM for about 21 GB/s on the H100 (32 on the H200): at 1-1.5 us of loaded DRAM latency, no margin. So first
-# (--quick) the candidates with more bytes in flight an SM: deeper pipelines, larger chunks over 1024 threads
-# (one program an SM: two of 1024 threads do not fit its registers); then the forms before the cut and each change
-# alone, the split plan, the grid's rule. At 5c8ffd3 4 stages won at one program an SM (float32 512x50257: H100
-# 66.4% against 63.5%, H200 60.6% against 55.3%) and lost at two (bfloat16); PERSIST_STAGES since. The 4-stage row
-# is now 3 stages, the old default.
+# The split path's tunables, at both wide shapes in both dtypes, beside the default (64 MB groups: one group at
+# 64x262144, 2 or 4 at 512x50257). Float32 rows that give every program of the persist plan a row take it; the
+# split plan is the {"persistent": False} row, the other shapes' default. The persist kernel keeps PERSIST_STAGES
+# chunks of cp.async in flight a program, while 100% of copy asks an SM for about 21 GB/s on the H100 (32 on the
+# H200): at 1-1.5 us of loaded DRAM latency, little margin. So first (--quick) the candidates with more bytes in
+# flight an SM: the stages before the default, deeper pipelines, larger chunks over 1024 threads (one program an
+# SM: two of 1024 threads do not fit its registers); then each knob alone, the split plan, the grid's rule. What
+# each sweep measured: results-proofs/tuning-sweeps/ (its README names the folder).
 SPLIT_SWEEP = [{"persistent": True, "persist_stages": 3},
                {"persistent": True, "persist_stages": 6, "persist_programs_per_sm": 1},
                {"persistent": True, "split_warps": 32, "chunk": 8192, "persist_programs_per_sm": 1},
@@ -86,8 +77,8 @@ ROW_SWEEP = {
     (1024, 1024): [{"narrow_cols": 1024}],
     (4096, 4096): [{"few_warps_cols": 2048}, {"few_warps": 8}],
     (16384, 1000): [{"narrow_cols": 1024}],
-    # persist (the default before the tiles plan, 21b619a); one program a row holding a 65536 tile (the
-    # lecture's launch, which spills)
+    # the persist plan (the tiles plan off); one program a row holding a 65536 tile (the lecture's launch, which
+    # spills)
     (512, 50257): [{"tiles_max_cols": 0}, {"max_row_block": 65536}],
 }
 QUICK_SHAPES = [(4096, 4096), (512, 50257), (64, 262144)]

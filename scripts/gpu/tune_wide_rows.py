@@ -59,7 +59,7 @@ from kernelscope.ops import shape_str  # noqa: E402
 # more evenly, all read behind 512 x 16.
 GRID = {
     ((512, 50257), "float32"): [
-        ("ring1", 512, 4), ("ring1e", 512, 2),  # two exps an element (ring1e, the default since 1e8c4f6, one)
+        ("ring1", 512, 4), ("ring1e", 512, 2),  # two exps an element against one (ring1e, the default)
         ("cluster", 256, 4), ("ring1", 1024, 1), ("ring1", 512, 2), ("loopp", 512, 4), ("loop", 512, 4),
         ("loopp", 1024, 2), ("loopp", 512, 8)],
     ((64, 262144), "float32"): [
@@ -69,9 +69,9 @@ GRID = {
         # the row held between its read and its write, not re-read: in shared memory (ring1, ring),
         # in registers (cluster, pipe), in clusters of 16 (floors.py --kernels times each with free exps)
         ("ring1", 512, 16), ("ring1", 1024, 16), ("ring", 512, 16), ("cluster", 1024, 16), ("pipe", 512, 16),
-        ("ring1e", 512, 16)],  # ring1 512 x 16 led the H200's floors here at 457f5d4 (66.2%, loop 64.5%)
+        ("ring1e", 512, 16)],  # ring1 512 x 16 led the H200's floors here (results-proofs/softmax-floors/)
     ((512, 50257), "bfloat16"): [
-        ("ring1", 512, 2), ("ring1e", 512, 1),  # two exps an element (ring1e, the default since 1e8c4f6, one)
+        ("ring1", 512, 2), ("ring1e", 512, 1),  # two exps an element against one (ring1e, the default)
         ("ring1", 512, 1), ("ring1", 1024, 2), ("ring1", 512, 4), ("ring", 256, 4), ("loopp", 512, 2),
         ("loopp", 256, 4), ("loopp", 512, 4)],
     ((64, 262144), "bfloat16"): [
@@ -79,8 +79,8 @@ GRID = {
         ("ring", 512, 8), ("ring1", 512, 16), ("cluster", 1024, 16), ("pipe", 512, 16), ("ring1e", 512, 16)],
 }
 
-# --sweep-set lone: the rows one block holds, at 2^26 and 2^28 elements (the H200's gap: softmax-cuda 92.8% and
-# 83.6% of its copy at 16384x16384 float32 and bfloat16, da0ab9d), the block plan beside the lone-row ring.
+# --sweep-set lone: the rows one block holds, at 2^26 and 2^28 elements (where softmax-cuda read furthest below
+# its copy on the H200), the block plan beside the lone-row ring.
 GRID_LONE = {
     ((16384, 16384), "float32"): [("block", 512, 1), ("ring", 1024, 1), ("block", 256, 1), ("ring", 512, 1),
                                   ("block", 1024, 1)],
@@ -90,8 +90,8 @@ GRID_LONE = {
 }
 
 # ncu cases: (label, variant, shape, dtype, plan or None for the variant's own call). --ncu-cases lone: the H200's
-# gap at 2^28 (softmax-cuda 92.8% float32, 83.6% bfloat16 of its copy at da0ab9d, where softmax-triton-tuned, in
-# the same launch shape, a block of 512 threads a row, reads 98.3% and 95.3%).
+# gap at 2^28, softmax-cuda beside softmax-triton-tuned in the same launch shape (a block of 512 threads a row),
+# which read closer to its copy there.
 LONE_CASES = [
     ("cuda-default 16384x16384 bf16", "softmax-cuda", (16384, 16384), "bfloat16", None),
     ("triton-tuned 16384x16384 bf16", "softmax-triton-tuned", (16384, 16384), "bfloat16", None),
