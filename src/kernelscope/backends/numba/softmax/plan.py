@@ -72,9 +72,10 @@ SPLIT_REVERSE = True
 # split: L2 eviction policies (cache_hints.py): launch 1's loads ask L2 to keep the chunks, launch 2's re-read and
 # writes are last uses, as softmax-triton-tuned's split plan asks (its KEEP and LAST_USE).
 SPLIT_L2_HINTS = True
-# split: 16-byte loads and stores where rows and chunks are whole vectors and x and y start 16-byte aligned (a
-# quarter of the memory instructions; taken where asked until a sweep on each GPU shows it ahead).
-SPLIT_VECTOR = False
+# split: 16-byte loads and stores where rows and chunks are whole vectors and x and y start 16-byte aligned: a
+# quarter of the memory instructions (on the H100 ahead of the 4-byte form at 64x262144 and 4096x70000,
+# results-proofs/tuning-sweeps/h100-aa6d0b0).
+SPLIT_VECTOR = True
 # exchange: a row cut into parts of at most EXCHANGE_PART_BYTES, a block a part holding it in shared memory,
 # EXCHANGE_THREADS threads, EXCHANGE_UNROLL loads in flight a thread (exchange.py): the row read from DRAM once, in
 # one launch. Taken where asked (path="exchange"): on the H100 it read about what the defaults read (512x50257
