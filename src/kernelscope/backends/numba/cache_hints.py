@@ -11,7 +11,8 @@ the caller's to guarantee). Each is one PTX load or store with an L2 cache polic
 its policies on sm_80 and later.
 
 The index is an element index of a float32 array, unchecked (as Numba's own indexing is in a kernel compiled
-without bounds checks). Under the simulator each is the plain access.
+without bounds checks). Under the simulator each is the plain access. ``pass_accesses`` picks a pass's four, hinted
+or plain, when a kernel is built.
 """
 
 from numba import cuda, types
@@ -19,17 +20,22 @@ from numba import cuda, types
 from kernelscope.backends.numba.common import SIMULATED
 from kernelscope.backends.numba.vector import load_f32x4, store_f32x4
 
+
+
+@cuda.jit(device=True)
+def load_plain(x, i):
+    """x[i], no policy: what the hinted loads are without hints."""
+    return x[i]
+
+
+@cuda.jit(device=True)
+def store_plain(y, i, v):
+    y[i] = v
+
+
 if SIMULATED:
-    @cuda.jit(device=True)
-    def load_keep(x, i):
-        return x[i]
-
-    load_last = load_keep
-
-    @cuda.jit(device=True)
-    def store_last(y, i, v):
-        y[i] = v
-
+    load_keep = load_last = load_plain
+    store_last = store_plain
     load4_keep = load4_last = load_f32x4
     store4_last = store_f32x4
 else:
@@ -111,3 +117,14 @@ else:
             return context.get_dummy_value()
 
         return types.void(y, i, a, b, c, d), codegen
+
+
+def pass_accesses(hints: bool, keep: bool) -> tuple:
+    """The (load, load4, store, store4) device functions of a pass over data read twice: with ``hints``, loads that
+    ask L2 to keep their lines (``keep``: the first read) or that are their last use, and last-use stores; without,
+    plain accesses. Chosen when a kernel is built, so its loops hold no branch on the policy."""
+    if not hints:
+        return load_plain, load_f32x4, store_plain, store_f32x4
+    if keep:
+        return load_keep, load4_keep, store_last, store4_last
+    return load_last, load4_last, store_last, store4_last

@@ -21,8 +21,7 @@ from numba import cuda, float32, uint64
 
 from kernelscope.backends.numba.common import NEG_INF, ZERO, block_max, block_sum, jit_bounded, resident_blocks_per_sm
 
-from kernelscope.backends.numba.cache_hints import load4_keep, load4_last, load_keep, load_last, store4_last, store_last
-from kernelscope.backends.numba.vector import load_f32x4, store_f32x4
+from kernelscope.backends.numba.cache_hints import pass_accesses
 
 from .exps import exp_of
 
@@ -98,8 +97,9 @@ def chunk_stats_kernel(threads: int, unroll: int, fast_exp: bool = False, hints:
     the chunk for launch 2; ``vector``: 16-byte loads (unroll of them in flight a thread)."""
     online_update = online_step(fast_exp)
     totals = chunk_totals(fast_exp)
+    load, load4, _, _ = pass_accesses(hints, keep=True)
     if vector:
-        return _chunk_stats_vector(threads, unroll, online_update, totals, hints)
+        return _chunk_stats_vector(threads, unroll, online_update, totals, load4)
 
     @jit_bounded(threads, resident_blocks_per_sm(threads, 64))  # a full SM of blocks: fewer waves
     def chunk_stats(x, stats_max, stats_sum, cols, chunk, row0):
@@ -115,12 +115,12 @@ def chunk_stats_kernel(threads: int, unroll: int, fast_exp: bool = False, hints:
         j = uint64(c * chunk + t)
         while j + uint64((unroll - 1) * threads) < stop:
             for u in range(unroll):
-                v[u] = load_keep(x, base + j + uint64(u * threads)) if hints else x[base + j + uint64(u * threads)]
+                v[u] = load(x, base + j + uint64(u * threads))
             for u in range(unroll):
                 m, s = online_update(m, s, v[u])
             j += uint64(unroll * threads)
         while j < stop:
-            m, s = online_update(m, s, load_keep(x, base + j) if hints else x[base + j])
+            m, s = online_update(m, s, load(x, base + j))
             j += uint64(threads)
         totals(m, s, stats_max, stats_sum, r, c, t, scratch)
 
@@ -136,8 +136,9 @@ def chunk_write_kernel(threads: int, unroll: int, fast_exp: bool = False, revers
     16-byte loads and stores."""
     exp = exp_of(fast_exp)
     totals = write_totals(threads, fast_exp, reverse)
+    load, load4, store, store4 = pass_accesses(hints, keep=False)
     if vector:
-        return _chunk_write_vector(threads, unroll, exp, totals, hints)
+        return _chunk_write_vector(threads, unroll, exp, totals, load4, store4)
 
     @jit_bounded(threads, resident_blocks_per_sm(threads, 64))
     def chunk_write(x, y, stats_max, stats_sum, cols, chunk, row0):
@@ -150,24 +151,18 @@ def chunk_write_kernel(threads: int, unroll: int, fast_exp: bool = False, revers
         j = uint64(c * chunk + t)
         while j + uint64((unroll - 1) * threads) < stop:
             for u in range(unroll):
-                v[u] = load_last(x, base + j + uint64(u * threads)) if hints else x[base + j + uint64(u * threads)]
+                v[u] = load(x, base + j + uint64(u * threads))
             for u in range(unroll):
-                if hints:  # compile-time constant
-                    store_last(y, base + j + uint64(u * threads), exp(v[u] - row_max) * inv)
-                else:
-                    y[base + j + uint64(u * threads)] = exp(v[u] - row_max) * inv
+                store(y, base + j + uint64(u * threads), exp(v[u] - row_max) * inv)
             j += uint64(unroll * threads)
         while j < stop:
-            if hints:
-                store_last(y, base + j, exp(load_last(x, base + j) - row_max) * inv)
-            else:
-                y[base + j] = exp(x[base + j] - row_max) * inv
+            store(y, base + j, exp(load(x, base + j) - row_max) * inv)
             j += uint64(threads)
 
     return chunk_write
 
 
-def _chunk_stats_vector(threads: int, unroll: int, online_update, totals, hints: bool):
+def _chunk_stats_vector(threads: int, unroll: int, online_update, totals, load4):
     """chunk_stats_kernel's ``vector`` form: the same pass over vectors of 4 elements (cols and chunk whole
     vectors); ``unroll`` counts elements in flight a thread, as the 4-byte form's do: unroll // 4 vectors (more
     spilled at the launch bound's 32 registers a thread)."""
@@ -190,19 +185,12 @@ def _chunk_stats_vector(threads: int, unroll: int, online_update, totals, hints:
         j = uint64(c) * chunk_vecs + uint64(t)
         while j + uint64((unroll - 1) * threads) < stop:
             for u in range(unroll):
-                k = base + j + uint64(u * threads)
-                if hints:  # compile-time constant
-                    v[4 * u], v[4 * u + 1], v[4 * u + 2], v[4 * u + 3] = load4_keep(x, k)
-                else:
-                    v[4 * u], v[4 * u + 1], v[4 * u + 2], v[4 * u + 3] = load_f32x4(x, k)
+                v[4 * u], v[4 * u + 1], v[4 * u + 2], v[4 * u + 3] = load4(x, base + j + uint64(u * threads))
             for u in range(lanes):
                 m, s = online_update(m, s, v[u])
             j += uint64(unroll * threads)
         while j < stop:
-            if hints:
-                a, b, e, f = load4_keep(x, base + j)
-            else:
-                a, b, e, f = load_f32x4(x, base + j)
+            a, b, e, f = load4(x, base + j)
             m, s = online_update(m, s, a)
             m, s = online_update(m, s, b)
             m, s = online_update(m, s, e)
@@ -213,7 +201,7 @@ def _chunk_stats_vector(threads: int, unroll: int, online_update, totals, hints:
     return chunk_stats_vector
 
 
-def _chunk_write_vector(threads: int, unroll: int, exp, totals, hints: bool):
+def _chunk_write_vector(threads: int, unroll: int, exp, totals, load4, store4):
     """chunk_write_kernel's ``vector`` form: the same pass, a load and a store a vector of 4 elements; unroll // 4
     vectors in flight a thread (see _chunk_stats_vector)."""
     unroll = max(1, unroll // 4)
@@ -232,32 +220,19 @@ def _chunk_write_vector(threads: int, unroll: int, exp, totals, hints: bool):
         j = uint64(c) * chunk_vecs + uint64(t)
         while j + uint64((unroll - 1) * threads) < stop:
             for u in range(unroll):
-                k = base + j + uint64(u * threads)
-                if hints:
-                    v[4 * u], v[4 * u + 1], v[4 * u + 2], v[4 * u + 3] = load4_last(x, k)
-                else:
-                    v[4 * u], v[4 * u + 1], v[4 * u + 2], v[4 * u + 3] = load_f32x4(x, k)
+                v[4 * u], v[4 * u + 1], v[4 * u + 2], v[4 * u + 3] = load4(x, base + j + uint64(u * threads))
             for u in range(unroll):
                 k = base + j + uint64(u * threads)
                 a = exp(v[4 * u] - row_max) * inv
                 b = exp(v[4 * u + 1] - row_max) * inv
                 e = exp(v[4 * u + 2] - row_max) * inv
                 f = exp(v[4 * u + 3] - row_max) * inv
-                if hints:
-                    store4_last(y, k, a, b, e, f)
-                else:
-                    store_f32x4(y, k, a, b, e, f)
+                store4(y, k, a, b, e, f)
             j += uint64(unroll * threads)
         while j < stop:
-            k = base + j
-            if hints:
-                a, b, e, f = load4_last(x, k)
-                store4_last(y, k, exp(a - row_max) * inv, exp(b - row_max) * inv, exp(e - row_max) * inv,
-                            exp(f - row_max) * inv)
-            else:
-                a, b, e, f = load_f32x4(x, k)
-                store_f32x4(y, k, exp(a - row_max) * inv, exp(b - row_max) * inv, exp(e - row_max) * inv,
-                            exp(f - row_max) * inv)
+            a, b, e, f = load4(x, base + j)
+            store4(y, base + j, exp(a - row_max) * inv, exp(b - row_max) * inv, exp(e - row_max) * inv,
+                   exp(f - row_max) * inv)
             j += uint64(threads)
 
     return chunk_write_vector
