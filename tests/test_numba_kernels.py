@@ -215,6 +215,25 @@ def test_softmax_plans_on_stress_inputs(plan):
 
 
 @simulated
+@pytest.mark.parametrize("plan", [Plan("resident", threads=32, unroll=2, keep=0),
+                                  Plan("resident", threads=32, unroll=8, keep=0, vector=True),
+                                  Plan("resident", threads=32, unroll=8, keep=8, vector=True, hints=True,
+                                       fast_exp=True)])
+@pytest.mark.parametrize("shape", [(5, 20), (7, 17)])
+def test_the_resident_plans_spans_cross_rows(plan, shape):
+    # The stress inputs of test_softmax_plans_on_stress_inputs, on spans that cross rows. Three simulated blocks
+    # share the 100 elements of 5x20 as spans of 36, 36 and 28 (whole vectors): a span holds the end of one row
+    # and the start of the next, and a row's parts come from two blocks; 7x17 in spans of 40 (4-byte accesses: 17
+    # columns are no whole vectors). With kept elements one block takes every row, its span's end from shared
+    # memory.
+    for name, x in softmax_inputs(shape):
+        out = torch.full_like(x, float("nan"))
+        assert launch_softmax(x, out, plan=plan) is out
+        assert torch.isfinite(out).all(), name
+        within_tolerance("softmax", x, out)
+
+
+@simulated
 @pytest.mark.parametrize("plan", [Plan("regs", threads=32, unroll=8), Plan("regs", threads=64, unroll=4),
                                   Plan("regs", threads=32, unroll=8, vector=True),
                                   Plan("regs", threads=64, unroll=4, vector=True)])
@@ -557,7 +576,9 @@ def test_softmax_plans_agree_on_the_gpu(shape):
             within_tolerance("softmax", sx, out)
     # the row plan's online form and every plan's fast exp, on the stress rows too
     forms = [{"path": "split", "fast_exp": True}, {"path": "split", "reverse": True, "l2_share": 100.0},
-             {"path": "exchange"}, {"path": "exchange", "parts": 2, "fast_exp": False}]
+             {"path": "exchange"}, {"path": "exchange", "parts": 2, "fast_exp": False},
+             {"path": "resident"}, {"path": "resident", "vector": False, "hints": False, "fast_exp": False},
+             {"path": "resident", "keep": 0}, {"path": "resident", "max_threads": 512, "keep": 4096, "unroll": 32}]
     if shape[1] <= 50257:
         forms += [{"path": "row", "online": True, "fast_exp": True}, {"path": "row", "online": True}]
     for form in forms:
@@ -572,16 +593,17 @@ def test_softmax_plans_agree_on_the_gpu(shape):
 
 
 @pytest.mark.gpu
-def test_the_exchange_plan_replays_in_a_cuda_graph():
-    # The arrival counters are never reset: each replay of a captured call must wait for its own pairs, not pass
-    # on the counts of the replay before. New logits between replays must give their own softmax.
+@pytest.mark.parametrize("path", ["exchange", "resident"])
+def test_the_plans_with_counters_replay_in_a_cuda_graph(path):
+    # The arrival and barrier counters are never reset: each replay of a captured call must wait for its own
+    # pairs, not pass on the counts of the replay before. New logits between replays must give their own softmax.
     x = OPS["softmax"].make_input((300, 50257), "float32", "cuda", 23)
     y = torch.empty_like(x)
-    launch_softmax(x, y, path="exchange")  # compiles, opts in, makes the buffers
+    launch_softmax(x, y, path=path)  # compiles, opts in, makes the buffers
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        launch_softmax(x, y, path="exchange")
+        launch_softmax(x, y, path=path)
     for seed in (29, 31, 37):
         x.copy_(OPS["softmax"].make_input(x.shape, "float32", "cuda", seed))
         graph.replay()

@@ -156,26 +156,31 @@ SOFTMAX_SWEEP = {  # the first few run under --quick: candidates beside the defa
                     {"path": "row", "unroll": 4, "cols_per_thread": 8}],
     # Wide rows: the default (the regs plan at 1024 threads, 50 registers a thread) beside the accurate exp, the row
     # plan it replaced (its exps in its loading pass, the fast exp, loads in flight, threads) and the split plan.
-    (512, 50257): [{"path": "row"}, {"fast_exp": False},
+    (512, 50257): [{"path": "row"}, {"path": "resident"}, {"fast_exp": False},
                    {"path": "row", "unroll": 32}, {"path": "row", "max_threads": 512},
                    {"path": "split"}, {"path": "split", "hints": False}, {"path": "split", "l2_share": 0.75},
                    {"path": "row", "unroll": 4}, {"path": "row", "unroll": 16}],
-    # The split plan (16-byte accesses, the L2 hints) with more loads in flight, in other chunk sizes, beside its
-    # 4-byte form and no hints; then loads in flight, groups of rows.
-    (64, 262144): [{"unroll": 16}, {"unroll": 16, "chunk": 4096, "split_threads": 128},
+    # The resident plan (one launch, the end of each block's span kept in shared memory: 1024 threads, 512 threads
+    # two blocks an SM, no hints, nothing kept), then the split plan (16-byte accesses, the L2 hints) with more loads
+    # in flight, in other chunk sizes, beside its 4-byte form and no hints; then loads in flight, groups of rows.
+    (64, 262144): [{"path": "resident"}, {"path": "resident", "max_threads": 512, "keep": 28 * 1024},
+                   {"path": "resident", "hints": False}, {"path": "resident", "unroll": 32},
+                   {"path": "resident", "keep": 0},
+                   {"unroll": 16}, {"unroll": 16, "chunk": 4096, "split_threads": 128},
                    {"unroll": 16, "chunk": 16384, "split_threads": 512}, {"chunk": 4096, "split_threads": 128},
                    {"vector": False}, {"hints": False}, {"vector": False, "unroll": 16},
                    {"chunk": 16384, "split_threads": 512}, {"unroll": 4}, {"l2_share": 0.75}, {"l2_share": 1.0},
                    {"l2_share": 0.25}, {"fast_exp": False}, {"l2_share": 100.0, "reverse": False}],
-    (4096, 70000): [{"unroll": 16}, {"vector": False}, {"hints": False}, {"chunk": 4096, "split_threads": 128}],
+    (4096, 70000): [{"path": "resident"}, {"unroll": 16}, {"vector": False}, {"hints": False},
+                    {"chunk": 4096, "split_threads": 128}],
     # From the regs plan's first reach to 1024 threads x 64: its wide form (the default) against the row plan.
     (2048, 20000): [{"path": "row"}],
-    (256, 65536): [{"path": "split"}],  # too wide for the row plan's shared memory
+    (256, 65536): [{"path": "split"}, {"path": "resident"}],  # too wide for the row plan's shared memory
 }
 # --quick: how many of each shape's sweep
-SOFTMAX_QUICK = {(16384, 16384): 3, (8192, 8192): 3, (4096, 4096): 2, (16384, 1000): 1, (512, 50257): 6,
-                 (64, 262144): 7, (4096, 70000): 4,
-                 (2048, 20000): 1, (256, 65536): 1}
+SOFTMAX_QUICK = {(16384, 16384): 3, (8192, 8192): 3, (4096, 4096): 2, (16384, 1000): 1, (512, 50257): 7,
+                 (64, 262144): 12, (4096, 70000): 5,
+                 (2048, 20000): 1, (256, 65536): 2}
 SOFTMAX_SMALL = [(1024, 1024)]  # the rest of the suite's sweep: catalog and torch only
 
 

@@ -9,6 +9,8 @@ through the driver after its first call (direct.py):
   launches, the second taking the chunks last to first.
 * exchange (exchange.py), where asked: a row cut into parts held in shared memory by blocks resident at once, which
   exchange their (max, sum) through global memory, in one launch.
+* resident (resident.py), where asked: one launch of the blocks resident at once, a block a span of the tensor whose
+  end it keeps in shared memory across a grid-wide barrier, so that only the rest is read twice.
 
 gpu.py reads the GPU's facts the plan takes; plan_of.py says what a plan launches (`kernelscope plan`).
 
@@ -30,6 +32,7 @@ from .plan import (
     UNROLL, Plan, regs_plan, softmax_launch)
 from .plan_of import softmax_plan_of
 from .registers import softmax_regs_kernel
+from .resident import softmax_resident_kernel
 from .shared_row import allow_large_shared, softmax_row_kernel
 from .split import chunk_stats_kernel, chunk_write_kernel, online_step
 
@@ -41,4 +44,4 @@ __all__ = ["CHUNK", "COLS_PER_THREAD", "L2_SHARE", "LONE_BLOCK_THREADS", "LONE_R
            "allow_large_shared", "chunk_stats_kernel", "chunk_write_kernel", "default_plan", "device_limits",
            "exp_accurate", "exp_fast", "exp_of", "gpu_facts", "launch_softmax", "online_step", "Plan", "plan_softmax",
            "regs_plan", "softmax", "softmax_exchange_kernel", "softmax_launch", "softmax_plan_of",
-           "softmax_regs_kernel", "softmax_row_kernel"]
+           "softmax_regs_kernel", "softmax_resident_kernel", "softmax_row_kernel"]

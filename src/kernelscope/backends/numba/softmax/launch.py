@@ -19,8 +19,11 @@ from .gpu import gpu_facts
 from .exchange import softmax_exchange_kernel
 from .plan import Plan, softmax_launch
 from .registers import full_laps, softmax_regs_kernel
+from .resident import softmax_resident_kernel
 from .shared_row import allow_large_shared, softmax_row_kernel
 from .split import chunk_stats_kernel, chunk_write_kernel
+
+SIM_GRID = 3  # the resident plan's blocks under the simulator, where it keeps nothing in shared memory
 
 
 def plan_softmax(rows: int, cols: int, device: torch.device, max_threads: int | None = None,
@@ -29,11 +32,11 @@ def plan_softmax(rows: int, cols: int, device: torch.device, max_threads: int | 
                  l2_share: float | None = None, path: str | None = None, recompute: bool | None = None,
                  fast_exp: bool | None = None, min_blocks: int = 1, vector: bool | None = None,
                  online: bool | None = None, reverse: bool | None = None, parts: int | None = None,
-                 hints: bool | None = None) -> Plan:
+                 hints: bool | None = None, keep: int | None = None) -> Plan:
     """softmax_launch on ``device``'s GPU (gpu_facts), or under the simulator its own sizes."""
     return softmax_launch(rows, cols, None if SIMULATED else gpu_facts(device.index or 0), max_threads,
                           cols_per_thread, unroll, chunk, split_threads, max_cached_cols, l2_share, path, recompute,
-                          fast_exp, min_blocks, vector, online, reverse, parts, hints)
+                          fast_exp, min_blocks, vector, online, reverse, parts, hints, keep)
 
 
 def launch_softmax(x: torch.Tensor, out: torch.Tensor | None = None, plan: Plan | None = None,
@@ -112,6 +115,8 @@ def _launch(x: torch.Tensor, y: torch.Tensor, plan: Plan, overrides: dict) -> to
         plan = plan_softmax(rows, cols, x.device, **{**overrides, "path": "split"})
     if plan.path == "exchange":
         return _launch_exchange(x, y, plan)
+    if plan.path == "resident":
+        return _launch_resident(x, y, plan)
     chunks = -(-cols // plan.chunk)
     stats = torch.empty((2, plan.group_rows * chunks), device=x.device, dtype=torch.float32)
     stats_max, stats_sum = stats[0], stats[1]
@@ -130,6 +135,7 @@ def _launch(x: torch.Tensor, y: torch.Tensor, plan: Plan, overrides: dict) -> to
 
 
 _EXCHANGE_BUFFERS: dict = {}  # (device, stream, parts) -> (pairs, counters), grown to the most rows seen
+_BARRIER_COUNTERS: dict = {}  # (device, stream, grid) -> the resident plan's barrier counter
 _EXCHANGE_GRIDS: dict = {}  # (id(kernel), device, shared bytes, threads) -> the blocks resident at once
 
 
@@ -180,6 +186,50 @@ def _launch_exchange(x: torch.Tensor, y: torch.Tensor, plan: Plan) -> torch.Tens
                          f"once ({resident} blocks of {plan.threads} threads and {shared} B fit the GPU)")
     grid = min(rows, resident // plan.parts) * plan.parts
     numba_direct.launch(kernel, grid, plan.threads, *args, flat=True, shared=shared)
+    return y
+
+
+def _launch_resident(x: torch.Tensor, y: torch.Tensor, plan: Plan) -> torch.Tensor:
+    """The resident plan (resident.py): one launch of as many blocks as are resident at once (under the simulator,
+    which runs one block after another, one), a block a span of the tensor, up to ``plan.keep`` elements of it
+    kept in shared memory."""
+    rows, cols = x.shape
+    vector = plan.vector and cols % 4 == 0 and _aligned(x, y)
+    width = 4 if vector else 1
+    keep = plan.keep // width * width
+    kernel = softmax_resident_kernel(plan.threads, plan.unroll, plan.fast_exp, plan.hints, vector)
+    counter_shape = (x.device, streams.current_stream_handle() if x.device.type == "cuda" else 0)
+
+    def args(grid: int, span: int, keep: int, passes: int = 3) -> tuple:
+        slots = -(-cols // span) + 1  # the most blocks a row's parts take
+        stats = torch.empty(2 * rows * slots, device=x.device, dtype=torch.float32)
+        counter = _BARRIER_COUNTERS.get((*counter_shape, grid))
+        if counter is None:
+            counter = _BARRIER_COUNTERS[(*counter_shape, grid)] = torch.zeros(1, device=x.device, dtype=torch.int64)
+        return (x, y, stats, counter, np.int64(rows), np.int64(cols), np.int64(span), np.int64(keep),
+                np.int64(slots), np.int64(passes))
+
+    def wrapped():  # the arguments as Numba's first launch sees them
+        return numba_direct.numba_args(args(1, cols, keep), True)
+
+    shared = keep * 4
+    if SIMULATED:
+        # One block after another: a grid's blocks would wait at the barrier forever. Kept elements: one block;
+        # none: SIM_GRID blocks in two launches, the barrier their boundary, so spans cross rows.
+        grid = 1 if keep else SIM_GRID
+    else:
+        if not allow_large_shared(kernel, wrapped, shared):
+            raise ValueError(f"softmax-numba: the resident plan's {shared} B of shared memory a block need an "
+                             "opt-in this Numba cannot make")
+        grid = _resident_blocks(kernel, wrapped, plan.threads, shared, x.device)
+    span = -(-(rows * cols) // grid)
+    span = -(-span // width) * width
+    if SIMULATED and grid > 1:
+        stats_args = args(grid, span, 0, passes=1)
+        numba_direct.launch(kernel, grid, plan.threads, *stats_args, flat=True)
+        numba_direct.launch(kernel, grid, plan.threads, *stats_args[:-1], np.int64(2), flat=True)
+        return y
+    numba_direct.launch(kernel, grid, plan.threads, *args(grid, span, min(keep, span)), flat=True, shared=shared)
     return y
 
 

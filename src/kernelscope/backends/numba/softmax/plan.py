@@ -85,16 +85,27 @@ EXCHANGE_PART_BYTES = 64 * 1024
 EXCHANGE_THREADS = 512
 EXCHANGE_UNROLL = 8
 EXCHANGE_FAST_EXP = True
+# resident: one launch of the blocks resident at once, a block a contiguous span of the tensor, the end of each span
+# kept in shared memory across a grid-wide barrier (resident.py): RESIDENT_KEEP_BYTES of it a block (None: what a
+# block's shared memory takes), RESIDENT_THREADS threads, RESIDENT_UNROLL elements in flight a thread. Taken where
+# asked (path="resident") until a sweep on the GPUs says where it leads (scripts/gpu/tune_numba.py).
+RESIDENT_THREADS = 1024
+RESIDENT_UNROLL = 16
+RESIDENT_KEEP_BYTES: int | None = None
+RESIDENT_FAST_EXP = True
+RESIDENT_L2_HINTS = True
+RESIDENT_VECTOR = True
 # Under the simulator: tiny blocks and chunks, and the split plan from 17 columns on, so the check shapes run
 # both plans and their loops really loop.
 SIM_MAX_CACHED_COLS = 16
 SIM_CHUNK = 12  # 17 columns: a full chunk and a partial one
 SIM_UNROLL = 2
+SIM_KEEP = 20  # resident: elements kept a block under the simulator (its one block then re-reads the rest)
 
 
 @dataclass(frozen=True)
 class Plan:
-    path: str  # "regs", "row", "exchange" or "split"
+    path: str  # "regs", "row", "exchange", "resident" or "split"
     threads: int
     unroll: int  # row, exchange and split: loads in flight a thread; regs: elements a thread holds
     chunk: int = 0  # split: columns a block
@@ -104,13 +115,15 @@ class Plan:
     fast_exp: bool = False  # libdevice's fast_expf for the exps (REGS_FAST_EXP, ROW_FAST_EXP, SPLIT_FAST_EXP)
     reverse: bool = False  # split: launch 2 takes the chunks last to first (SPLIT_REVERSE)
     parts: int = 0  # exchange: blocks a row
+    keep: int = 0  # resident: the most elements a block keeps in shared memory
     min_blocks: int = 1  # regs: blocks an SM the launch bounds keep registers for
-    vector: bool = False  # regs, split: 16-byte loads and stores where the rows allow (REGS_VECTOR, SPLIT_VECTOR)
-    hints: bool = False  # split: L2 eviction policies on the loads and stores (SPLIT_L2_HINTS)
+    vector: bool = False  # regs, split, resident: 16-byte loads and stores where the rows allow (REGS_VECTOR, ...)
+    hints: bool = False  # split, resident: L2 eviction policies on the loads and stores (SPLIT_L2_HINTS, ...)
 
     def __str__(self) -> str:
         extra = f" chunk={self.chunk} group={self.group_rows}" if self.path == "split" else ""
         extra += f" parts={self.parts}" if self.path == "exchange" else ""
+        extra += f" keep={self.keep}" if self.path == "resident" else ""
         extra += " reverse" if self.reverse else ""
         extra += " recompute" if self.recompute else ""
         extra += " online" if self.online else ""
@@ -130,6 +143,10 @@ PLAN_TABLE = (
     ("row",      "takes_row",      "row_threads",      "row_unroll",      ("recompute", "online",
                                                                            ("fast_exp", "row_fast_exp"))),
     ("exchange", "takes_exchange", "exchange_threads", "exchange_unroll", ("parts", ("fast_exp", "exchange_fast_exp"))),
+    ("resident", "takes_resident", "resident_threads", "resident_unroll", ("keep",
+                                                                           ("fast_exp", "resident_fast_exp"),
+                                                                           ("hints", "resident_hints"),
+                                                                           ("vector", "resident_vector"))),
     ("split",    "always",         "split_threads",    "split_unroll",    ("chunk", "group_rows", "reverse",
                                                                            ("fast_exp", "split_fast_exp"),
                                                                            ("hints", "split_hints"),
@@ -143,13 +160,14 @@ def softmax_launch(rows: int, cols: int, facts: DeviceFacts | None, max_threads:
                    l2_share: float | None = None, path: str | None = None, recompute: bool | None = None,
                    fast_exp: bool | None = None, min_blocks: int = 1, vector: bool | None = None,
                    online: bool | None = None, reverse: bool | None = None, parts: int | None = None,
-                   hints: bool | None = None) -> Plan:
+                   hints: bool | None = None, keep: int | None = None) -> Plan:
     """The launch plan for a (rows, cols) input on the GPU of ``facts`` (None: the simulator's sizes); None
     arguments: the module defaults; path forces a plan.
 
     The default: the regs plan for rows up to REGS_DEFAULT_MAX_COLS that it holds (under the simulator, rows
     that its 32 threads hold) and, where the rows fill the SMs, up to REGS_WIDE_THREADS x REGS_MAX_EPT; else the
-    row plan while shared memory caches the row, else the split plan; the exchange plan only where asked.
+    row plan while shared memory caches the row, else the split plan; the exchange and resident plans only where
+    asked.
     """
     shape = _Input(rows, cols, facts, SimpleNamespace(**locals()))
     name, _, threads, unroll, fields = next(rule for rule in PLAN_TABLE if getattr(shape, rule[1]))
@@ -334,6 +352,41 @@ class _Input:
     @cached_property
     def exchange_fast_exp(self) -> bool:
         return self._fast_exp(EXCHANGE_FAST_EXP)
+
+    # resident
+    @cached_property
+    def takes_resident(self) -> bool:
+        return self.asked.path == "resident"
+
+    @cached_property
+    def resident_threads(self) -> int:
+        return self.asked.max_threads or (SIM_THREADS if self.simulated else RESIDENT_THREADS)
+
+    @cached_property
+    def resident_unroll(self) -> int:
+        return self.asked.unroll or (SIM_UNROLL if self.simulated else RESIDENT_UNROLL)
+
+    @cached_property
+    def keep(self) -> int:
+        """Elements a block keeps in shared memory: as asked, else RESIDENT_KEEP_BYTES or what a block takes."""
+        if self.asked.keep is not None:
+            return self.asked.keep
+        if self.simulated:
+            return SIM_KEEP
+        return min(RESIDENT_KEEP_BYTES or self.shared_bytes, self.shared_bytes) // 16 * 4  # whole vectors
+
+    @cached_property
+    def resident_fast_exp(self) -> bool:
+        return self._fast_exp(RESIDENT_FAST_EXP)
+
+    @cached_property
+    def resident_hints(self) -> bool:
+        return RESIDENT_L2_HINTS if self.asked.hints is None else self.asked.hints
+
+    @cached_property
+    def resident_vector(self) -> bool:
+        asked = RESIDENT_VECTOR if self.asked.vector is None else self.asked.vector
+        return asked and self.cols % 4 == 0
 
     # split
     @cached_property

@@ -28,6 +28,13 @@ def softmax_plan_of(shape: tuple[int, int], dtype: str, facts: DeviceFacts):
                            note=f"a block a row, the row in {cols * 4} B of dynamic shared memory"),)
         fields = {"loads in flight a thread": plan.unroll, "recompute exps": plan.recompute,
                   "exps in the loading pass": plan.online, "fast exp": plan.fast_exp}
+    elif plan.path == "resident":
+        launches = (Launch("softmax_resident", f"{SOURCE}/resident.py", None, plan.threads,
+                           note=f"the blocks resident at once, a block a span of the tensor, up to {plan.keep * 4} B "
+                                "of it kept in shared memory across a grid-wide barrier"),)
+        fields = {"loads in flight a thread": plan.unroll, "fast exp": plan.fast_exp, "L2 eviction hints": plan.hints,
+                  "16-byte loads": plan.vector}
+        return LaunchPlan(plan.path, launches, {**fields, "persistent": True})
     else:
         groups = -(-rows // plan.group_rows)
         chunks = -(-cols // plan.chunk)
