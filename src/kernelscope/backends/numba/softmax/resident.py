@@ -3,9 +3,9 @@ the tensor, read once into a running (max, sum), the end of the span kept in sha
 then the span written.
 
 The split plan reads every element twice from memory in two launches. Here the second read is taken from shared
-memory for the last ``keep`` elements of each block's span, so what the GPU's shared memory holds in all (about 29
-MiB on an H100) is never read again from memory, and the rest was read last by pass 1, asking L2 to keep it
-(cache_hints.py), so that its re-read finds it there where L2 holds it. The elements kept in shared memory are read
+memory for the last ``keep`` elements of each block's span, so what the GPU's shared memory holds in all (an H100's
+132 SMs x 227 KiB) is never read again from memory, and pass 1 read the rest asking L2 to keep it (cache_hints.py),
+so that its re-read finds it there as far as L2 holds it. The elements kept in shared memory are read
 as last uses: L2 need not keep them. Pass 2 writes each row's part of the span (last row first, the part in shared
 memory before the re-read part) from the row's totals.
 
