@@ -36,6 +36,7 @@ from .exps import exp_of
 from .split import online_step
 
 ONE = np.float32(1.0)
+SPIN_NS = np.uint32(100)  # the wait between a waiting block's reads of the barrier counter
 
 
 @cache
@@ -185,7 +186,7 @@ def softmax_resident_kernel(threads: int, unroll: int, fast_exp: bool = False, h
             cuda.threadfence()
             target = (cuda.atomic.add(counter, 0, 1) // grid + 1) * grid
             while cuda.atomic.add(counter, 0, 0) < target:
-                pass
+                cuda.nanosleep(SPIN_NS)  # a waiting block's atomics off the L2 slice the others still add to
             cuda.threadfence()
         cuda.syncthreads()
         if not busy:
