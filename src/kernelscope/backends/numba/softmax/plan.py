@@ -86,12 +86,16 @@ EXCHANGE_THREADS = 512
 EXCHANGE_UNROLL = 8
 EXCHANGE_FAST_EXP = True
 # resident: one launch of the blocks resident at once, a block a contiguous span of the tensor, the end of each span
-# kept in shared memory across a grid-wide barrier (resident.py): RESIDENT_KEEP_BYTES of it a block (None: what a
-# block's shared memory takes), RESIDENT_THREADS threads, RESIDENT_UNROLL elements in flight a thread. Taken where
-# asked (path="resident") until a sweep on the GPUs says where it leads (scripts/gpu/tune_numba.py).
-RESIDENT_THREADS = 1024
+# kept in shared memory across a grid-wide barrier (resident.py): RESIDENT_KEEP_BYTES of it a block, two blocks an SM
+# of RESIDENT_THREADS threads, RESIDENT_UNROLL elements in flight a thread. It takes the split plan's place where the
+# rows are whole vectors and the tensor is at most RESIDENT_MAX_L2S times L2: on the H100 it read 61.6% of copy at
+# 64x262144 (split 58.7%), 67.6% at 8x1048576 (57.1%), 61.6% at 128x262144 (60.0%), but 60.1% at 4096x70000
+# (62.4%); one block of 1024 threads an SM, a block's whole shared memory kept, read 59.8% at 64x262144
+# (results-proofs/tuning-sweeps/h100-resident).
+RESIDENT_THREADS = 512
 RESIDENT_UNROLL = 16
-RESIDENT_KEEP_BYTES: int | None = None
+RESIDENT_KEEP_BYTES: int | None = 112 * 1024
+RESIDENT_MAX_L2S = 3.0
 RESIDENT_FAST_EXP = True
 RESIDENT_L2_HINTS = True
 RESIDENT_VECTOR = True
@@ -166,8 +170,8 @@ def softmax_launch(rows: int, cols: int, facts: DeviceFacts | None, max_threads:
 
     The default: the regs plan for rows up to REGS_DEFAULT_MAX_COLS that it holds (under the simulator, rows
     that its 32 threads hold) and, where the rows fill the SMs, up to REGS_WIDE_THREADS x REGS_MAX_EPT; else the
-    row plan while shared memory caches the row, else the split plan; the exchange and resident plans only where
-    asked.
+    row plan while shared memory caches the row, else the resident plan up to RESIDENT_MAX_L2S times L2 and the
+    split plan past it; the exchange plan only where asked.
     """
     shape = _Input(rows, cols, facts, SimpleNamespace(**locals()))
     name, _, threads, unroll, fields = next(rule for rule in PLAN_TABLE if getattr(shape, rule[1]))
@@ -356,7 +360,14 @@ class _Input:
     # resident
     @cached_property
     def takes_resident(self) -> bool:
-        return self.asked.path == "resident"
+        """Asked for, or by default in the split plan's place where the rows are whole vectors and the tensor is at
+        most RESIDENT_MAX_L2S times L2, unless the split plan's own knobs are asked."""
+        if self.asked.path is not None:
+            return self.asked.path == "resident"
+        asked_split = any(v is not None for v in (self.asked.chunk, self.asked.split_threads, self.asked.l2_share,
+                                                 self.asked.reverse))
+        return (not self.simulated and not asked_split and self.cols % 4 == 0
+                and self.rows * self.cols * 4 <= RESIDENT_MAX_L2S * self.facts.l2_bytes)
 
     @cached_property
     def resident_threads(self) -> int:

@@ -29,7 +29,9 @@ def softmax_plan_of(shape: tuple[int, int], dtype: str, facts: DeviceFacts):
         fields = {"loads in flight a thread": plan.unroll, "recompute exps": plan.recompute,
                   "exps in the loading pass": plan.online, "fast exp": plan.fast_exp}
     elif plan.path == "resident":
+        blocks_per_sm = max(1, min(2048 // plan.threads, facts.shared_bytes_per_block // max(1, plan.keep * 4)))
         launches = (Launch("softmax_resident", f"{SOURCE}/resident.py", None, plan.threads,
+                           most=facts.sm_count * blocks_per_sm,
                            note=f"the blocks resident at once, a block a span of the tensor, up to {plan.keep * 4} B "
                                 "of it kept in shared memory across a grid-wide barrier"),)
         fields = {"loads in flight a thread": plan.unroll, "fast exp": plan.fast_exp, "L2 eviction hints": plan.hints,
