@@ -5,12 +5,13 @@ through the driver after its first call (direct.py):
 
 * regs (registers.py): a block a row, the row held in registers; the default for rows up to 16384 columns.
 * row (shared_row.py): a block a row, the row cached in dynamic shared memory, while shared memory holds it.
-* split (split.py): rows too wide for that, or too few to fill the GPU, cut into chunks, a block a chunk, in two
-  launches, the second taking the chunks last to first.
+* resident (resident.py): rows too wide for that, or too few to fill the GPU, in tensors up to three times L2: one
+  launch of the blocks resident at once, a block a span of the tensor whose end it keeps in shared memory across a
+  grid-wide barrier, so that only the rest is read twice.
+* split (split.py): the same rows in larger tensors, cut into chunks, a block a chunk, in two launches, the second
+  taking the chunks last to first.
 * exchange (exchange.py), where asked: a row cut into parts held in shared memory by blocks resident at once, which
   exchange their (max, sum) through global memory, in one launch.
-* resident (resident.py), where asked: one launch of the blocks resident at once, a block a span of the tensor whose
-  end it keeps in shared memory across a grid-wide barrier, so that only the rest is read twice.
 
 gpu.py reads the GPU's facts the plan takes; plan_of.py says what a plan launches (`kernelscope plan`).
 
