@@ -81,7 +81,7 @@ def test_each_backend_s_softmax_at_the_two_reference_sizes(capsys, gpu):
         ("softmax-triton-tuned", "4096x4096"): ("row", "softmax_rows_tuned_kernel", [4096], 128, 1),
         ("softmax-numba", "4096x4096"): ("regs", "softmax_regs_vector", [4096], 256 if wide_dram else 128, 1),
         ("softmax-triton-tuned", "64x262144"): ("split", "softmax_chunk_stats_kernel", [4096], 512, 1),
-        ("softmax-numba", "64x262144"): ("split", "chunk_stats", [64, 32], 256, 1),  # every row in one group
+        ("softmax-numba", "64x262144"): ("resident", "softmax_resident", None, 512, 1),  # the resident blocks
     }
     for (variant, shape), (strategy, kernel, grid, block, cluster) in expected.items():
         rc, out, err = run(capsys, variant, shape, "--gpu", gpu, "--json")
@@ -265,8 +265,9 @@ def launches(variant, shape, dtype, facts):
     from kernelscope.plan import _resolve
 
     p = _resolve(VARIANTS[variant].plan)(shape, dtype, facts)
-    if p.strategy != "split":
-        return [(launch.kernel, launch.grid, launch.block) for launch in p.launches for _ in range(launch.count)]
+    if p.strategy != "split":  # a persistent grid (grid None): as many blocks as the plan says fit at most
+        return [(launch.kernel, launch.grid or (launch.most,), launch.block) for launch in p.launches
+                for _ in range(launch.count)]
     group, calls = p.fields["rows a group"], []
     for row0 in range(0, shape[0], group):
         rows = min(group, shape[0] - row0)
@@ -401,8 +402,12 @@ def test_the_numba_launches_take_the_plan(monkeypatch, facts):
             "softmax_regs_vector" if a[-1] else "softmax_regs", calls)),
             ("softmax_row_kernel", lambda *a: NumbaKernel("softmax_row", calls)),
             ("chunk_stats_kernel", lambda *a: NumbaKernel("chunk_stats", calls)),
-            ("chunk_write_kernel", lambda *a: NumbaKernel("chunk_write", calls))):
+            ("chunk_write_kernel", lambda *a: NumbaKernel("chunk_write", calls)),
+            ("softmax_resident_kernel", lambda *a: NumbaKernel("softmax_resident", calls))):
         monkeypatch.setattr(nsoftmax_launch, name, kernel)
+    # the occupancy query's answer on such a GPU: blocks of its threads and shared memory an SM, times its SMs
+    monkeypatch.setattr(nsoftmax_launch, "_resident_blocks", lambda kernel, args, threads, shared, device: (
+        facts.sm_count * min(2048 // threads, facts.shared_bytes_per_block // shared)))
     monkeypatch.setattr(nsoftmax_launch, "allow_large_shared", lambda kernel, args, nbytes: True)
     monkeypatch.setattr(nmean, "mean_one_launch_kernel", lambda *a: NumbaKernel("mean_one_launch", calls))
     monkeypatch.setattr(elementwise, "tiled_kernel", lambda f, name, *a: NumbaKernel(f"{name}_tiled", calls))
