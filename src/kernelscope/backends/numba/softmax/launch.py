@@ -198,19 +198,20 @@ def _launch_resident(x: torch.Tensor, y: torch.Tensor, plan: Plan) -> torch.Tens
     width = 4 if vector else 1
     keep = plan.keep // width * width
     kernel = softmax_resident_kernel(plan.threads, plan.unroll, plan.fast_exp, plan.hints, vector)
-    counter_shape = (x.device, streams.current_stream_handle() if x.device.type == "cuda" else 0)
+    stream = streams.current_stream_handle() if x.device.type == "cuda" else 0
 
     def args(grid: int, span: int, keep: int, passes: int = 3) -> tuple:
         slots = -(-cols // span) + 1  # the most blocks a row's parts take
         stats = torch.empty(2 * rows * slots, device=x.device, dtype=torch.float32)
-        counter = _BARRIER_COUNTERS.get((*counter_shape, grid))
+        counter = _BARRIER_COUNTERS.get((x.device, stream, grid))
         if counter is None:
-            counter = _BARRIER_COUNTERS[(*counter_shape, grid)] = torch.zeros(1, device=x.device, dtype=torch.int64)
+            counter = _BARRIER_COUNTERS[(x.device, stream, grid)] = torch.zeros(1, device=x.device, dtype=torch.int64)
         return (x, y, stats, counter, np.int64(rows), np.int64(cols), np.int64(span), np.int64(keep),
                 np.int64(slots), np.int64(passes))
 
-    def wrapped():  # the arguments as Numba's first launch sees them
-        return numba_direct.numba_args(args(1, cols, keep), True)
+    def wrapped():  # arguments of the types Numba's first launch sees (x stands in for the statistics)
+        counter = torch.empty(1, device=x.device, dtype=torch.int64)
+        return numba_direct.numba_args((x, y, x, counter, *(np.int64(1),) * 6), True)
 
     shared = keep * 4
     if SIMULATED:

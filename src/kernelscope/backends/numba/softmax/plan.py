@@ -259,9 +259,13 @@ class _Input:
     def regs_ept(self) -> int:
         return self.regs_shape[1]
 
+    def _as_asked(self, name: str, default):
+        """softmax_launch's argument ``name`` as asked, else the plan's default."""
+        value = getattr(self.asked, name)
+        return default if value is None else value
+
     def _fast_exp(self, default: bool) -> bool:
-        """The fast exp as asked, else the plan's default."""
-        return default if self.asked.fast_exp is None else self.asked.fast_exp
+        return self._as_asked("fast_exp", default)
 
     @cached_property
     def fast_exp(self) -> bool:
@@ -323,11 +327,11 @@ class _Input:
 
     @cached_property
     def recompute(self) -> bool:
-        return RECOMPUTE if self.asked.recompute is None else self.asked.recompute
+        return self._as_asked("recompute", RECOMPUTE)
 
     @cached_property
     def online(self) -> bool:
-        return ROW_ONLINE if self.asked.online is None else self.asked.online
+        return self._as_asked("online", ROW_ONLINE)
 
     @cached_property
     def row_fast_exp(self) -> bool:
@@ -392,11 +396,11 @@ class _Input:
 
     @cached_property
     def resident_hints(self) -> bool:
-        return RESIDENT_L2_HINTS if self.asked.hints is None else self.asked.hints
+        return self._as_asked("hints", RESIDENT_L2_HINTS)
 
     @cached_property
     def resident_vector(self) -> bool:
-        asked = RESIDENT_VECTOR if self.asked.vector is None else self.asked.vector
+        asked = self._as_asked("vector", RESIDENT_VECTOR)
         return asked and self.cols % 4 == 0
 
     # split
@@ -419,7 +423,7 @@ class _Input:
 
     @cached_property
     def reverse(self) -> bool:
-        return SPLIT_REVERSE if self.asked.reverse is None else self.asked.reverse
+        return self._as_asked("reverse", SPLIT_REVERSE)
 
     @cached_property
     def split_fast_exp(self) -> bool:
@@ -427,12 +431,12 @@ class _Input:
 
     @cached_property
     def split_hints(self) -> bool:
-        return SPLIT_L2_HINTS if self.asked.hints is None else self.asked.hints
+        return self._as_asked("hints", SPLIT_L2_HINTS)
 
     @cached_property
     def split_vector(self) -> bool:
         """16-byte accesses as asked (else SPLIT_VECTOR), where rows and chunks are whole vectors."""
-        asked = SPLIT_VECTOR if self.asked.vector is None else self.asked.vector
+        asked = self._as_asked("vector", SPLIT_VECTOR)
         return asked and self.cols % 4 == 0 and self.chunk % 4 == 0
 
     @cached_property

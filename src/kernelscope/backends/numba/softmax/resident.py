@@ -96,8 +96,7 @@ def _writer(threads: int, unroll: int, fast_exp: bool, hints: bool, vector: bool
     """The device function that writes y[lo:hi] = exp(x - row_max) * inv, x from shared memory where
     ``from_shared``, else re-read as its last use."""
     exp = exp_of(fast_exp)
-    _, _, store, store4 = pass_accesses(hints, keep=False)
-    load, load4, _, _ = pass_accesses(hints, keep=False)
+    load, load4, store, store4 = pass_accesses(hints, keep=False)
     width, steps, lanes, uwidth, usteps_span = _constants(threads, unroll, vector)
 
     @cuda.jit(device=True)
