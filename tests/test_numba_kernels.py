@@ -8,6 +8,7 @@ through shared memory; and, for softmax, both plans, several chunks and row
 groups, and the stress inputs (masked rows, offset and large logits).
 """
 
+import dataclasses
 import importlib.util
 import math
 from pathlib import Path
@@ -246,6 +247,29 @@ def test_the_regs_plan_on_rows_that_fill_it_exactly(plan):
         assert torch.isfinite(out).all(), name
         err = error_against_reference(OPS["softmax"], x, out)
         assert err <= OPS["softmax"].tolerance["float32"], (name, err)
+
+
+@simulated
+@pytest.mark.parametrize("plan, cols", [
+    (Plan("regs", threads=32, unroll=2, keep=64), 100),  # 36 columns past the registers, a partial lap of them
+    (Plan("regs", threads=32, unroll=3, keep=64, fast_exp=True), 97),  # one column past them
+    (Plan("regs", threads=32, unroll=2, keep=64), 64),  # none: the registers hold the row
+    (Plan("regs", threads=32, unroll=1, keep=500), 300),  # most of the row in shared memory, several laps of loads
+])
+def test_the_regs_plan_keeps_the_columns_past_its_registers_in_shared_memory(plan, cols):
+    for name, x in softmax_inputs((3, cols)):
+        out = torch.full_like(x, float("nan"))
+        assert launch_softmax(x, out, plan=plan) is out
+        assert torch.isfinite(out).all(), name
+        within_tolerance("softmax", x, out)
+
+
+@simulated
+@pytest.mark.parametrize("cols", [63, 101])
+def test_the_regs_plan_with_shared_memory_refuses_rows_it_does_not_hold_registers_first(cols):
+    # 32 x 2 registers and 36 kept hold 64 to 100 columns; 63 would leave a register load outside the row
+    with pytest.raises(ValueError, match=f"do not hold a row of {cols} columns, registers first"):
+        launch_softmax(torch.randn(2, cols), plan=Plan("regs", threads=32, unroll=2, keep=36))
 
 
 @simulated
@@ -515,13 +539,17 @@ def test_tuning_script_sweeps_run_and_check_under_the_simulator(monkeypatch):
             fn()
             calls.append((label, shape))
 
-    all_overrides = [dict(o) for o in {tuple(sorted(o.items())) for s in tune.SOFTMAX_SWEEP.values() for o in s}]
+    swept = [o for s in tune.SOFTMAX_SWEEP.values() for o in s]
+    all_overrides = [dict(o) for o in {tuple(sorted(o.items())) for o in swept if "plan" not in o}]
+    # Plans asked as such, at a simulated block's size: the same path and fields, 32 threads x 2 and 36 kept
+    asked = [{"plan": dataclasses.replace(o["plan"], threads=32, unroll=2, keep=36)} for o in swept if "plan" in o]
+    assert asked and all(o["plan"].path == "regs" for o in asked)
     monkeypatch.setattr(tune, "Table", CallingTable)
     monkeypatch.setattr(tune, "DEVICE", DEVICE)
     monkeypatch.setattr(tune, "ELEMENTWISE_SHAPES", [(3, 70)])
     monkeypatch.setattr(tune, "MEAN_SHAPES", [(300,)])
     monkeypatch.setattr(tune, "SOFTMAX_SMALL", [])
-    monkeypatch.setattr(tune, "SOFTMAX_SWEEP", {(1, 16): all_overrides})
+    monkeypatch.setattr(tune, "SOFTMAX_SWEEP", {(1, 16): all_overrides, (2, 100): asked})
     # Blocks of 1024 simulated threads take seconds: the same configurations with at most two warps.
     for name in ("ELEMENTWISE_CONFIGS", "MEAN_CONFIGS"):
         monkeypatch.setattr(tune, name, [(min(c[0], 64),) + tuple(c[1:]) for c in getattr(tune, name)])
@@ -529,7 +557,9 @@ def test_tuning_script_sweeps_run_and_check_under_the_simulator(monkeypatch):
                            "torch.square", torch.square)
     tune.sweep_mean(None, False)
     tune.sweep_softmax(None, False)
-    assert len(calls) == (2 + len(tune.ELEMENTWISE_CONFIGS)) + (2 + len(tune.MEAN_CONFIGS)) + (2 + len(all_overrides))
+    assert len(calls) == (2 + len(tune.ELEMENTWISE_CONFIGS)) + (2 + len(tune.MEAN_CONFIGS)) + (2 + len(all_overrides)) \
+        + (2 + len(asked))
+    assert sum("(asked)" in label for label, _ in calls) == len(asked)
 
 
 def test_tuning_script_summary_compares_the_defaults_with_the_targets(capsys):
@@ -581,6 +611,8 @@ def test_softmax_plans_agree_on_the_gpu(shape):
              {"path": "resident", "keep": 0}, {"path": "resident", "max_threads": 512, "keep": 4096, "unroll": 32}]
     if shape[1] <= 50257:
         forms += [{"path": "row", "online": True, "fast_exp": True}, {"path": "row", "online": True}]
+    if 512 * 44 <= shape[1] <= 512 * 44 + 27729:  # two rows an SM: 512 x 44 registers, the rest in shared memory
+        forms += [{"plan": Plan("regs", 512, 44, keep=27729, min_blocks=2, fast_exp=True)}]
     for form in forms:
         within_tolerance("softmax", x, launch_softmax(x, **form))
         for name, sx in softmax_inputs(shape):

@@ -154,9 +154,13 @@ SOFTMAX_SWEEP = {  # the first few run under --quick: candidates beside the defa
                    {"path": "row", "recompute": True}, {"path": "row", "cols_per_thread": 32}],
     (16384, 1000): [{"path": "regs", "vector": False}, {"path": "regs", "max_threads": 32}, {"path": "row"},
                     {"path": "row", "unroll": 4, "cols_per_thread": 8}],
-    # Wide rows: the default (the regs plan at 1024 threads, 50 registers a thread) beside the accurate exp, the row
-    # plan it replaced (its exps in its loading pass, the fast exp, loads in flight, threads) and the split plan.
-    (512, 50257): [{"path": "row"}, {"path": "resident"}, {"fast_exp": False},
+    # Wide rows: the default (the regs plan at 1024 threads, 50 registers a thread) beside two rows an SM (512
+    # threads with 44 to 48 registers a thread, the rest of the row in shared memory: plans asked as such), the
+    # accurate exp, the row plan it replaced (its exps in its loading pass, the fast exp, loads in flight, threads)
+    # and the split plan.
+    (512, 50257): [*({"plan": nb_softmax.Plan("regs", 512, ept, keep=50257 - 512 * ept, min_blocks=2, fast_exp=True)}
+                     for ept in (44, 46, 48)),
+                   {"path": "row"}, {"path": "resident"}, {"fast_exp": False},
                    {"path": "row", "unroll": 32}, {"path": "row", "max_threads": 512},
                    {"path": "split"}, {"path": "split", "hints": False}, {"path": "split", "l2_share": 0.75},
                    {"path": "row", "unroll": 4}, {"path": "row", "unroll": 16}],
@@ -179,7 +183,7 @@ SOFTMAX_SWEEP = {  # the first few run under --quick: candidates beside the defa
     (256, 65536): [{"path": "split"}, {"path": "resident"}],  # too wide for the row plan's shared memory
 }
 # --quick: how many of each shape's sweep
-SOFTMAX_QUICK = {(16384, 16384): 3, (8192, 8192): 3, (4096, 4096): 2, (16384, 1000): 1, (512, 50257): 7,
+SOFTMAX_QUICK = {(16384, 16384): 3, (8192, 8192): 3, (4096, 4096): 2, (16384, 1000): 1, (512, 50257): 10,
                  (64, 262144): 6, (4096, 70000): 5,
                  (2048, 20000): 1, (256, 65536): 2}
 SOFTMAX_SMALL = [(1024, 1024)]  # the rest of the suite's sweep: catalog and torch only
@@ -195,8 +199,9 @@ def sweep_softmax(copy_gbps: float, quick: bool) -> Table:
         nbytes = OPS["softmax"].bytes_for(shape, DTYPE)
         sweep = SOFTMAX_SWEEP.get(shape, [])
         for overrides in sweep[:SOFTMAX_QUICK.get(shape, 0)] if quick else sweep:
-            plan = nb_softmax.plan_softmax(*shape, x.device, **overrides)
-            label = f"{plan} {overrides or '(default)'}"
+            asked = overrides.get("plan")  # a Plan itself, where no override of the default's arguments gives it
+            plan = asked or nb_softmax.plan_softmax(*shape, x.device, **overrides)
+            label = f"{plan} {'(asked)' if asked else overrides or '(default)'}"
             fn = checked("softmax", x, lambda o=overrides: nb_softmax.launch_softmax(x, y, **o), label)
             table.add(label, fn, nbytes, shape_str(shape))
         del x, y

@@ -4,6 +4,8 @@ launch.py runs the plan plan.py picks for its (rows, cols) on its GPU, one kerne
 through the driver after its first call (direct.py):
 
 * regs (registers.py): a block a row, the row held in registers; the default for rows up to 16384 columns.
+  Where asked (a Plan with ``keep``), the columns past its registers held in shared memory: two rows of 50257
+  columns an SM at 512 threads x 44 registers, where registers alone hold one.
 * row (shared_row.py): a block a row, the row cached in dynamic shared memory, while shared memory holds it.
 * resident (resident.py): rows too wide for that, or too few to fill the GPU, in tensors up to three times L2: one
   launch of the blocks resident at once, a block a span of the tensor whose end it keeps in shared memory across a
@@ -32,7 +34,7 @@ from .plan import (
     SIM_MAX_CACHED_COLS, SIM_UNROLL, SPLIT_FAST_EXP, SPLIT_L2_HINTS, SPLIT_REVERSE, SPLIT_THREADS, SPLIT_VECTOR,
     UNROLL, Plan, regs_plan, softmax_launch)
 from .plan_of import softmax_plan_of
-from .registers import softmax_regs_kernel
+from .registers import softmax_regs_kernel, softmax_regs_shared_kernel
 from .resident import softmax_resident_kernel
 from .shared_row import allow_large_shared, softmax_row_kernel
 from .split import chunk_stats_kernel, chunk_write_kernel, online_step
@@ -45,4 +47,4 @@ __all__ = ["CHUNK", "COLS_PER_THREAD", "L2_SHARE", "LONE_BLOCK_THREADS", "LONE_R
            "allow_large_shared", "chunk_stats_kernel", "chunk_write_kernel", "default_plan", "device_limits",
            "exp_accurate", "exp_fast", "exp_of", "gpu_facts", "launch_softmax", "online_step", "Plan", "plan_softmax",
            "regs_plan", "softmax", "softmax_exchange_kernel", "softmax_launch", "softmax_plan_of",
-           "softmax_regs_kernel", "softmax_resident_kernel", "softmax_row_kernel"]
+           "softmax_regs_kernel", "softmax_regs_shared_kernel", "softmax_resident_kernel", "softmax_row_kernel"]

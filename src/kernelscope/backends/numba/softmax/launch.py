@@ -18,7 +18,7 @@ from kernelscope.backends.numba.common import SIMULATED, check_threads, quick_ba
 from .gpu import gpu_facts
 from .exchange import softmax_exchange_kernel
 from .plan import Plan, softmax_launch
-from .registers import full_laps, softmax_regs_kernel
+from .registers import full_laps, softmax_regs_kernel, softmax_regs_shared_kernel
 from .resident import softmax_resident_kernel
 from .shared_row import allow_large_shared, softmax_row_kernel
 from .split import chunk_stats_kernel, chunk_write_kernel
@@ -97,9 +97,15 @@ def _like(x: torch.Tensor, y: torch.Tensor) -> bool:
 
 def _check(plan: Plan, cols: int) -> None:
     check_threads(plan.threads)
-    if plan.path == "regs" and plan.threads * plan.unroll < cols:
+    if plan.path != "regs":
+        return
+    held = plan.threads * plan.unroll
+    if held < cols and not plan.keep:
         raise ValueError(f"softmax-numba: the regs plan's {plan.threads} threads x {plan.unroll} elements hold "
-                         f"{plan.threads * plan.unroll} of a row's {cols} columns")
+                         f"{held} of a row's {cols} columns")
+    if plan.keep and not held <= cols <= held + plan.keep:
+        raise ValueError(f"softmax-numba: the regs plan's {plan.threads} threads x {plan.unroll} elements and "
+                         f"{plan.keep} in shared memory do not hold a row of {cols} columns, registers first")
 
 
 def _launch(x: torch.Tensor, y: torch.Tensor, plan: Plan, overrides: dict) -> torch.Tensor:
@@ -148,6 +154,14 @@ def _single(x: torch.Tensor, y: torch.Tensor, plan: Plan) -> tuple | None:
     """(kernel, dynamic shared bytes) of a plan that is one launch of a block a row: regs, and row where this Numba
     can opt in to the shared memory the row takes; else None."""
     rows, cols = x.shape
+    if plan.path == "regs" and plan.keep:
+        kernel = softmax_regs_shared_kernel(plan.threads, plan.unroll, plan.fast_exp, plan.min_blocks)
+        shared = (cols - plan.threads * plan.unroll) * 4
+        if SIMULATED or allow_large_shared(kernel, lambda: numba_direct.numba_args((x, y, np.int64(cols)), True),
+                                           shared):
+            return kernel, shared
+        raise ValueError(f"softmax-numba: the regs plan's {shared} B of shared memory a block need an opt-in this "
+                         "Numba cannot make")
     if plan.path == "regs":
         vector = plan.vector and cols % 4 == 0 and _aligned(x, y)
         return softmax_regs_kernel(plan.threads, plan.unroll, plan.fast_exp, plan.min_blocks,

@@ -119,7 +119,8 @@ class Plan:
     fast_exp: bool = False  # libdevice's fast_expf for the exps (REGS_FAST_EXP, ROW_FAST_EXP, SPLIT_FAST_EXP)
     reverse: bool = False  # split: launch 2 takes the chunks last to first (SPLIT_REVERSE)
     parts: int = 0  # exchange: blocks a row
-    keep: int = 0  # resident: the most elements a block keeps in shared memory
+    keep: int = 0  # resident: the most elements a block keeps in shared memory; regs: the most columns past
+    # threads x unroll a block keeps there (softmax_regs_shared_kernel)
     min_blocks: int = 1  # regs: blocks an SM the launch bounds keep registers for
     vector: bool = False  # regs, split, resident: 16-byte loads and stores where the rows allow (REGS_VECTOR, ...)
     hints: bool = False  # split, resident: L2 eviction policies on the loads and stores (SPLIT_L2_HINTS, ...)
@@ -127,7 +128,7 @@ class Plan:
     def __str__(self) -> str:
         extra = f" chunk={self.chunk} group={self.group_rows}" if self.path == "split" else ""
         extra += f" parts={self.parts}" if self.path == "exchange" else ""
-        extra += f" keep={self.keep}" if self.path == "resident" else ""
+        extra += f" keep={self.keep}" if self.path == "resident" or self.keep else ""
         extra += " reverse" if self.reverse else ""
         extra += " recompute" if self.recompute else ""
         extra += " online" if self.online else ""

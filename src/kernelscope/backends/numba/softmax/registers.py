@@ -109,3 +109,64 @@ def full_laps(cols: int, threads: int, ept: int, vector: bool) -> int:
     laps = (cols // 4 if vector else cols) // threads
     lanes = ept // 4 if vector else ept
     return min(laps, lanes) if laps >= lanes - 1 else 0
+
+
+TAIL_LOADS = 4  # the shared-memory part's loads in flight a thread
+
+
+@cache
+def softmax_regs_shared_kernel(threads: int, ept: int, fast_exp: bool = False, min_blocks: int = 1):
+    """The regs plan's kernel with the row's columns past ``threads`` x ``ept`` (all of whose loads lie in the row)
+    held in dynamic shared memory, the launch's to size (cols - threads x ept floats). Thread t keeps the columns
+    threads x ept + t, + threads, ... there, so no thread reads another's: no barrier but the reductions'.
+    4-byte accesses: rows that are whole vectors take the vector form of the plain kernel."""
+    exp = exp_of(fast_exp)
+    held = uint64(threads * ept)
+
+    @jit_bounded(threads, min_blocks)
+    def softmax_regs_shared(x, y, cols):
+        tail = cuda.shared.array(0, float32)  # dynamic: cols - threads x ept floats
+        scratch = cuda.shared.array(32, float32)
+        t = cuda.threadIdx.x
+        ucols = uint64(cols)
+        row = uint64(cuda.blockIdx.x) * ucols
+        base = row + uint64(t)
+        v = cuda.local.array(ept, float32)
+        for u in range(ept):  # every register load before the first use
+            v[u] = x[base + uint64(u * threads)]
+        w = cuda.local.array(TAIL_LOADS, float32)
+        m = NEG_INF
+        j = held + uint64(t)
+        while j < ucols:
+            for u in range(TAIL_LOADS):
+                k = j + uint64(u * threads)
+                if k < ucols:
+                    w[u] = x[row + k]
+            for u in range(TAIL_LOADS):
+                k = j + uint64(u * threads)
+                if k < ucols:
+                    tail[k - held] = w[u]
+                    m = max(m, w[u])
+            j += uint64(TAIL_LOADS * threads)
+        for u in range(ept):
+            m = max(m, v[u])
+        m = block_max(m, scratch)
+        s = ZERO
+        for u in range(ept):
+            e = exp(v[u] - m)
+            v[u] = e
+            s += e
+        j = held + uint64(t)
+        while j < ucols:
+            e = exp(tail[j - held] - m)
+            tail[j - held] = e
+            s += e
+            j += uint64(threads)
+        inv = ONE / block_sum(s, scratch)
+        for u in range(ept):
+            y[base + uint64(u * threads)] = v[u] * inv
+        j = held + uint64(t)
+        while j < ucols:
+            y[row + j] = tail[j - held] * inv
+            j += uint64(threads)
+    return softmax_regs_shared
