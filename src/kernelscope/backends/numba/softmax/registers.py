@@ -20,6 +20,26 @@ ONE = np.float32(1.0)
 
 
 @cache
+def _exps_in_registers(ept: int, exp):
+    """The device function (row max, partial sum) that takes the block's max of ``m`` (the thread's max of what is
+    not in ``v``) and the thread's ``ept`` registers ``v``, then turns ``v`` into exp(v - max) and sums them."""
+
+    @cuda.jit(device=True)
+    def exps(v, m, scratch):
+        for u in range(ept):
+            m = max(m, v[u])
+        m = block_max(m, scratch)
+        s = ZERO
+        for u in range(ept):  # the padding's -inf gives exp 0
+            e = exp(v[u] - m)
+            v[u] = e
+            s += e
+        return m, s
+
+    return exps
+
+
+@cache
 def softmax_regs_kernel(threads: int, ept: int, fast_exp: bool = False, min_blocks: int = 1, unchecked: int = 0,
                         vector: bool = False):
     """The "regs" plan's kernel: a block a row, ``ept`` elements a thread in registers (each shape compiles once);
@@ -35,9 +55,9 @@ def softmax_regs_kernel(threads: int, ept: int, fast_exp: bool = False, min_bloc
     the SM busier than DRAM. Unsigned, the offsets u * threads are constants of the loads' addresses: 600 SASS
     instructions for 32 elements a thread where signed indices took 1,992 (results-proofs/numba-codegen/).
     """
-    exp = exp_of(fast_exp)
+    exps = _exps_in_registers(ept, exp_of(fast_exp))
     if vector:
-        return _softmax_regs_vector_kernel(threads, ept, exp, min_blocks, unchecked)
+        return _softmax_regs_vector_kernel(threads, ept, exps, min_blocks, unchecked)
 
     @jit_bounded(threads, min_blocks)
     def softmax_regs(x, y, cols):
@@ -50,15 +70,7 @@ def softmax_regs_kernel(threads: int, ept: int, fast_exp: bool = False, min_bloc
                 v[u] = x[base + uint64(u * threads)]
             else:
                 v[u] = NEG_INF
-        m = NEG_INF
-        for u in range(ept):
-            m = max(m, v[u])
-        m = block_max(m, scratch)
-        s = ZERO
-        for u in range(ept):  # the padding's -inf gives exp 0
-            e = exp(v[u] - m)
-            v[u] = e
-            s += e
+        _, s = exps(v, NEG_INF, scratch)
         inv = ONE / block_sum(s, scratch)
         for u in range(ept):
             if u < unchecked or t + u * threads < cols:
@@ -66,7 +78,7 @@ def softmax_regs_kernel(threads: int, ept: int, fast_exp: bool = False, min_bloc
     return softmax_regs
 
 
-def _softmax_regs_vector_kernel(threads: int, ept: int, exp, min_blocks: int, unchecked: int):
+def _softmax_regs_vector_kernel(threads: int, ept: int, exps, min_blocks: int, unchecked: int):
     """softmax_regs_kernel's ``vector`` form: the same passes, a load and a store a vector of 4 elements."""
     vecs = ept // 4
 
@@ -83,15 +95,7 @@ def _softmax_regs_vector_kernel(threads: int, ept: int, exp, min_blocks: int, un
             else:
                 for k in range(4):
                     v[4 * u + k] = NEG_INF
-        m = NEG_INF
-        for u in range(ept):
-            m = max(m, v[u])
-        m = block_max(m, scratch)
-        s = ZERO
-        for u in range(ept):
-            e = exp(v[u] - m)
-            v[u] = e
-            s += e
+        _, s = exps(v, NEG_INF, scratch)
         inv = ONE / block_sum(s, scratch)
         for u in range(vecs):
             if u < unchecked or uint64(t + u * threads) < row_vecs:
@@ -121,6 +125,7 @@ def softmax_regs_shared_kernel(threads: int, ept: int, fast_exp: bool = False, m
     threads x ept + t, + threads, ... there, so no thread reads another's: no barrier but the reductions'.
     4-byte accesses: rows that are whole vectors take the vector form of the plain kernel."""
     exp = exp_of(fast_exp)
+    exps = _exps_in_registers(ept, exp)
     held = uint64(threads * ept)
 
     @jit_bounded(threads, min_blocks)
@@ -148,14 +153,7 @@ def softmax_regs_shared_kernel(threads: int, ept: int, fast_exp: bool = False, m
                     tail[k - held] = w[u]
                     m = max(m, w[u])
             j += uint64(TAIL_LOADS * threads)
-        for u in range(ept):
-            m = max(m, v[u])
-        m = block_max(m, scratch)
-        s = ZERO
-        for u in range(ept):
-            e = exp(v[u] - m)
-            v[u] = e
-            s += e
+        m, s = exps(v, m, scratch)
         j = held + uint64(t)
         while j < ucols:
             e = exp(tail[j - held] - m)
