@@ -14,11 +14,15 @@ export NO_MKDOCS_2_WARNING := 1
 $(BIN)/kernelscope: pyproject.toml requirements/cpu.txt
 	# --system-site-packages: a GPU box's own CUDA torch is reused, not downloaded again
 	$(PYTHON) -m venv --system-site-packages $(VENV)
+ifeq ($(HAS_GPU),yes)
 	$(BIN)/python -m pip install -q --upgrade pip
-ifneq ($(HAS_GPU),yes)
-	$(BIN)/python -m pip install -q -r requirements/cpu.txt
-endif
 	$(BIN)/python -m pip install -q -e '.[bench,test,docs]'
+else
+	# The CPU path: the pinned CPU torch through pip, then the rest through uv, which fetches and installs
+	# in parallel (a third of pip's time). Not on a GPU box: uv does not see the system's CUDA torch.
+	$(BIN)/python -m pip install -q uv -r requirements/cpu.txt
+	$(BIN)/uv pip install -q --python $(BIN)/python -e '.[bench,test,docs]'
+endif
 	@touch $@
 
 # The chart library the site ships (vega, vega-lite, vega-embed), pinned by package-lock.json.
