@@ -6,8 +6,8 @@ The split plan reads every element twice from memory in two launches. Here the s
 memory for the last ``keep`` elements of each block's span, so what the GPU's shared memory holds in all (an H100's
 132 SMs x 227 KiB) is never read again from memory, and pass 1 read the rest asking L2 to keep it (cache_hints.py),
 so that its re-read finds it there as far as L2 holds it. The elements kept in shared memory are read
-as last uses: L2 need not keep them. Pass 2 writes each row's part of the span (last row first, the part in shared
-memory before the re-read part) from the row's totals.
+as last uses: L2 need not keep them. Pass 2 writes each row's part of the span (last row first, the re-read
+part before the part in shared memory) from the row's totals.
 
 A span crosses rows: each (row, block) part writes its (max, sum) to the row's slot for that block (the blocks of a
 row are consecutive, at most ``slots`` of them), and pass 2 combines a row's slots, read with atomics, since an SM's
@@ -208,7 +208,9 @@ def softmax_resident_kernel(threads: int, unroll: int, fast_exp: bool = False, h
             inv = ONE / block_sum(s, scratch)
             lo = max(e0, r * ucols)
             hi = min(e1, row_end)
-            write_from_shared(x, y, max(lo, kept_lo), hi, row_max, inv, piece, kept_lo, plane)
+            # The re-read part first, while L2 still holds what pass 1 asked it to keep; the part in shared
+            # memory, which no other block's traffic can evict, after it.
             write_reread(x, y, lo, max(lo, min(hi, kept_lo)), row_max, inv, piece, kept_lo, plane)
+            write_from_shared(x, y, max(lo, kept_lo), hi, row_max, inv, piece, kept_lo, plane)
 
     return softmax_resident
