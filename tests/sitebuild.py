@@ -94,11 +94,16 @@ def profiled_site(tmp_path_factory) -> tuple[Path, Path]:
 
 
 def newest_result_file(results_dir: Path, machine: str = "nvidia-h100-80gb-hbm3") -> Path:
-    """The result file of ``machine``'s newest commit (the one its results pages show)."""
+    """The result file of the newest of ``machine``'s commits that its results pages show (a run of some of an op's
+    variants is left out of them: :func:`history.current`)."""
+    from kernelscope.catalog import VARIANTS
     from kernelscope.results import export, history
 
-    runs = [r for r in export.runs(results_dir) if r["machine"] == machine]
-    newest = history.commit_order(runs, history.git_positions(ROOT))[-1]
+    table, runs = export.rows_and_runs(results_dir)
+    runs = [r for r in runs if r["machine"] == machine]
+    order = history.commit_order(runs, history.git_positions(ROOT))
+    shown = {r["commit"] for r in history.current([r for r in table if r["machine"] == machine], order, set(VARIANTS))}
+    newest = [c for c in order if c in shown][-1]
     return Path(next(r["file"] for r in runs if r["commit"] == newest))
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from sitebuild import newest_result_file
 from test_asv_pipeline import ASV, ROOT
 
 pytestmark = [pytest.mark.skipif(ASV is None or not (ROOT / ".git").exists() or not (ROOT / "results").is_dir(),
@@ -65,8 +66,8 @@ def test_every_regression_listed_spans_a_change_of_the_code(published):
 
 
 def _newest_h100_run(results: Path) -> tuple[Path, dict]:
-    files = [p for p in (results / H100).glob("*.json") if p.name != "machine.json"]
-    path = max(files, key=lambda p: json.loads(p.read_text())["date"])
+    """The newest H100 run its results pages show (a run of one variant after it is not one of them)."""
+    path = newest_result_file(results, H100)
     return path, json.loads(path.read_text())
 
 

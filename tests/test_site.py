@@ -50,6 +50,24 @@ def test_snapshot_is_the_newest_commit_that_measured_what_was_asked():
     assert history.last_two(rows, ["old", "new"], machine="m") == ("old", "new")
 
 
+def test_a_run_of_some_variants_does_not_take_the_page_from_the_run_that_measured_them_all():
+    def run(commit, *variants):
+        return [{"commit": commit, "machine": "m", "op": "softmax", "mode": "warm", "variant": v} for v in variants]
+
+    order = ["full1", "full2", "one", "gone"]
+    rows = run("full1", "a", "b", "c") + run("full2", "a", "b", "c") + run("one", "a")
+    # `asv run -b` of variant a alone: the page stays on full2, every variant from one commit
+    assert history.snapshot(rows, order, machine="m", op="softmax")[0] == "full2"
+    assert {r["commit"] for r in history.current(rows, order)} == {"full2"}
+    assert history.snapshot(rows, order, variant="a")[0] == "one"  # asked for a alone: its newest run
+    # a full run after a variant left the catalog measures one fewer: it is whole among the catalog's variants
+    rows += run("gone", "a", "b")
+    assert history.snapshot(rows, order, {"a", "b"}, machine="m")[0] == "gone"
+    assert history.snapshot(rows, order, machine="m")[0] == "full2"  # counting c, "gone" is a part of full2's run
+    # a new variant's first run counts in full
+    assert history.snapshot(rows + run("new", "a", "b", "d"), order + ["new"], {"a", "b", "d"})[0] == "new"
+
+
 def test_overview_cell_is_the_fastest_variant_of_its_backend_at_the_largest_size(data):
     machine = data.reference_machine
     cells = chart_data.overview_best(data, machine)

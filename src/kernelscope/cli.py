@@ -201,6 +201,7 @@ def _throttled(r: dict) -> str:
 
 
 def _compare_machines(args, table: list[dict]) -> int:
+    from kernelscope.catalog import VARIANTS
     from kernelscope.results import compare, history
 
     a, b = args.compare_machines
@@ -208,7 +209,8 @@ def _compare_machines(args, table: list[dict]) -> int:
     for m in (a, b):
         if m not in known:
             raise KeyError(f"no results for machine {m!r} in {args.results_dir}/; machines: {', '.join(known)}")
-    rows = compare.machine_ratios(history.current(table, history.commit_order(table, history.git_positions())), a, b)
+    order = history.commit_order(table, history.git_positions())
+    rows = compare.machine_ratios(history.current(table, order, set(VARIANTS)), a, b)
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0

@@ -33,10 +33,11 @@ def suite_times(results_dir: str | Path, repo: str | Path = ".") -> dict[tuple, 
 def warm_times(rows: list[dict], order: list[str]) -> dict[tuple, float]:
     """:func:`suite_times` of rows already read (:func:`kernelscope.results.export.rows`, measured ones) and their
     commits' order: the site has both at hand and need not read every result file again."""
+    from kernelscope.catalog import VARIANTS
     from kernelscope.results import history
 
     return {(r["machine"], r["variant"], r["size"], r["dtype"]): r["time_s"]
-            for r in history.current(rows, order) if r["mode"] == "warm" and r["status"] == "measured"}
+            for r in history.current(rows, order, set(VARIANTS)) if r["mode"] == "warm" and r["status"] == "measured"}
 
 
 def compare(ncu_us: float | None, suite_us: float | None) -> dict:

@@ -5,7 +5,10 @@ only the commit's date, and commits made in the same second (a rebase) tie.
 :func:`commit_order` asks git for the topological order when the repository
 is there and falls back to the dates otherwise. :func:`snapshot` picks, per
 machine, the newest commit that measured something: the numbers a results page
-shows, all from one commit, so each can be stamped with it.
+shows, all from one commit, so each can be stamped with it. A run of some of
+the variants (``asv run -b`` of one) is part of a page's history, not its page:
+where an older run measured more of the variants, the page stays on the newest
+such run (:func:`newest_whole`).
 """
 
 from __future__ import annotations
@@ -41,25 +44,34 @@ def commit_order(records: Iterable[dict], positions: dict[str, int] | None = Non
     return sorted(dates, key=lambda c: (dates[c], positions.get(c, -1), c))
 
 
-def newest(rows: list[dict], order: list[str]) -> str | None:
-    """The newest commit among ``rows``."""
-    present = {r["commit"] for r in rows}
-    for commit in reversed(order):
-        if commit in present:
-            return commit
-    return None
-
-
 def matching(rows: list[dict], **match) -> list[dict]:
     """The rows whose every key in ``match`` has the value given (a missing key reads None), in their order."""
     keys, values = tuple(match), tuple(match.values())
     return [r for r in rows if all(map(operator.eq, map(r.get, keys), values))]  # no Python frame a row
 
 
-def snapshot(rows: list[dict], order: list[str], **match) -> tuple[str | None, list[dict]]:
-    """The newest commit with rows matching ``match`` (e.g. machine=..., op=..., mode=...), and those rows."""
+def newest_whole(rows: list[dict], order: list[str], variants: set[str] | None = None) -> str | None:
+    """The newest commit among ``rows`` whose variants are not a strict part of an older commit's: a run of some
+    variants leaves the rows to the newest run before it that measured more. ``variants``: those that count (the
+    catalog's: a variant since removed is in no new run); None: every variant the rows name."""
+    measured: dict[str, set] = {}
+    for r in rows:
+        measured.setdefault(r["commit"], set()).add(r.get("variant"))
+    if variants is not None:
+        measured = {c: v & variants for c, v in measured.items()}
+    ordered = [c for c in order if c in measured]
+    for i in range(len(ordered) - 1, -1, -1):
+        if not any(measured[ordered[i]] < measured[older] for older in ordered[:i]):
+            return ordered[i]
+    return None
+
+
+def snapshot(rows: list[dict], order: list[str], variants: set[str] | None = None,
+             **match) -> tuple[str | None, list[dict]]:
+    """The newest whole commit (:func:`newest_whole`) with rows matching ``match`` (e.g. machine=..., op=...,
+    mode=...), and those rows."""
     selected = matching(rows, **match)
-    commit = newest(selected, order)
+    commit = newest_whole(selected, order, variants)
     return commit, [r for r in selected if r["commit"] == commit]
 
 
@@ -78,15 +90,14 @@ def last_two(rows: list[dict], order: list[str], **match) -> tuple[str, str] | N
     return (before, newest) if before else None
 
 
-def current(rows: list[dict], order: list[str]) -> list[dict]:
-    """Each (machine, op, mode)'s rows from its newest commit: what results pages and machine comparisons show."""
-    newest_of: dict[tuple, str] = {}
-    position = {c: i for i, c in enumerate(order)}
+def current(rows: list[dict], order: list[str], variants: set[str] | None = None) -> list[dict]:
+    """Each (machine, op, mode)'s rows from its newest whole commit (:func:`newest_whole`): what results pages and
+    machine comparisons show."""
+    by_key: dict[tuple, list[dict]] = {}
     for r in rows:
-        key = (r["machine"], r["op"], r["mode"])
-        if key not in newest_of or position.get(r["commit"], -1) > position.get(newest_of[key], -1):
-            newest_of[key] = r["commit"]
-    return [r for r in rows if newest_of[(r["machine"], r["op"], r["mode"])] == r["commit"]]
+        by_key.setdefault((r["machine"], r["op"], r["mode"]), []).append(r)
+    chosen = {key: newest_whole(group, order, variants) for key, group in by_key.items()}
+    return [r for r in rows if chosen[(r["machine"], r["op"], r["mode"])] == r["commit"]]
 
 
 STEP = 0.02  # a same-commit rerun puts 98% of the benchmarks of 20 us or more within 2% (the rerun criteria)

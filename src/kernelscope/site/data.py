@@ -153,8 +153,8 @@ class SiteData:
 
     @cached_property
     def current(self) -> list[dict]:
-        """Each (machine, op, mode)'s rows from its newest commit (:func:`history.current`), worked out once."""
-        return history.current(self.rows, self.order)
+        """Each (machine, op, mode)'s rows from its newest whole commit (:func:`history.current`), worked out once."""
+        return history.current(self.rows, self.order, set(VARIANTS))
 
     def rows_on(self, machine: str) -> list[dict]:
         """``machine``'s rows, in the order of ``rows``: a page asks per machine, hundreds of times a build."""
@@ -172,7 +172,8 @@ class SiteData:
         """
         key = (machine, tuple(sorted(match.items())))
         if key not in self._snapshots:
-            commit, rows = history.snapshot(self.rows_on(machine), self.order, machine=machine, **match)
+            commit, rows = history.snapshot(self.rows_on(machine), self.order, set(VARIANTS), machine=machine,
+                                            **match)
             self._snapshots[key] = Snapshot(self.run(machine, commit) if commit else None, rows)
         return self._snapshots[key]
 
