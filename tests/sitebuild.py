@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import itertools
 import json
@@ -95,16 +96,23 @@ def profiled_site(tmp_path_factory) -> tuple[Path, Path]:
 
 def newest_result_file(results_dir: Path, machine: str = "nvidia-h100-80gb-hbm3") -> Path:
     """The result file of the newest of ``machine``'s commits that its results pages show (a run of some of an op's
-    variants is left out of them: :func:`history.current`)."""
+    variants is left out of them: :func:`history.current`), in ``results_dir``: results/ or a copy of it."""
+    return Path(results_dir) / _newest_shown(machine)
+
+
+@functools.cache
+def _newest_shown(machine: str) -> Path:
+    """:func:`newest_result_file`'s file, relative to results/: worked out once a test process from the committed
+    results (reading every row of a copy is seconds a call)."""
     from kernelscope.catalog import VARIANTS
     from kernelscope.results import export, history
 
-    table, runs = export.rows_and_runs(results_dir)
+    table, runs = export.rows_and_runs(RESULTS)
     runs = [r for r in runs if r["machine"] == machine]
     order = history.commit_order(runs, history.git_positions(ROOT))
     shown = {r["commit"] for r in history.current([r for r in table if r["machine"] == machine], order, set(VARIANTS))}
     newest = [c for c in order if c in shown][-1]
-    return Path(next(r["file"] for r in runs if r["commit"] == newest))
+    return Path(next(r["file"] for r in runs if r["commit"] == newest)).resolve().relative_to(RESULTS.resolve())
 
 
 SYNTHETIC = "test-gpu-b"
