@@ -10,6 +10,7 @@ is off by 10 ms or more.
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -147,9 +148,15 @@ def test_a_range_run_files_every_value_under_its_case_and_skips_what_a_commit_la
 def test_asv_continuous_across_the_change_compares_each_case_with_itself(history, tmp_path, tmp_path_factory):
     repo, (_, first, second) = history
     installed_env(tmp_path_factory, tmp_path / "env", repo=repo, commits=(first, second))
-    proc = _asv(repo, tmp_path, "continuous", "--machine", "ci-cpu", "-b", r"Square\.time_warm", *TIMING,
+    proc = _asv(repo, tmp_path, "continuous", "-v", "--machine", "ci-cpu", "-b", r"Square\.time_warm", *TIMING,
                 first, second, returncodes=(0, 1))
+    # Each commit's values are its own, though asv's turns alternate between the commits (A B, B A, A B) and each
+    # came back to its commit's forkserver, kept from its earlier turn
     _check_labels(_stored(tmp_path, second), {(f"square-sleep-{v}", s) for v in "cda" for s in ("32x32", "64x64", "16x16")})
     _check_labels(_stored(tmp_path, first), {(f"square-sleep-{v}", s) for v in "ca" for s in ("32x32", "16x16")})
+    servers = set(re.findall(r"run_server \S+ (\S+/socket)", proc.stdout))  # what -v prints of asv's forkservers
+    assert "(round 3/3)" in proc.stdout and len(servers) == 2, proc.stdout[-4000:]
+    # both commits were installed when the environment was made: a turn only points it at the other's folder
+    assert "Installing" not in proc.stdout, proc.stdout[-4000:]
     assert "Invalid benchmark parameter" not in proc.stdout
     assert "SOME BENCHMARKS HAVE CHANGED SIGNIFICANTLY" not in proc.stdout, proc.stdout[-3000:]

@@ -44,12 +44,13 @@ def asv(tmp_path, *args, env=None, extra=None):
 
 
 def write_config(tmp_path, results: str, repo: Path = ROOT, extra: dict | None = None) -> Path:
+    from asv.util import load_json  # asv.conf.json has comments
+
+    project = load_json(str(ROOT / "asv.conf.json"), js_comments=True)
     conf = {
         "version": 1, "project": "kernelscope", "repo": str(repo), "branches": ["main"], "dvcs": "git",
         "environment_type": "syssite", "plugins": [".src.kernelscope.asv.env"],
-        "build_command": ["python -m pip wheel --no-deps --no-build-isolation --no-index -w {build_cache_dir} {build_dir}"],
-        "install_command": ["in-dir={env_dir} python -m pip install --no-deps --no-index --force-reinstall {wheel_file}"],
-        "uninstall_command": [],
+        **{k: project[k] for k in ("build_command", "install_command", "uninstall_command")},  # the project's own
         "benchmark_dir": str(ROOT / "benchmarks"), "env_dir": str(tmp_path / "env"),
         "results_dir": str(tmp_path / results), "html_dir": str(tmp_path / "html"),
         "launch_method": "forkserver", "default_benchmark_timeout": 600, **(extra or {}),
@@ -274,3 +275,41 @@ def test_an_old_commits_left_out_kernel_sources_are_installed_from_its_tree(tmp_
     assert not (installed / "kernels.py").exists()  # modules are the wheel's business
     assert not (tmp_path / "site" / "kernelscope" / "extra").exists()
     assert add_left_out_sources(str(tmp_path / "build"), str(tmp_path / "site")) == []
+
+
+def test_the_environment_imports_the_commit_it_points_at_and_no_older_copy(tmp_path):
+    # A commit's install stays in a folder of its own; switching commits rewrites one .pth line, relative to
+    # site-packages (a copied environment keeps working), and a copy an older install command put into
+    # site-packages itself, which would come first on the path, goes.
+    pytest.importorskip("asv")
+    from kernelscope.asv.env import COMMIT_PTH, point_at
+
+    site = tmp_path / "env" / "lib" / "site-packages"
+    for where, who in ((site, "old"), (tmp_path / "env" / "cache" / "A" / "installed", "A"),
+                       (tmp_path / "env" / "cache" / "B" / "installed", "B")):
+        (where / "kernelscope").mkdir(parents=True)
+        (where / "kernelscope" / "__init__.py").write_text(f"WHO = {who!r}\n")
+    (site / "kernelscope-0.1.0.dist-info").mkdir()
+    (site / "other-1.0.dist-info").mkdir()
+
+    def imported() -> str:  # without the test's own site: only the environment's
+        code = f"import site; site.addsitedir({str(site)!r}); import kernelscope; print(kernelscope.WHO)"
+        return subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+
+    point_at(str(site), str(tmp_path / "env" / "cache" / "A" / "installed"))
+    assert sorted(p.name for p in site.iterdir()) == [COMMIT_PTH, "other-1.0.dist-info"]
+    assert (site / COMMIT_PTH).read_text() == "../../cache/A/installed\n"
+    assert imported() == "A"
+    point_at(str(site), str(tmp_path / "env" / "cache" / "B" / "installed"))
+    assert imported() == "B" and (tmp_path / "env" / "cache" / "A" / "installed" / "kernelscope").is_dir()
+
+
+def test_an_install_command_that_names_no_folder_of_the_commit_is_refused():
+    pytest.importorskip("asv")
+    from asv.util import UserError
+
+    from kernelscope.asv.env import SystemSitePackages
+
+    env = type("Env", (), {"_install_command": ["python -m pip install --force-reinstall {wheel_file}"]})()
+    with pytest.raises(UserError, match=r"install_command must install into \{install_dir\}"):
+        SystemSitePackages._install_project(env, None, "c0ffee", "/build")

@@ -119,7 +119,7 @@ class _Env:
         self.installed_commit_hash = commit
 
 
-def test_a_kept_forkserver_serves_only_the_next_round_of_what_it_was_started_for(monkeypatch, tmp_path):
+def test_a_kept_forkserver_serves_only_later_rounds_of_what_it_was_started_for(monkeypatch, tmp_path):
     pytest.importorskip("asv")
     from kernelscope.asv import forkservers
 
@@ -139,31 +139,38 @@ def test_a_kept_forkserver_serves_only_the_next_round_of_what_it_was_started_for
     a = call("A", True)
     assert call("A", True) is a and a.closed == 0  # the same commit's next round: kept
     b = call("B", True)
-    assert b is not a and a.closed == 1  # another commit: a fresh one, the kept one stopped
-    assert call("B", True, benchmark_dir=tmp_path / "other") is not b and b.closed == 1  # another suite
-    c = started[-1]
+    assert b is not a and a.closed == 0  # another commit: a fresh one, and A's stays for A's next turn
+    assert call("A", True) is a and call("B", True) is b and len(started) == 2  # asv continuous's turns
+    c = call("B", True, benchmark_dir=tmp_path / "other")
+    assert c not in (a, b)  # another suite
     monkeypatch.setenv("KERNELSCOPE_PRELOAD_VARIANTS", "square-mul")
-    assert call("B", True) is not c and c.closed == 1  # another environment for the benchmark processes
-    d = started[-1]
-    d.alive = False
-    assert call("B", True) is not d  # a server that died is not used again
-    e = started[-1]
-    assert call("B", False) is e and e.closed == 1  # the last round's call stops it
-    assert call("B", False) is not e and started[-1].closed == 1  # nothing kept after it
+    d = call("B", True)
+    assert d not in (a, b, c)  # another environment for the benchmark processes
+    assert [s.closed for s in (a, b, c, d)] == [0, 0, 0, 0]
+    e = call("C", True)  # a fifth: the least recently used (A's) is stopped
+    assert len(forkservers._KEPT) == forkservers.KEPT_MAX and a.closed == 1 and b.closed == 0
+    monkeypatch.delenv("KERNELSCOPE_PRELOAD_VARIANTS")
+    b.alive = False
+    f = call("B", True)
+    assert f is not b and b.closed == 1  # a server that died is not used again
+    assert call("B", False) is f and f.closed == 1  # the last round's call stops it
+    assert call("B", False) is not f and started[-1].closed == 1  # nothing kept after it
     assert call("B", True, launch_method="spawn").closed == 1  # only forkservers are kept
+    assert c.closed == d.closed == e.closed == 0
+    forkservers.stop_kept()  # what asv's exit does
     assert forkservers._KEPT == [] and all(s.closed == 1 for s in started)
 
-    # A round in which every case already has its samples starts none, and leaves the kept one for a later round
-    f = call("B", True)
+    # A round in which every case already has its samples starts none, and leaves the kept ones for a later round
+    g = call("B", True)
     monkeypatch.setattr(forkservers, "_runs_nothing", lambda: True)
     n = len(started)
     idle = forkservers.spawner_for(get_spawner, _Env("A"), str(tmp_path), "forkserver")
     assert idle.preimport() == (True, "") and len(started) == n
     idle.close()
-    assert len(started) == n and f.closed == 0 and forkservers._KEPT[-1][1] is f
+    assert len(started) == n and g.closed == 0 and forkservers._KEPT[-1][1] is g
     idle = forkservers.spawner_for(get_spawner, _Env("A"), str(tmp_path), "forkserver")
     assert idle.run("benchmarks.X.track_x", "{}", "None", "result", 60, "/") == "ran"  # a case asked after all
-    assert len(started) == n + 1 and f.closed == 1
+    assert len(started) == n + 1 and g.closed == 0 and len(forkservers._KEPT) == 2
 
 
 def test_a_round_runs_nothing_only_when_every_selected_case_has_what_it_wants():

@@ -23,8 +23,11 @@ this repository gets the rest of the integration with it:
   median lands (:mod:`kernelscope.asv.intervals`);
 * one GPU's share of the cases when :mod:`kernelscope.asv.parallel` runs one
   asv process per GPU;
-* in ``asv continuous``'s turns, a commit's forkserver kept for its next round
-  (:mod:`kernelscope.asv.forkservers`): one suite import a turn, not a round.
+* each commit installed into a folder of its own, beside its wheel in asv's
+  build cache, and the environment pointed at it: asv continuous's turns
+  switch commits without reinstalling, and a forkserver kept for a commit's
+  next round (:mod:`kernelscope.asv.forkservers`) keeps its files: one suite
+  import a commit, not a turn.
 
 Each relies on names asv does not promise to keep (:mod:`kernelscope.asv.hooks`):
 loading the plugin with an asv that lacks one stops with a message naming it.
@@ -32,6 +35,7 @@ loading the plugin with an asv that lacks one stops with a message naming it.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -41,7 +45,7 @@ from asv import environment, util
 from asv.console import log
 
 from . import hooks, parallel
-from .forkservers import keep_forkservers, stop_kept
+from .forkservers import keep_forkservers
 from .rounds import rounds_until_enough_samples
 from .runs import track_runs
 from .saves import save_every_case
@@ -97,8 +101,9 @@ class SystemSitePackages(environment.Environment):
         # The chosen Python is often itself a venv (the GPU box's torch lives in
         # one), and `venv --system-site-packages` would see only its base
         # interpreter. Add its site directories from a .pth file instead; they come
-        # after the env's own site-packages, so the kernelscope installed per
-        # commit wins over any copy the parent has. site.addsitedir, not a bare
+        # after the env's own site-packages and the commit's install (COMMIT_PTH sorts
+        # first), so the kernelscope installed per commit wins over any copy the
+        # parent has. site.addsitedir, not a bare
         # path: it also runs the parent's own .pth files, such as numba-cuda's,
         # which redirects `numba.cuda` to numba-cuda (without it the old built-in
         # numba.cuda loads and rejects launch_bounds).
@@ -137,20 +142,57 @@ class SystemSitePackages(environment.Environment):
     def _run_pip(self, args, **kwargs):
         return self.run_executable("python", ["-m", "pip", *args], **kwargs)
 
-    def install_project(self, conf, repo, commit_hash):
-        if self.installed_commit_hash != commit_hash:
-            stop_kept()  # a forkserver kept for the next round imported the commit this install replaces
-        super().install_project(conf, repo, commit_hash)
-
     def _install_project(self, repo, commit_hash, build_dir):
-        super()._install_project(repo, commit_hash, build_dir)
-        added = add_left_out_sources(build_dir, self._purelib())
-        if added:
-            log.info(f"{repo.get_decorated_hash(commit_hash, 8)}'s wheel left out {', '.join(added)}: installed from its tree")
+        """Install the commit into ``installed/`` beside its wheel in asv's build cache (once: a turn of asv continuous
+        that comes back to it only points the environment there again), then point the environment at it.
+
+        A commit's files stay where they are while another commit is installed: a forkserver kept for its next round
+        imports from them, and asv's build cache (``build_cache_size``) removes them with the wheel."""
+        if not any(INSTALL_DIR in part for part in (self._install_command or [])):
+            raise util.UserError(f"syssite: install_command must install into {INSTALL_DIR}, a folder of the commit's "
+                                 f"own (as asv.conf.json's does: pip install --target {INSTALL_DIR}); "
+                                 f"it is {self._install_command!r}")
+        folder = os.path.join(self._global_env_vars["ASV_BUILD_CACHE_DIR"], "installed")
+        done = os.path.join(folder, INSTALLED_MARK)
+        checksum = json.dumps(self._get_install_checksum())
+        if not (os.path.isfile(done) and open(done).read() == checksum):
+            shutil.rmtree(folder, ignore_errors=True)  # a partial install, or one made by another install command
+            self._global_env_vars["ASV_INSTALL_DIR"] = folder
+            try:
+                super()._install_project(repo, commit_hash, build_dir)
+            finally:
+                del self._global_env_vars["ASV_INSTALL_DIR"]
+            added = add_left_out_sources(build_dir, folder)
+            if added:
+                log.info(f"{repo.get_decorated_hash(commit_hash, 8)}'s wheel left out {', '.join(added)}: "
+                         "installed from its tree")
+            with open(done, "w") as f:
+                f.write(checksum)
+        point_at(self._purelib(), folder)
 
     def run(self, args, **kwargs):
         log.debug(f"Running '{' '.join(args)}' in {self.name}")
         return self.run_executable("python", args, **kwargs)
+
+
+INSTALL_DIR = "{install_dir}"  # asv.conf.json's install_command installs a commit there
+INSTALLED_MARK = ".kernelscope-installed"  # written last: the install it sits in is whole, made by this command
+COMMIT_PTH = "_kernelscope_commit.pth"
+
+
+def point_at(site_packages: str, folder: str, package: str = "kernelscope") -> None:
+    """Make ``folder`` (a commit's install) the one the environment's interpreters import ``package`` from.
+
+    A .pth line of the environment's site-packages, relative to it (a copied environment keeps working), written
+    aside and renamed over the old one. A copy of ``package`` in site-packages itself, which an older install
+    command put there, would come first on the path: it is removed."""
+    for name in os.listdir(site_packages):
+        if name == package or (name.startswith(f"{package}-") and name.endswith(".dist-info")):
+            shutil.rmtree(os.path.join(site_packages, name))
+    pth = os.path.join(site_packages, COMMIT_PTH)
+    with open(pth + ".tmp", "w") as f:
+        f.write(os.path.relpath(folder, site_packages) + "\n")
+    os.replace(pth + ".tmp", pth)
 
 
 # Files the package reads at run time besides its modules. Some older commits'

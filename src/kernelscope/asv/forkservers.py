@@ -1,23 +1,24 @@
-"""A commit's forkserver kept from one round to its next: asv continuous imports the suite once a turn, not a round.
+"""A commit's forkserver kept from one round to its next: asv continuous imports the suite once a commit, not a round.
 
 asv starts a forkserver, which imports the benchmark suite, in every call of
 ``run_benchmarks``. ``asv continuous`` (and ``asv run --interleave-rounds``)
-makes one call per round and commit, taking turns between the commits: A B,
-B A, A B, ... So every turn after the first begins with the commit the call
-before it ran, in the same environment, with nothing installed in between, and
-asv imported the same suite into a fresh interpreter again: for kernelscope,
-torch and the start of every framework selected (seconds on a CPU, more on a
-GPU box).
+makes one call per round, commit and environment, taking turns between the
+commits: A B, B A, A B, ... and asv imported the same suite into a fresh
+interpreter for every call: for kernelscope, torch and the start of every
+framework selected (seconds on a CPU, more on a GPU box).
 
-Here a call that has rounds after it keeps its forkserver when it ends, and the
-next call gets it if everything the forkserver was started with is as it was:
+Here a call that has rounds after it keeps its forkserver when it ends, and a
+later call gets it if everything the forkserver was started with is as it was:
 the environment and the commit installed in it, the benchmark folder, the
 launch method, and every variable of asv's process environment (the variants to
-preload among them). As in one ``asv run``, which serves all of a commit's
-rounds from one forkserver, each case still runs in a process of its own,
-forked from it. Anything else stops the kept one and starts a fresh one, as
-asv would; the last round's call, an interrupt, a new install
-(:mod:`kernelscope.asv.env`) and the end of asv's process stop it too.
+preload among them). A commit's files stay where they are while another commit
+runs (:mod:`kernelscope.asv.env` installs each into a folder of its own), so
+each commit, and each environment of asv's matrix, keeps its own: up to
+:data:`KEPT_MAX` at once, the least recently used stopped first. As in one
+``asv run``, which serves all of a commit's rounds from one forkserver, each
+case still runs in a process of its own, forked from it. Anything else starts a
+fresh one, as asv would; a call's last round, an interrupt and the end of asv's
+process stop it.
 
 A round that will start no benchmark process, because every case selected
 already has the samples it wants (:mod:`kernelscope.asv.rounds`: asv
@@ -34,7 +35,10 @@ from . import hooks
 from .rounds import runs_nothing
 from .runs import current_run
 
-_KEPT: list = []  # [(key, spawner)]: the forkserver kept for the next call
+# Each holds an imported suite (torch and the frameworks selected, no GPU context): a few hundred MB of host memory.
+# asv continuous needs two (its commits), an interleaved run of a matrix one per environment.
+KEPT_MAX = 4
+_KEPT: list = []  # [(key, spawner)], the most recently used last: forkservers kept for later calls
 _MORE_ROUNDS = [False]  # the call of run_benchmarks now running has rounds after it
 _CALL: dict = {}  # the call of run_benchmarks now running: its run_rounds, extra_params, quick
 
@@ -44,11 +48,16 @@ def _key(env, benchmark_dir: str, launch_method) -> tuple:
             os.path.abspath(benchmark_dir), tuple(sorted(env.env_vars.items())), tuple(sorted(os.environ.items())))
 
 
+def _stop(spawner) -> None:
+    """Stop one kept forkserver (asv's own close, which also reports what the server printed)."""
+    _KEPT[:] = [(k, s) for k, s in _KEPT if s is not spawner]
+    spawner.close()
+
+
 def stop_kept() -> None:
-    """Stop the kept forkserver, if any (asv's own close, which also reports what the server printed)."""
+    """Stop every kept forkserver."""
     while _KEPT:
-        _, spawner = _KEPT.pop()
-        spawner.close()
+        _stop(_KEPT[-1][1])
 
 
 class KeptSpawner:
@@ -63,8 +72,10 @@ class KeptSpawner:
     def close(self):
         if not any(s is self.spawner for _, s in _KEPT):
             self.spawner.close()
-        elif not _MORE_ROUNDS[0] or self.spawner.interrupted or self.spawner.server_proc.poll() is not None:
+        elif self.spawner.interrupted:
             stop_kept()
+        elif not _MORE_ROUNDS[0] or self.spawner.server_proc.poll() is not None:
+            _stop(self.spawner)
 
 
 class IdleSpawner:
@@ -111,14 +122,20 @@ def spawner_for(get_spawner, env, benchmark_dir: str, launch_method, idle: bool 
     """The kept forkserver if it is the one ``get_spawner`` would start now, none yet for a round that runs nothing
     (``idle``), else a new spawner (a forkserver kept)."""
     key = _key(env, benchmark_dir, launch_method)
-    if _KEPT and _KEPT[-1][0] == key and _KEPT[-1][1].server_proc.poll() is None:
-        return KeptSpawner(_KEPT[-1][1])
-    if idle and _runs_nothing():  # none started, and a kept one stays kept
+    for kept_key, kept in list(_KEPT):
+        if kept_key == key:
+            if kept.server_proc.poll() is None:
+                _KEPT.remove((kept_key, kept))
+                _KEPT.append((kept_key, kept))  # the most recently used
+                return KeptSpawner(kept)
+            _stop(kept)  # a server that died is not used again
+    if idle and _runs_nothing():  # none started, and the kept ones stay kept
         return IdleSpawner(lambda: spawner_for(get_spawner, env, benchmark_dir, launch_method, idle=False))
-    stop_kept()
     spawner = get_spawner(env, benchmark_dir, launch_method)
     if launch_method != "forkserver":
         return spawner
+    while len(_KEPT) >= KEPT_MAX:
+        _stop(_KEPT[0][1])
     _KEPT.append((key, spawner))
     return KeptSpawner(spawner)
 
