@@ -4,9 +4,11 @@ Where a memory-bound kernel's SM issues more instructions than DRAM leaves time
 for, it falls behind a peer that moves the same bytes (results-proofs/softmax-cuda-h200: softmax-cuda
 at 16384x16384 bfloat16 on the H200, 86.7% of copy against Triton's 95.4% in the
 same launch shape, 41% more instructions issued in ncu). The machine code shows
-why before any device time is spent: nvcc compiles a .cu file to a cubin for
-sm_90a, Triton compiles its kernel for the same target on the CPU, and
-cuobjdump (Triton's wheel ships one) prints both as SASS. For each kernel this
+why before any device time is spent: nvcc compiles a .cu file for sm_90, as the
+extension is built on an H100 or H200 (kernelscope.profiling.nvcc, kept per version
+of the file; for these kernels sm_90a's SASS is the same), Triton compiles its
+kernel for its own target there, sm_90a, on the CPU, and cuobjdump (Triton's
+wheel ships one) prints both as SASS. For each kernel this
 prints its static instruction count, its loads and stores from global memory,
 its MUFU (exp) and division calls, and its opcode mix. A kernel that is one
 straight path (the exact rows, Triton's row kernel) runs about its static count
@@ -53,9 +55,12 @@ def cuobjdump() -> str:
     return str(tool)
 
 
-def functions(cubin: Path) -> dict[str, list[str]]:
-    """Kernel name -> its SASS instructions (predicate and operands kept), in order."""
-    text = subprocess.run([cuobjdump(), "-sass", str(cubin)], capture_output=True, text=True, check=True).stdout
+def sass_of(binary: Path) -> str:
+    return subprocess.run([cuobjdump(), "-sass", str(binary)], capture_output=True, text=True, check=True).stdout
+
+
+def functions(text: str) -> dict[str, list[str]]:
+    """``cuobjdump -sass`` output -> kernel name -> its SASS instructions (predicate and operands kept), in order."""
     parts = re.split(r"\n\s*Function : (\S+)\n", text)
     out = {}
     for name, body in zip(parts[1::2], parts[2::2]):
@@ -81,13 +86,6 @@ def summary(instructions: list[str]) -> dict:
             "global loads": sum(1 for i in instructions if re.search(r"\bLDG\b", i)),
             "global stores": sum(1 for i in instructions if re.search(r"\bSTG\b", i)),
             "MUFU": ops["MUFU"], "calls": ops["CALL"], "branches": ops["BRA"], "mix": ops.most_common(8)}
-
-
-def compile_cuda(source: str, out_dir: Path) -> Path:
-    cubin = out_dir / (Path(source).stem + ".cubin")
-    subprocess.run(["nvcc", "-O3", "-arch=sm_90a", "-cubin", f"-I{CUDA_DIR}", "-o", str(cubin), str(CUDA_DIR / source)],
-                   check=True)
-    return cubin
 
 
 def compile_triton_softmax(dtype: str, block: int, warps: int, out_dir: Path) -> Path:
@@ -124,12 +122,14 @@ def main() -> int:
     if not shutil.which("nvcc"):
         print("sass_counts.py: nvcc not found (the CUDA toolkit compiles the .cu files)", file=sys.stderr)
         return 2
+    from kernelscope.profiling.nvcc import ARCH, compile_for_reading
+
     with tempfile.TemporaryDirectory() as tmp:
-        kernels = {n: body for n, body in functions(compile_cuda(opts.source, Path(tmp))).items()
+        kernels = {n: body for n, body in functions(compile_for_reading(CUDA_DIR / opts.source).sass()).items()
                    if re.search(opts.kernel, n)}
         if opts.triton_softmax:
             dtype, block, warps = opts.triton_softmax.split(",")
-            kernels.update(functions(compile_triton_softmax(dtype, int(block), int(warps), Path(tmp))))
+            kernels.update(functions(sass_of(compile_triton_softmax(dtype, int(block), int(warps), Path(tmp)))))
     if not kernels:
         print(f"no kernel of {opts.source} matches {opts.kernel!r}", file=sys.stderr)
         return 1
@@ -139,8 +139,8 @@ def main() -> int:
     triton_version = ""
     if opts.triton_softmax:
         import triton
-        triton_version = f"; Triton {triton.__version__} for the same target"
-    print(f"sm_90a SASS, static counts ({opts.source}: nvcc -O3, {nvcc}{triton_version})")
+        triton_version = f"; Triton {triton.__version__} for sm_90a"
+    print(f"SASS, static counts ({opts.source}: nvcc -O3 for {ARCH}, {nvcc}{triton_version})")
     for name, body in kernels.items():
         s = summary(body)
         print(f"{names[name]}\n  {s['count']} instructions, {s['global loads']} global loads, "

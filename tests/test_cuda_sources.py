@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from kernelscope.backends.cuda import build
+from kernelscope.profiling.nvcc import compile_for_reading
 from shared import once
 
 NVCC = shutil.which("nvcc") or ("/usr/local/cuda/bin/nvcc" if shutil.os.path.exists("/usr/local/cuda/bin/nvcc") else None)
@@ -35,34 +36,21 @@ def nvcc(*args, arch: str = "sm_90") -> subprocess.CompletedProcess:
 
 
 class Compiled:
-    """source -> (PTX text, {kernel: (registers, spill bytes)} from ptxas -v), each compiled once per test run.
+    """source -> (PTX text, {kernel: (registers, spill bytes)} from ptxas -v): the profiler's compile of the file
+    (kernelscope.profiling.nvcc: one nvcc call, kept per version of the file, which every test process and the
+    profiler's own tests read; softmax.cu alone is seconds of nvcc)."""
 
-    One nvcc call a source: the object, with ptxas's report, and the PTX nvcc compiled it from, kept (-keep: the
-    text `nvcc -ptx` writes). In a folder named by the source's and its headers' hash that every test process of
-    the run reads (tests/shared.py): softmax.cu alone is half a minute of nvcc.
-    """
-
-    def __init__(self, tmp_path_factory):
-        self.tmp_path_factory, self.cache = tmp_path_factory, {}
-
-    def folder(self, source: str) -> Path:
-        path = build.HERE / source
-        digest = hashlib.sha256(b"".join((build.HERE / name).read_bytes() for name in (source, *build.HEADERS)))
-
-        def make(folder: Path):
-            report = nvcc("-c", path, "-o", folder / "k.o", "-Xptxas", "-v", "-keep", "-keep-dir", folder).stderr
-            (folder / "ptxas.txt").write_text(report)
-
-        return once(self.tmp_path_factory, f"nvcc-{path.stem}-{digest.hexdigest()[:16]}", make)
+    def __init__(self):
+        self.cache = {}
 
     def object(self, source: str) -> Path:
-        return self.folder(source) / "k.o"
+        return compile_for_reading(build.HERE / source).object
 
     def __call__(self, source: str) -> tuple[str, dict[str, tuple[int, int]]]:
         if source not in self.cache:
-            folder = self.folder(source)
+            done = compile_for_reading(build.HERE / source)
             kernels, current = {}, None
-            for line in (folder / "ptxas.txt").read_text().splitlines():
+            for line in done.ptxas.splitlines():
                 if m := re.search(r"Compiling entry function '(\w+)'", line):
                     current = m.group(1)
                 elif m := re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line):
@@ -70,13 +58,13 @@ class Compiled:
                 elif (m := re.search(r"Used (\d+) registers", line)) and current:
                     kernels[current] = (int(m.group(1)), spill)
                     current = None
-            self.cache[source] = ((folder / f"{Path(source).stem}.ptx").read_text(), kernels)
+            self.cache[source] = (done.ptx, kernels)
         return self.cache[source]
 
 
 @pytest.fixture(scope="module")
-def compiled(tmp_path_factory):
-    return Compiled(tmp_path_factory)
+def compiled():
+    return Compiled()
 
 
 def entries(ptx: str) -> dict[str, str]:

@@ -5,8 +5,9 @@
   ``cuobjdump`` for it), registers, spills, shared memory. GPU only: the
   interpreter compiles nothing.
 * CUDA C++: the variant's ``.cu`` file (``backends/cuda/<op>.cu``) through
-  ``nvcc -ptx`` (PTX) and ``nvcc -c -Xptxas -v`` (ptxas's resource report per
-  kernel), and ``cuobjdump -sass`` of that object. No GPU needed: this is what
+  ``nvcc -c -Xptxas -v -keep`` (PTX, and ptxas's resource report per kernel),
+  and ``cuobjdump -sass`` of that object (:mod:`kernelscope.profiling.nvcc`,
+  which keeps them per version of the file). No GPU needed: this is what
   CI tests. The variant's kernels are the ``__global__`` functions its launcher
   (``launch_<impl function>``) launches, directly or through helpers in the
   same file; :data:`CUDA_KERNELS` names them where that convention does not hold.
@@ -21,10 +22,7 @@
 
 from __future__ import annotations
 
-import functools
 import re
-import subprocess
-import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,12 +30,14 @@ from pathlib import Path
 import torch
 
 from kernelscope import backends
+from kernelscope.profiling import nvcc
 from kernelscope.profiling.artifacts import CodeArtifact, write_text
+from kernelscope.profiling.nvcc import compile_for_reading
 from kernelscope.profiling.tools import find_tool, version_output
 
 CUDA_DIR = Path(backends.__file__).parent / "cuda"
-ARCH = "sm_90"  # the H100's: the code the lecture's GPU and ours run
-NVCC_FLAGS = ("-O3",)  # as build.py compiles the extension
+ARCH = nvcc.ARCH  # the H100's: the code the lecture's GPU and ours run
+NVCC_FLAGS = nvcc.FLAGS
 # Variant -> its kernels, for launchers that do not follow launch_<impl function>; empty while all do.
 CUDA_KERNELS: dict[str, tuple[str, ...]] = {}
 
@@ -509,34 +509,6 @@ def split_sass(dump: str) -> dict[str, str]:
     return out
 
 
-@functools.lru_cache(maxsize=16)
-def _compile_cu(path: str, mtime_ns: int, arch: str) -> dict:
-    """nvcc's PTX, ptxas report and (where cuobjdump is) SASS of one .cu file; cached per version of it and its
-    headers (``mtime_ns``: the latest of theirs)."""
-    nvcc = find_tool("nvcc")
-    with tempfile.TemporaryDirectory(prefix="kernelscope-nvcc-") as tmp:
-        ptx, obj = Path(tmp) / "k.ptx", Path(tmp) / "k.o"
-        common = [nvcc, f"-arch={arch}", *NVCC_FLAGS, "-I", str(Path(path).parent)]
-        proc = subprocess.run([*common, "-ptx", path, "-o", str(ptx)], capture_output=True, text=True, timeout=600)
-        if proc.returncode:
-            raise RuntimeError(f"nvcc -ptx {Path(path).name} failed: {proc.stderr.strip()[-1000:]}")
-        proc = subprocess.run([*common, "-c", "-Xptxas", "-v", path, "-o", str(obj)], capture_output=True, text=True,
-                              timeout=600)
-        if proc.returncode:
-            raise RuntimeError(f"nvcc -c {Path(path).name} failed: {proc.stderr.strip()[-1000:]}")
-        result = {"ptx": ptx.read_text(), "ptxas": proc.stderr + proc.stdout, "sass": None, "sass_error": None}
-        cuobjdump = find_tool("cuobjdump")
-        if cuobjdump is None:
-            result["sass_error"] = "cuobjdump not found (CUDA toolkit or Triton's bundled copy)"
-        else:
-            dump = subprocess.run([cuobjdump, "-sass", str(obj)], capture_output=True, text=True, timeout=600)
-            if dump.returncode:
-                result["sass_error"] = f"cuobjdump -sass failed: {dump.stderr.strip()[-500:]}"
-            else:
-                result["sass"] = dump.stdout
-    return result
-
-
 def _cuda(variant, x, dtype: str, out_dir: Path, out: Captured, launched=None) -> None:
     # No GPU needed: nvcc and cuobjdump work on the source alone, so x is not used.
     if find_tool("nvcc") is None:
@@ -544,12 +516,14 @@ def _cuda(variant, x, dtype: str, out_dir: Path, out: Captured, launched=None) -
         return
     path = cuda_source(variant)
     kernels = cuda_kernels(variant)
-    compiled = _compile_cu(str(path), max(f.stat().st_mtime_ns for f in cuda_files(path)), ARCH)
-    module = parse_ptx(compiled["ptx"])
-    report = parse_ptxas(compiled["ptxas"])
-    sass = split_sass(compiled["sass"]) if compiled["sass"] else {}
-    if compiled["sass_error"]:
-        out.skipped["sass"] = compiled["sass_error"]
+    compiled = compile_for_reading(path, ARCH, NVCC_FLAGS)
+    module = parse_ptx(compiled.ptx)
+    report = parse_ptxas(compiled.ptxas)
+    try:
+        sass = split_sass(compiled.sass())
+    except RuntimeError as exc:
+        sass = {}
+        out.skipped["sass"] = str(exc)
     if launched:  # a launcher with several paths (tiled, grid-stride): keep the kernels that ran
         ran = [_squeezed(n) for n in launched]
         kernels = [k for k in kernels if any(_squeezed(shown) + "(" in n for _, shown in
