@@ -40,6 +40,7 @@ import os
 import re
 import shutil
 import sys
+from pathlib import Path
 
 from asv import environment, util
 from asv.console import log
@@ -155,7 +156,7 @@ class SystemSitePackages(environment.Environment):
         folder = os.path.join(self._global_env_vars["ASV_BUILD_CACHE_DIR"], "installed")
         done = os.path.join(folder, INSTALLED_MARK)
         checksum = json.dumps(self._get_install_checksum())
-        if not (os.path.isfile(done) and open(done).read() == checksum):
+        if not (os.path.isfile(done) and Path(done).read_text() == checksum):
             shutil.rmtree(folder, ignore_errors=True)  # a partial install, or one made by another install command
             self._global_env_vars["ASV_INSTALL_DIR"] = folder
             try:
