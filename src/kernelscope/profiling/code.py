@@ -32,7 +32,6 @@ import torch
 from kernelscope import backends
 from kernelscope.profiling import nvcc
 from kernelscope.profiling.artifacts import CodeArtifact, write_text
-from kernelscope.profiling.nvcc import compile_for_reading
 from kernelscope.profiling.tools import find_tool, version_output
 
 CUDA_DIR = Path(backends.__file__).parent / "cuda"
@@ -516,7 +515,7 @@ def _cuda(variant, x, dtype: str, out_dir: Path, out: Captured, launched=None) -
         return
     path = cuda_source(variant)
     kernels = cuda_kernels(variant)
-    compiled = compile_for_reading(path, ARCH, NVCC_FLAGS)
+    compiled = nvcc.compile_for_reading(path, ARCH, NVCC_FLAGS)
     module = parse_ptx(compiled.ptx)
     report = parse_ptxas(compiled.ptxas)
     try:
